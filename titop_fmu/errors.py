@@ -1,0 +1,25 @@
+"""Errors and warnings raised by titop-fmu, each naming what is wrong."""
+
+
+class TitopError(Exception):
+    """Base class of every titop-fmu error."""
+
+
+class ParameterError(TitopError, ValueError):
+    """A physical parameter is invalid; ``.parameter`` names it."""
+
+    def __init__(self, parameter: str, message: str):
+        super().__init__(f"parameter '{parameter}': {message}")
+        self.parameter = parameter
+
+
+class ConnectionError_(TitopError):
+    """A system is wired wrongly: dangling, unknown or doubly connected port, cycle."""
+
+
+class SolverError(TitopError):
+    """A simulation could not proceed (singular loop, non-convergence, integrator failure)."""
+
+
+class ParameterWarning(UserWarning):
+    """A parameter is accepted but physically unusual (e.g. triangle inequality violated)."""

@@ -1,0 +1,256 @@
+"""Spatial algebra of the non-linear TITOP paper.
+
+Every function here is a symbol of the paper's nomenclature or a numbered
+equation, written on plain numpy arrays.
+
+Conventions (shared/paper/titop-nonlinear.md, shared/balloon-scenario.md):
+
+* 6-vectors put translation first: twist ``x' = [v_P; omega]``, spatial
+  acceleration ``x'dot = [vdot_P; omegadot]`` (time derivatives in the body
+  frame), wrench ``W = [F; T_P]``.
+* Motion vector (18): ``m = [x'dot (6); x' (6); x (6)]`` with the pose
+  ``x = [IP; Theta]``; the first 15 components are projected in the body frame,
+  the last 3 are the Euler angles of the body frame w.r.t. ``R_i``.
+* ``P_a/b`` is the DCM whose columns are the axes of ``R_a`` in ``R_b``:
+  ``[v]_Rb = P_a/b [v]_Ra``.
+* Euler angles ``Theta = [phi, theta, psi]``, sequence 3-2-1 (intrinsic
+  z-y-x): ``P_b/i = Rz(psi) Ry(theta) Rx(phi)``.
+* Quaternions are scalar first, ``q = [w, x, y, z]``, with ``P_b/i = R(q)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+I3 = np.eye(3)
+Z3 = np.zeros((3, 3))
+
+
+def skew(v):
+    """``(*v)``: the skew-symmetric matrix with ``(*v) u = v x u`` (nomenclature)."""
+    x, y, z = v
+    return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+
+
+def tau(r):
+    """Kinematic model ``tau_CP = [[1, (*CP)], [0, 1]]`` for ``r = CP`` (nomenclature).
+
+    Transports a twist (or a spatial acceleration of a rigid body) from ``P`` to
+    ``C``: ``x'_C = tau_CP x'_P``; its transpose transports a wrench from ``C``
+    to ``P``: ``W_P = tau_CP^T W_C`` (eq. 13).
+    """
+    t = np.eye(6)
+    t[0:3, 3:6] = skew(r)
+    return t
+
+
+def dynamic_model(mass, inertia_B, BP):
+    """``D_P = tau_BP^T diag(m 1_3, I_B) tau_BP``: dynamic model at ``P`` (eq. 4).
+
+    ``inertia_B`` is the inertia tensor at the centre of mass ``B``; ``BP`` the
+    vector from ``B`` to ``P``, both in the body frame.
+    """
+    D_B = np.zeros((6, 6))
+    D_B[0:3, 0:3] = mass * I3
+    D_B[3:6, 3:6] = inertia_B
+    t = tau(BP)
+    return t.T @ D_B @ t
+
+
+def C(twist):
+    """``C(x') = [[(*omega), 0], [(*v), (*omega)]]``: non-linear operator of eq. (7)."""
+    c = np.zeros((6, 6))
+    w = skew(twist[3:6])
+    c[0:3, 0:3] = w
+    c[3:6, 3:6] = w
+    c[3:6, 0:3] = skew(twist[0:3])
+    return c
+
+
+def newton_euler(D_P, acc, g6, bias):
+    """Right-hand side of the Newton-Euler equation with gravity (eq. 11).
+
+    ``W_ext,P = D_P (x'dot_P - [g; 0]) + C(x'_P) D_P x'_P`` where
+    ``bias = C(x'_P) D_P x'_P`` and ``g6 = [g; 0]`` in the body frame. ``acc`` may
+    be a 6-vector or a ``(6, k)`` batch of spatial accelerations (``g6`` and
+    ``bias`` then are ``(6, 1)`` columns).
+    """
+    return D_P @ (acc - g6) + bias
+
+
+# --- attitude ---------------------------------------------------------------
+
+def Rx(a):
+    c, s = np.cos(a), np.sin(a)
+    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+
+
+def Ry(a):
+    c, s = np.cos(a), np.sin(a)
+    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+def Rz(a):
+    c, s = np.cos(a), np.sin(a)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def dcm_from_euler(Theta):
+    """``P_./i(Theta)``: Euler angles (3-2-1) to DCM, ``Rz(psi) Ry(theta) Rx(phi)``."""
+    phi, theta, psi = Theta
+    return Rz(psi) @ Ry(theta) @ Rx(phi)
+
+
+def euler_from_dcm(P):
+    """``Theta(P)``: DCM to Euler angles (3-2-1), ``theta`` in ``[-pi/2, pi/2]``.
+
+    At gimbal lock (``cos(theta) = 0``) only ``psi -/+ phi`` is defined; ``phi``
+    is then set to 0 so that ``dcm_from_euler(euler_from_dcm(P)) == P`` holds
+    everywhere.
+    """
+    c_theta = np.hypot(P[0, 0], P[1, 0])
+    theta = np.arctan2(-P[2, 0], c_theta)
+    if c_theta > 1e-12:
+        phi = np.arctan2(P[2, 1], P[2, 2])
+        psi = np.arctan2(P[1, 0], P[0, 0])
+    else:
+        phi = 0.0
+        psi = np.arctan2(-P[0, 1], P[1, 1])
+    return np.array([phi, theta, psi])
+
+
+def Gamma(Theta):
+    """``Gamma(Theta)`` with ``Thetadot = Gamma(Theta) [omega]_Rb`` (3-2-1 sequence, eq. 12).
+
+    Singular at ``theta = +-pi/2``; the floating bases therefore integrate a
+    quaternion and use Euler angles only as outputs.
+    """
+    phi, theta, _ = Theta
+    sp, cp = np.sin(phi), np.cos(phi)
+    ct, tt = np.cos(theta), np.tan(theta)
+    if abs(ct) < 1e-12:
+        raise ValueError("Gamma(Theta) is singular at theta = +-90 deg (gimbal lock)")
+    return np.array([[1.0, sp * tt, cp * tt], [0.0, cp, -sp], [0.0, sp / ct, cp / ct]])
+
+
+def axis_rotation(r_unit, theta):
+    """``e^{theta (*r~)}``: rotation by ``theta`` about the unit vector ``r~`` (eq. 16)."""
+    K = skew(r_unit)
+    return I3 + np.sin(theta) * K + (1.0 - np.cos(theta)) * (K @ K)
+
+
+def dcm_from_quat(q):
+    """``P_b/i`` from a (not necessarily unit) quaternion ``[w, x, y, z]``."""
+    w, x, y, z = q
+    s = 2.0 / (w * w + x * x + y * y + z * z)
+    return np.array([
+        [1.0 - s * (y * y + z * z), s * (x * y - w * z), s * (x * z + w * y)],
+        [s * (x * y + w * z), 1.0 - s * (x * x + z * z), s * (y * z - w * x)],
+        [s * (x * z - w * y), s * (y * z + w * x), 1.0 - s * (x * x + y * y)],
+    ])
+
+
+def quat_from_dcm(P):
+    """Unit quaternion ``[w, x, y, z]`` (``w >= 0``) of the DCM ``P`` (Shepperd's method)."""
+    tr = np.trace(P)
+    cands = np.array([tr, P[0, 0], P[1, 1], P[2, 2]])
+    i = int(np.argmax(cands))
+    if i == 0:
+        w = 0.5 * np.sqrt(1.0 + tr)
+        q = [w, (P[2, 1] - P[1, 2]) / (4 * w), (P[0, 2] - P[2, 0]) / (4 * w), (P[1, 0] - P[0, 1]) / (4 * w)]
+    elif i == 1:
+        x = 0.5 * np.sqrt(1.0 + 2 * P[0, 0] - tr)
+        q = [(P[2, 1] - P[1, 2]) / (4 * x), x, (P[0, 1] + P[1, 0]) / (4 * x), (P[0, 2] + P[2, 0]) / (4 * x)]
+    elif i == 2:
+        y = 0.5 * np.sqrt(1.0 + 2 * P[1, 1] - tr)
+        q = [(P[0, 2] - P[2, 0]) / (4 * y), (P[0, 1] + P[1, 0]) / (4 * y), y, (P[1, 2] + P[2, 1]) / (4 * y)]
+    else:
+        z = 0.5 * np.sqrt(1.0 + 2 * P[2, 2] - tr)
+        q = [(P[1, 0] - P[0, 1]) / (4 * z), (P[0, 2] + P[2, 0]) / (4 * z), (P[1, 2] + P[2, 1]) / (4 * z), z]
+    q = np.array(q)
+    return q if q[0] >= 0 else -q
+
+
+def quat_derivative(q, omega_b):
+    """``qdot = 1/2 q (x) [0, omega]`` for the body-frame angular velocity ``omega``."""
+    w, x, y, z = q
+    p, r_, s = omega_b
+    return 0.5 * np.array([
+        -x * p - y * r_ - z * s,
+        w * p + y * s - z * r_,
+        w * r_ + z * p - x * s,
+        w * s + x * r_ - y * p,
+    ])
+
+
+def rotation_vector(P):
+    """Rotation vector ``phi`` with ``P = e^{(*phi)}`` (the log map of SO(3))."""
+    c = np.clip(0.5 * (np.trace(P) - 1.0), -1.0, 1.0)
+    angle = np.arccos(c)
+    a = np.array([P[2, 1] - P[1, 2], P[0, 2] - P[2, 0], P[1, 0] - P[0, 1]])
+    if angle < 1e-6:
+        return 0.5 * a * (1.0 + angle * angle / 6.0)
+    if angle < np.pi - 1e-6:
+        return angle / (2.0 * np.sin(angle)) * a
+    # angle close to pi: axis from the symmetric part
+    B = 0.5 * (P + P.T) - np.cos(angle) * I3
+    k = int(np.argmax(np.diag(B)))
+    axis = B[:, k] / np.sqrt(B[k, k] * (1.0 - np.cos(angle)))
+    if axis @ a < 0:
+        axis = -axis
+    return angle * axis / np.linalg.norm(axis)
+
+
+# --- augmented DCMs and the motion vector -------------------------------------
+
+def P_x2(P_ab):
+    """``P_a/b^x2 = diag(P_a/b, P_a/b)``: changes the frame of a 6-vector (nomenclature)."""
+    out = np.zeros((6, 6))
+    out[0:3, 0:3] = P_ab
+    out[3:6, 3:6] = P_ab
+    return out
+
+
+def P_18(P_ab):
+    """``P_a/b^18 = diag(P_a/b^x2, P_a/b^x2, P_a/b, 1_3)`` for motion vectors (nomenclature).
+
+    It rotates the first 15 components only; the Euler angles of the new frame
+    are given by :func:`motion_in_frame`.
+    """
+    out = np.eye(18)
+    for k in range(5):
+        out[3 * k:3 * k + 3, 3 * k:3 * k + 3] = P_ab
+    return out
+
+
+def motion_in_frame(m_b, P_ab):
+    """``([m_P]_Ra, P_a/i)`` from ``[m_P]_Rb`` for a frame ``R_a`` with ``[v]_Rb = P_a/b [v]_Ra``.
+
+    Components 1-15 are ``(P_a/b^18)^T m``; the attitude becomes
+    ``Theta^A = Theta(P_./i(Theta^B) P_a/b)`` (section 3.1). The DCM
+    ``P_a/i = P_b/i P_a/b`` is returned as well (gravity needs it).
+    """
+    m_a = P_18(P_ab).T @ m_b
+    P_ai = dcm_from_euler(m_b[15:18]) @ P_ab
+    m_a[15:18] = euler_from_dcm(P_ai)
+    return m_a, P_ai
+
+
+def upsilon(CP, m_P):
+    """Motion-vector transport ``m_C = upsilon_CP(m_P)`` on a rigid body (Definition 1, eq. 14).
+
+    ``x'dot_C = tau_CP x'dot_P``, ``x'_C = tau_CP x'_P``, ``IC = IP + PC``, same
+    attitude; everything projected in the body frame.
+    """
+    t = tau(CP)
+    m_C = np.empty(18)
+    m_C[0:6] = t @ m_P[0:6]
+    m_C[6:12] = t @ m_P[6:12]
+    m_C[12:15] = m_P[12:15] - CP
+    m_C[15:18] = m_P[15:18]
+    return m_C
+
+
+def gravity6(P_ai, g_i):
+    """``[g; 0]`` projected in the body frame ``R_a`` from ``[g]_Ri`` (Fig. 2)."""
+    return np.concatenate([P_ai.T @ g_i, np.zeros(3)])
