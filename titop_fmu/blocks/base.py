@@ -1,0 +1,149 @@
+"""The common shape of every TITOP block (pure, FMI-free).
+
+A block is a *model*: parameters fixed at construction, no mutable state.
+States ``x`` and inputs ``u`` are passed in, outputs and derivatives come out
+(as in Pinocchio, the model is kept apart from the data).
+
+Ports, named as in the FMUs:
+
+* a **parent port** ``p`` (loop closure: ``l`` and ``r``): motion vector
+  ``p.m`` (18) in, projected in the parent's frame; wrench ``p.w`` (6) out,
+  applied by this block on its parent, same frame;
+* **child ports** ``c1, c2, ...``: wrench ``ci.w`` (6) in, applied by the child
+  on this block; motion vector ``ci.m`` (18) out; both in this block's frame;
+* block-specific inputs and outputs (``ext.w``, ``joint.tau``, ``joint.q``, ...).
+
+Evaluation comes in two stages, as in the paper's block diagrams:
+
+1. :meth:`Block.kinematics` -- everything that depends only on states, poses and
+   twists (DCMs, gravity in the body frame, the non-linear wrench
+   ``C(x') D x'``, the twist/pose part of the child motion vectors);
+2. :meth:`Block.accelerations` -- the part that is *affine* in the
+   acceleration-level inputs (spatial accelerations ``*.a`` = ``*.m[0:6]``,
+   wrenches, joint efforts). It accepts ``(n, k)`` batches, which is how the
+   in-process system obtains the exact linear algebraic loop with one call.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+
+def col(v):
+    """A vector as a ``(n, 1)`` column, so that it broadcasts against ``(n, k)`` batches."""
+    return np.reshape(v, (-1, 1))
+
+
+class Block:
+    """Interface of a TITOP block. Subclasses fill the class attributes in ``__init__``."""
+
+    #: parent ports (motion in, wrench out)
+    parent_ports: tuple = ()
+    #: child ports (wrench in, motion out)
+    child_ports: tuple = ()
+    #: other inputs: name -> size; they are acceleration-level (affine) inputs
+    extra_inputs: dict = {}
+    #: other outputs: name -> size
+    extra_outputs: dict = {}
+    #: required inputs (no default); the others default to zero
+    optional_inputs: tuple = ()
+    state_names: tuple = ()
+
+    # -- to implement ------------------------------------------------------
+    def initial_state(self) -> np.ndarray:
+        return np.zeros(0)
+
+    def kinematics(self, x, m_parents: dict) -> SimpleNamespace:
+        """State-level quantities. ``m_parents[port]`` is the 18-vector at each parent
+        port (its acceleration part is ignored). Must set ``kin.m_out``: the
+        twist/pose part of every motion output (accelerations left at 0)."""
+        raise NotImplementedError
+
+    def accelerations(self, kin, u: dict) -> dict:
+        """Acceleration-level outputs, affine in ``u``: ``u`` maps ``port.a`` (6, k) for
+        parent ports, ``port.w`` (6, k) for child ports and the extra inputs
+        ((n, k) arrays) to a dict with ``port.w`` for parent ports, ``port.a``
+        for every motion output, and block-specific entries."""
+        raise NotImplementedError
+
+    def derivatives(self, x, kin, acc: dict) -> np.ndarray:
+        """State derivatives, ``acc`` being the solved acceleration stage (1-D arrays)."""
+        return np.zeros(0)
+
+    def extra_output_values(self, x, kin, acc: dict) -> dict:
+        """Values of :attr:`extra_outputs` (1-D arrays)."""
+        return {}
+
+    # -- derived -----------------------------------------------------------
+    @property
+    def n_states(self):
+        return len(self.state_names)
+
+    @property
+    def inputs(self) -> dict:
+        """All inputs: name -> size."""
+        d = {f"{p}.m": 18 for p in self.parent_ports}
+        d.update({f"{c}.w": 6 for c in self.child_ports})
+        d.update(self.extra_inputs)
+        return d
+
+    @property
+    def outputs_spec(self) -> dict:
+        """All outputs: name -> size."""
+        d = {f"{p}.w": 6 for p in self.parent_ports}
+        d.update({f"{c}.m": 18 for c in self.child_ports})
+        d.update(self.extra_outputs)
+        return d
+
+    def acceleration_inputs(self, u: dict) -> dict:
+        """The acceleration-level part of full inputs ``u``, as ``(n, 1)`` columns."""
+        a = {f"{p}.a": col(u[f"{p}.m"][0:6]) for p in self.parent_ports}
+        a.update({f"{c}.w": col(u[f"{c}.w"]) for c in self.child_ports})
+        a.update({n: col(u[n]) for n in self.extra_inputs})
+        return a
+
+    def evaluate(self, x, u: dict):
+        """``(kin, acc)`` for full inputs ``u`` (1-D arrays, one per input name)."""
+        kin = self.kinematics(x, {p: u[f"{p}.m"] for p in self.parent_ports})
+        acc = {k: v[:, 0] for k, v in self.accelerations(kin, self.acceleration_inputs(u)).items()}
+        return kin, acc
+
+    def outputs(self, x, u: dict) -> dict:
+        """All outputs for states ``x`` and full inputs ``u`` (the FMU's view of the block)."""
+        kin, acc = self.evaluate(x, u)
+        return self.assemble_outputs(x, kin, acc)
+
+    def assemble_outputs(self, x, kin, acc) -> dict:
+        out = {}
+        for name, m in kin.m_out.items():
+            m = m.copy()
+            m[0:6] = acc[name[:-2] + ".a"]
+            out[name] = m
+        for p in self.parent_ports:
+            out[f"{p}.w"] = acc[f"{p}.w"]
+        out.update(self.extra_output_values(x, kin, acc))
+        return out
+
+    def state_derivatives(self, x, u: dict) -> np.ndarray:
+        """``xdot`` for states ``x`` and full inputs ``u``."""
+        kin, acc = self.evaluate(x, u)
+        return self.derivatives(x, kin, acc)
+
+    def default_inputs(self) -> dict:
+        """Zero value for every input."""
+        return {n: np.zeros(s) for n, s in self.inputs.items()}
+
+
+def sum_child_wrenches(body, u, child_ports):
+    """``sum_i tau_CiP^T W_./A,Ci``: child wrenches transported to ``P`` (eq. 13)."""
+    total = 0.0
+    for tT, c in zip(body.tau_cT, child_ports):
+        total = total + tT @ u[f"{c}.w"]
+    return total
+
+
+def child_accelerations(body, a_P, child_ports):
+    """``x'dot_Ci = tau_CiP x'dot_P`` for every child port (Definition 1)."""
+    return {f"{c}.a": t @ a_P for t, c in zip(body.tau_c, child_ports)}

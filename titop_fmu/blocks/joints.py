@@ -1,0 +1,215 @@
+"""TITOP models of a body with its joint to the parent: welded ``R^A_{P,C1..Cn}``
+(section 3.1, eq. 15), revolute ``R^{A,r}_{P,C1..Cn}`` (section 3.2, eqs. 16-23)
+and prismatic ``R^{A,t}_{P0,C1..Cn}`` (section 3.3, eqs. 24-29).
+
+All three take the parent's motion vector at the joint point, projected in the
+parent frame ``R_b``, and give back the wrench ``W_A/B`` applied on the parent,
+projected in ``R_b``; child ports are in the body frame ``R_a``.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..spatial import (C, P_x2, axis_rotation, dcm_from_euler, gravity6, motion_in_frame,
+                       newton_euler, skew, tau, upsilon)
+from .base import Block, child_accelerations, col, sum_child_wrenches
+from .body import RigidBody, as_scalar, as_vector, unit_axis
+
+
+class _MountedBody(Block):
+    """A body ``A`` attached at ``P`` to a parent ``B``, mounting DCM ``P_a0/b`` from
+    the 3-2-1 Euler angles ``mount`` of ``R_a`` w.r.t. ``R_b`` at zero joint motion."""
+
+    parent_ports = ("p",)
+
+    def __init__(self, body: RigidBody, gravity=(0.0, -9.81, 0.0), mount=(0.0, 0.0, 0.0)):
+        self.body = body
+        self.g = as_vector("gravity", gravity)
+        self.mount = as_vector("mount", mount)
+        self.P_a0b = dcm_from_euler(self.mount)
+        self.child_ports = body.child_ports()
+
+    def _body_kinematics(self, m_A, P_ai, P_ab, **extra):
+        """Quantities of eq. (11) for body ``A`` with motion ``m_A`` at its port point."""
+        twist = m_A[6:12]
+        D = self.body.D_P
+        m_out = {f"{c}.m": upsilon(-PC, m_A) for c, PC in zip(self.child_ports, self.body.children)}
+        return SimpleNamespace(
+            m_A=m_A, P_ai=P_ai, twist=twist, P2=P_x2(P_ab), m_out=m_out,
+            g6=col(gravity6(P_ai, self.g)),
+            bias=col(C(twist) @ D @ twist),                                 # C(x'_P) D_P x'_P
+            **extra)
+
+
+class WeldedBody(_MountedBody):
+    """``[R^A_{P,C1..Cn}]^{Ra}_{Rb}``: rigid body clamped to its parent (Figs. 4-6, eq. 15).
+
+    ``W_A/B,P = sum_i tau_CiP^T W_./A,Ci - D_P (x'dot_P - [g; 0]) - C(x'_P) D_P x'_P``
+    (eq. 15, whose last factor is ``x'^A_P``), then ``m_Ci = upsilon_CiP(m_P)``.
+    Static: no state.
+    """
+
+    def kinematics(self, x, m_parents):
+        P_ab = self.P_a0b
+        m_A, P_ai = motion_in_frame(m_parents["p"], P_ab)
+        return self._body_kinematics(m_A, P_ai, P_ab)
+
+    def accelerations(self, kin, u):
+        a_A = kin.P2.T @ u["p.a"]
+        W = sum_child_wrenches(self.body, u, self.child_ports) \
+            - newton_euler(self.body.D_P, a_A, kin.g6, kin.bias)           # eq. (15)
+        acc = {"p.w": kin.P2 @ W}
+        acc.update(child_accelerations(self.body, a_A, self.child_ports))
+        return acc
+
+
+class _JointBody(_MountedBody):
+    """Common part of the revolute and prismatic bodies: joint states ``(q, qd)``,
+    an optional spring/damper ``-k q - d qd`` inside the joint added to the
+    actuator effort ``joint.tau``, and the mode:
+
+    * ``"forward"``: input ``joint.tau`` (``C_m`` or ``F_m``), the joint
+      acceleration is computed (eq. 22 / 28);
+    * ``"inverse"``: input ``joint.qdd``, the actuator effort needed is the
+      output ``joint.tau`` (eq. 21 / 27).
+
+    Output ``joint.q = [qdd, qd, q]`` (the joint motion ``m_r`` / ``m_t``).
+    """
+
+    state_names = ("q", "qd")
+
+    def __init__(self, body, axis, q0=0.0, qd0=0.0, k=0.0, d=0.0, mode="forward", **kw):
+        super().__init__(body, **kw)
+        self.axis = unit_axis("axis", axis)
+        self.q0 = as_scalar("q0", q0)
+        self.qd0 = as_scalar("qd0", qd0)
+        self.k = as_scalar("k", k, minimum=0.0)
+        self.d = as_scalar("d", d, minimum=0.0)
+        if mode not in ("forward", "inverse"):
+            raise ParameterError("mode", f"must be 'forward' or 'inverse', got {mode!r}")
+        self.mode = mode
+        if mode == "forward":
+            self.extra_inputs = {"joint.tau": 1}
+            self.extra_outputs = {"joint.q": 3}
+        else:
+            self.extra_inputs = {"joint.qdd": 1}
+            self.extra_outputs = {"joint.q": 3, "joint.tau": 1}
+        self.optional_inputs = tuple(self.extra_inputs)
+
+    def initial_state(self):
+        return np.array([self.q0, self.qd0])
+
+    def joint_effort(self, x):
+        """Spring/damper effort inside the joint: ``-k q - d qd``."""
+        return -self.k * x[0] - self.d * x[1]
+
+    def _solve_joint(self, kin, u, J, beta):
+        """Joint acceleration (forward, eq. 22/28) or actuator effort (inverse, eq. 21/27)
+        from ``effort = J qdd + s^T beta``, ``s`` the joint's unit screw."""
+        s_beta = kin.s @ beta
+        if self.mode == "forward":
+            effort = u["joint.tau"][0] + kin.spring
+            return (effort - s_beta) / J, {}
+        qdd = u["joint.qdd"][0]
+        return qdd, {"joint.tau": (J * qdd + s_beta - kin.spring)[None, :]}
+
+    def derivatives(self, x, kin, acc):
+        return np.array([x[1], acc["joint.qdd"][0]])
+
+    def extra_output_values(self, x, kin, acc):
+        out = {"joint.q": np.array([acc["joint.qdd"][0], x[1], x[0]])}
+        if self.mode == "inverse":
+            out["joint.tau"] = acc["joint.tau"]
+        return out
+
+
+class RevoluteBody(_JointBody):
+    """``[R^{A,r}_{P,C1..Cn}(s)]^{Ra}_{Rb}``: body with a revolute joint at ``P`` (Figs. 8-9).
+
+    ``axis`` is ``[r]_Ra``; ``mount`` gives ``P_a0/b``; states ``theta, thetadot``.
+    Equations: (16) ``P_atheta/b = P_a0/b e^{theta (*r~)}``; (17) motion of ``A`` at
+    ``P``; (20) ``J_r``; (22) ``thetaddot`` (forward) or (21) ``C_m`` (inverse);
+    (18) wrench on the parent; (23) child motion vectors.
+    """
+
+    def __init__(self, body: RigidBody, axis=(0.0, 0.0, 1.0), **kw):
+        super().__init__(body, axis, **kw)
+        r6 = np.concatenate([np.zeros(3), self.axis])
+        self.r6 = r6
+        self.J_r = float(r6 @ body.D_P @ r6)                               # eq. (20)
+        if self.J_r <= 1e-12 * max(1.0, body.mass):
+            raise ParameterError("inertia", "the apparent inertia J_r about the revolute axis "
+                                            "is zero: the joint acceleration is undefined")
+
+    def kinematics(self, x, m_parents):
+        theta, thetad = x
+        r = self.axis
+        P_ab = self.P_a0b @ axis_rotation(r, theta)                        # eq. (16)
+        m_A, P_ai = motion_in_frame(m_parents["p"], P_ab)                  # [m^B_P]_Ra, Theta^A
+        v_B, w_B = m_A[6:9].copy(), m_A[9:12].copy()
+        m_A[9:12] += thetad * r                                            # eq. (17), twist
+        e = np.concatenate([-thetad * skew(r) @ v_B, -thetad * skew(r) @ w_B])  # eq. (17)
+        return self._body_kinematics(m_A, P_ai, P_ab, e=col(e), s=self.r6,
+                                     spring=self.joint_effort(x))
+
+    def accelerations(self, kin, u):
+        D = self.body.D_P
+        a_B = kin.P2.T @ u["p.a"]                                          # [x'dot^B_P]_Ra
+        W_c = sum_child_wrenches(self.body, u, self.child_ports)
+        beta = D @ (a_B - kin.g6 + kin.e) + kin.bias - W_c                 # bracket of eq. (21)
+        thetadd, extra = self._solve_joint(kin, u, self.J_r, beta)         # eq. (22) / (21)
+        a_A = a_B + kin.e + self.r6[:, None] * thetadd                     # eq. (17)
+        W = W_c - newton_euler(D, a_A, kin.g6, kin.bias)                   # eq. (18): W_A/B,P
+        acc = {"p.w": kin.P2 @ W, "joint.qdd": thetadd[None, :], **extra}
+        acc.update(child_accelerations(self.body, a_A, self.child_ports))  # eq. (23)
+        return acc
+
+
+class PrismaticBody(_JointBody):
+    """``[R^{A,t}_{P0,C1..Cn}(s)]_Ra``: body with a prismatic joint (Figs. 11-12).
+
+    ``axis`` is ``[t]_Ra``; the point ``P`` of ``A`` (origin of ``com`` and
+    ``children``) slides along ``t`` from the parent's point ``P0``:
+    ``P = P0 + x t~``. ``mount`` gives the constant ``P_a/b``; states ``x, xdot``.
+    Equations: (24) motion at ``P``; (28) ``xddot`` (forward) or (27) ``F_m``
+    (inverse); (25) wrench at ``P``; (29) wrench at ``P0``; (23) child motion.
+    """
+
+    def __init__(self, body: RigidBody, axis=(1.0, 0.0, 0.0), **kw):
+        super().__init__(body, axis, **kw)
+        self.t6 = np.concatenate([self.axis, np.zeros(3)])
+        if body.mass <= 0:
+            raise ParameterError("mass", "a prismatic body needs a positive mass (eq. 28 divides by it)")
+
+    def kinematics(self, x, m_parents):
+        xq, xd = x
+        t = self.axis
+        P_ab = self.P_a0b
+        m_P0, P_ai = motion_in_frame(m_parents["p"], P_ab)                 # [m^A_P0]_Ra
+        T = tau(-xq * t)                                                   # tau_{-x t~} = tau_PP0
+        m_A = m_P0.copy()
+        m_A[6:12] = T @ m_P0[6:12]
+        m_A[6:9] += xd * t                                                 # eq. (24), twist
+        m_A[12:15] += xq * t                                               # eq. (24), pose
+        w_A = m_A[9:12]
+        e = np.concatenate([-xd * skew(t) @ w_A, np.zeros(3)])             # eq. (24), xdot term
+        return self._body_kinematics(m_A, P_ai, P_ab, T=T, e=col(e), s=self.t6,
+                                     spring=self.joint_effort(x))
+
+    def accelerations(self, kin, u):
+        D = self.body.D_P
+        a_P0 = kin.P2.T @ u["p.a"]
+        a_T = kin.T @ a_P0                                                 # tau_{-x t~} x'dot_P0
+        W_c = sum_child_wrenches(self.body, u, self.child_ports)
+        beta = D @ (a_T - kin.g6 + kin.e) + kin.bias - W_c                 # bracket of eq. (27)
+        xdd, extra = self._solve_joint(kin, u, self.body.mass, beta)      # eq. (28) / (27)
+        a_A = a_T + kin.e + self.t6[:, None] * xdd                         # eq. (24)
+        W_P = W_c - newton_euler(D, a_A, kin.g6, kin.bias)                 # eq. (25): W_A/B,P
+        W_P0 = kin.T.T @ W_P                                               # eq. (29)
+        acc = {"p.w": kin.P2 @ W_P0, "joint.qdd": xdd[None, :], **extra}
+        acc.update(child_accelerations(self.body, a_A, self.child_ports))
+        return acc
