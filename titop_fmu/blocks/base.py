@@ -76,6 +76,10 @@ class Block:
         """Values of :attr:`extra_outputs` (1-D arrays)."""
         return {}
 
+    def project_state(self, x) -> np.ndarray:
+        """Bring ``x`` back onto the state manifold after a step (e.g. unit quaternion)."""
+        return x
+
     # -- derived -----------------------------------------------------------
     @property
     def n_states(self):

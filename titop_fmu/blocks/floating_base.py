@@ -52,6 +52,11 @@ class _Base(Block):
             bias=col(C(twist) @ D @ twist),                                 # C(x') D x', eq. (7)
         )
 
+    def project_state(self, x):
+        x = x.copy()
+        x[9:13] /= np.linalg.norm(x[9:13])
+        return x
+
     def derivatives(self, x, kin, acc):
         twist, q = x[0:6], x[9:13]
         return np.concatenate([acc["p.a"], kin.P_bi @ twist[0:3], quat_derivative(q, twist[3:6])])
