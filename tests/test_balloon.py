@@ -1,0 +1,84 @@
+"""The balloon system (shared/balloon-scenario.md) in-process: invariants and CLI."""
+
+import csv
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from titop_fmu import balloon, invariants
+from titop_fmu.cli import main, parse_set
+from titop_fmu.errors import ParameterError
+
+
+def test_center_of_mass_stays_put(balloon_run):
+    """Buoyancy cancels the total weight: the centre of mass never moves."""
+    s, tr = balloon_run
+    com = np.array([invariants.center_of_mass(s, y) for y in tr.y[::10]])
+    assert np.max(np.abs(com - com[0])) <= 1e-8
+    assert np.ptp(tr.y[:, 6:9], axis=0).max() > 0.1          # while the balloon itself moves
+
+
+def test_energy_constant_without_damping(balloon_undamped_run):
+    s, tr = balloon_undamped_run
+    E = np.array([invariants.energy(s, y) for y in tr.y[::10]])
+    assert np.max(np.abs(E - E[0])) / abs(E[0]) <= 1e-8
+
+
+def test_energy_never_increases_with_damping(balloon_run):
+    s, tr = balloon_run
+    E = np.array([invariants.energy(s, y) for y in tr.y])
+    assert np.max(np.diff(E)) <= 1e-9 * abs(E[0])             # integration noise only
+    assert E[-1] < E[0] - 50.0                                 # and the dampers do dissipate
+
+
+def test_columns_and_angles(balloon_run):
+    s, tr = balloon_run
+    cols = balloon.columns(s, tr.y)
+    assert cols.shape == (2001, 9)
+    assert np.allclose(cols[0], [0, 0, 0, 0, 0, 0, 0, np.radians(170), np.radians(-170)])
+
+
+def test_parse_set():
+    assert parse_set(["k=60", "theta1_0=170deg", "t=[1,0,0]"]) == {
+        "k": 60.0, "theta1_0": pytest.approx(np.radians(170)), "t": [1.0, 0.0, 0.0]}
+    with pytest.raises(ParameterError, match="'kk'"):
+        parse_set(["kk=1"])
+    with pytest.raises(ParameterError, match="'k'"):
+        parse_set(["k=abc"])
+    with pytest.raises(ParameterError, match="'t'"):
+        parse_set(["t=1"])
+
+
+def test_bad_scenario_values_name_the_parameter():
+    with pytest.raises(ParameterError, match="'mass'"):
+        balloon.build({"m_S": -1.0})
+    with pytest.raises(ParameterError, match="'axis'"):
+        balloon.build({"r1": [0.0, 0.0, 0.0]})
+
+
+def read_csv(path):
+    with open(path) as f:
+        rows = list(csv.reader(f))
+    return rows[0], np.array(rows[1:], dtype=float)
+
+
+def test_cli_simulate_writes_the_csv(tmp_path, balloon_run):
+    out = tmp_path / "run.csv"
+    assert main(["simulate", "balloon", "--engine", "inprocess", "--stop", "0.5", "--out", str(out),
+                 "--quiet"]) == 0
+    header, data = read_csv(out)
+    assert header == list(balloon.COLUMNS)
+    assert data.shape == (51, 10) and np.allclose(np.diff(data[:, 0]), 0.01)
+    s, tr = balloon_run
+    assert np.allclose(data[:, 1:], balloon.columns(s, tr.y[:51]), atol=1e-10)
+    out2 = tmp_path / "k.csv"
+    assert main(["simulate", "balloon", "--stop", "0.5", "--out", str(out2), "--quiet", "--set", "k=80"]) == 0
+    assert np.max(np.abs(read_csv(out2)[1][:, 7] - data[:, 7])) > 1e-6
+
+
+def test_cli_reports_bad_set_names():
+    r = subprocess.run([sys.executable, "-m", "titop_fmu.cli", "simulate", "balloon", "--set", "kk=1",
+                        "--stop", "0.1", "--out", "unused.csv"], capture_output=True, text=True)
+    assert r.returncode == 2 and "parameter 'kk'" in r.stderr
