@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import sys
 import warnings
 
@@ -30,7 +31,7 @@ def parse_set(items) -> dict:
         if text.endswith("deg"):
             text, scale = text[:-3], np.pi / 180.0
         try:
-            value = np.asarray(eval(text, {"__builtins__": {}}, {}), dtype=float) * scale
+            value = np.asarray(ast.literal_eval(text), dtype=float) * scale
         except Exception:
             raise ParameterError(name, f"cannot read the value {text!r}") from None
         if np.shape(value) != np.shape(balloon.DEFAULTS[name]):
