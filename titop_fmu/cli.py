@@ -68,6 +68,11 @@ def cmd_build(args):
         print(p)
 
 
+def cmd_validate(args):
+    from .validate import validate
+    validate(args.out, stop=args.stop, reference_dir=args.references, engines=args.engines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="titop-fmu", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -90,6 +95,14 @@ def main(argv=None):
     p.add_argument("--all-counts", action="store_true", default=None,
                    help="build every count from 0 to --children (the default when --children is not given)")
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("validate", help="compare the balloon runs with every reference; write a report")
+    p.add_argument("--out", default="validation-report", help="report folder (default validation-report/)")
+    p.add_argument("--stop", type=float, default=20.0, help="horizon [s] (default 20)")
+    p.add_argument("--references", default=None, help="folder of reference CSVs (default validation/reference)")
+    p.add_argument("--engines", nargs="+", default=["inprocess"], choices=["inprocess"],
+                   help="engines to run (default: inprocess)")
+    p.set_defaults(func=cmd_validate)
 
     args = parser.parse_args(argv)
     if args.command == "build" and args.all_counts is None:

@@ -1,0 +1,247 @@
+"""``titop-fmu validate``: the balloon system against every available reference,
+with a report a reviewer can read (the paper's Figure 17, with numbers).
+
+Runs the engines (in-process monolithic, and the FMU co-simulation when
+available), loads every committed reference ``validation/reference/*.csv``
+(independent engines, OpenModelica when a user has produced it), and writes to
+the output folder:
+
+* ``<output>.png`` per output: the response and, on a log scale, the error of
+  each run against each reference;
+* ``report.md``: a table of maximum errors on [0, 5], [0, 10], [0, 20] s, the
+  attitude error as the angle of the relative rotation (so Euler-angle wrapping
+  does not matter), and the invariant checks (centre of mass, energy).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import balloon, invariants
+from .errors import ParameterWarning
+from .spatial import dcm_from_euler, rotation_vector
+
+OUTPUTS = balloon.COLUMNS[1:]
+ANGLES = {"phi", "theta", "psi", "theta1", "theta2"}
+UNITS = {"x": "m", "y": "m", "z": "m", "phi": "rad", "theta": "rad", "psi": "rad", "p": "m",
+         "theta1": "rad", "theta2": "rad"}
+WINDOWS = (5.0, 10.0, 20.0)
+
+
+def default_reference_dir() -> Path:
+    """``validation/reference`` of the checkout this package lives in (or of the cwd)."""
+    for base in (Path(__file__).resolve().parents[1], Path.cwd()):
+        d = base / "validation" / "reference"
+        if d.is_dir():
+            return d
+    return Path("validation") / "reference"
+
+
+@dataclass
+class Series:
+    """A balloon trajectory on the 0.01 s grid: ``t`` and the 9 output columns."""
+    name: str
+    t: np.ndarray
+    cols: np.ndarray
+    info: dict = field(default_factory=dict)
+
+    def until(self, stop):
+        n = int(np.searchsorted(self.t, stop + 1e-9))
+        return Series(self.name, self.t[:n], self.cols[:n], self.info)
+
+
+def load_reference(path: Path) -> Series:
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+    if tuple(header) != balloon.COLUMNS:
+        raise ValueError(f"{path}: expected the columns {','.join(balloon.COLUMNS)}, got {header}")
+    data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    info = {}
+    prov = path.with_name(path.stem + ".provenance.json")
+    if prov.exists():
+        info = json.loads(prov.read_text())
+    return Series(path.stem.replace("balloon_", ""), data[:, 0], data[:, 1:], info)
+
+
+def errors(a: Series, b: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(t, |a - b| per output, attitude error angle)`` on the common grid.
+
+    Angle differences are wrapped to (-pi, pi]; the attitude error is the angle of
+    ``P(Theta_a)^T P(Theta_b)``.
+    """
+    n = min(len(a.t), len(b.t))
+    if not np.allclose(a.t[:n], b.t[:n], atol=1e-9):
+        raise ValueError(f"{a.name} and {b.name} are not on the same time grid")
+    d = a.cols[:n] - b.cols[:n]
+    for j, name in enumerate(OUTPUTS):
+        if name in ANGLES:
+            d[:, j] = (d[:, j] + np.pi) % (2 * np.pi) - np.pi
+    att = np.array([np.linalg.norm(rotation_vector(dcm_from_euler(x).T @ dcm_from_euler(y)))
+                    for x, y in zip(a.cols[:n, 3:6], b.cols[:n, 3:6])])
+    return a.t[:n], np.abs(d), att
+
+
+def run_inprocess(stop: float, overrides=None, tol=1e-12):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParameterWarning)
+        s = balloon.build(overrides)
+    tr = s.simulate(stop, 0.01, rtol=tol, atol=tol)
+    return s, tr
+
+
+def invariant_checks(stop: float, damped=None):
+    """Centre-of-mass drift and energy behaviour of the in-process runs."""
+    s, tr = damped or run_inprocess(stop)
+    sums = [invariants.summary(s, y) for y in tr.y]
+    com = np.array([x["com"] for x in sums])
+    E = np.array([x["energy"] for x in sums])
+    s0, tr0 = run_inprocess(stop, {"d_s": 0.0, "d_p1": 0.0, "d_p2": 0.0})
+    E0 = np.array([invariants.energy(s0, y) for y in tr0.y])
+    return {
+        "centre of mass drift, max over t of norm(c(t) - c(0)) [m]": float(np.max(np.linalg.norm(com - com[0], axis=1))),
+        "energy drift without damping, max abs(E - E0) / abs(E0)": float(np.max(np.abs(E0 - E0[0])) / abs(E0[0])),
+        "largest energy increase with damping, max dE over 0.01 s [J]": float(np.max(np.diff(E))),
+        "energy dissipated by the dampers, E(0) - E(end) [J]": float(E[0] - E[-1]),
+    }
+
+
+def write_figures(out: Path, main: Series, pairs):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = []
+    for j, name in enumerate(OUTPUTS):
+        fig, (ax1, ax2) = plt.subplots(2, 1, sharex=True, figsize=(8, 5.5),
+                                       gridspec_kw={"height_ratios": [3, 2]})
+        ax1.plot(main.t, main.cols[:, j], "k", lw=1.2, label=f"TITOP {main.name}")
+        ax1.set_ylabel(f"{name} [{UNITS[name]}]")
+        ax1.set_title(f"Balloon system: {name}")
+        ax1.grid(alpha=0.3)
+        ax1.legend(loc="best", fontsize=8)
+        for a, b in pairs:
+            t, e, _ = errors(a, b)
+            ax2.semilogy(t, np.maximum(e[:, j], 1e-17), lw=0.9, label=f"{a.name} vs {b.name}")
+        ax2.set_ylabel(f"|error| [{UNITS[name]}]")
+        ax2.set_xlabel("t [s]")
+        ax2.set_ylim(1e-17, None)
+        ax2.grid(alpha=0.3, which="both")
+        ax2.legend(loc="best", fontsize=8)
+        fig.tight_layout()
+        path = out / f"{name}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        files.append(path)
+    return files
+
+
+def write_overview(out: Path, main: Series, pairs) -> Path:
+    """The paper's Figure 17: every response (black) with its errors (log scale, right axis)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 3, figsize=(13, 9), sharex=True)
+    colors = ["tab:red", "tab:blue", "tab:green", "tab:orange"]
+    errs = [(a, b, errors(a, b)) for a, b in pairs]
+    for j, (name, ax) in enumerate(zip(OUTPUTS, axes.flat)):
+        ax.plot(main.t, main.cols[:, j], "k", lw=1.1)
+        ax.set_title(f"{name} [{UNITS[name]}]", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax2 = ax.twinx()
+        for c, (a, b, (t, e, _)) in zip(colors, errs):
+            ax2.semilogy(t, np.maximum(e[:, j], 1e-17), color=c, lw=0.6, alpha=0.8,
+                         label=f"|{a.name} - {b.name}|")
+        ax2.set_ylim(1e-17, 1e-2)
+        ax2.tick_params(axis="y", labelcolor="tab:red", labelsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("t [s]")
+    handles, labels = ax2.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9)
+    fig.suptitle(f"Balloon system: TITOP {main.name} responses (black) and errors (log scale, right)")
+    fig.tight_layout(rect=(0, 0.04, 1, 0.97))
+    path = out / "overview.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def table(pairs, stop):
+    windows = [w for w in WINDOWS if w <= stop + 1e-9] or [stop]
+    lines = ["| comparison | window | " + " | ".join(OUTPUTS) + " | attitude angle |",
+             "|---|---|" + "---|" * (len(OUTPUTS) + 1)]
+    worst = {}
+    for (a, b) in pairs:
+        t, e, att = errors(a, b)
+        for w in windows:
+            k = t <= w + 1e-9
+            row = [f"{e[k, j].max():.2e}" for j in range(len(OUTPUTS))] + [f"{att[k].max():.2e}"]
+            lines.append(f"| {a.name} vs {b.name} | [0, {w:g}] s | " + " | ".join(row) + " |")
+        worst[f"{a.name} vs {b.name}"] = float(max(e.max(), att.max()))
+    return "\n".join(lines), worst
+
+
+def validate(out_dir, stop=20.0, reference_dir=None, engines=("inprocess",), log=print):
+    """Run the comparison and write the report; returns ``{comparison: max error}``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ref_dir = Path(reference_dir) if reference_dir else default_reference_dir()
+    refs = [load_reference(p).until(stop) for p in sorted(ref_dir.glob("balloon_*.csv"))]
+    runs, notes = [], []
+    damped = None
+    for engine in engines:
+        t0 = time.perf_counter()
+        if engine == "inprocess":
+            damped = run_inprocess(stop)
+            s, tr = damped
+            runs.append(Series("inprocess", tr.t, balloon.columns(s, tr.y)))
+        else:
+            raise ValueError(f"unknown engine {engine!r}")
+        notes.append(f"- `{engine}`: {stop:g} s simulated in {time.perf_counter() - t0:.1f} s wall")
+        log(notes[-1][2:])
+    pairs = [(r, ref) for r in runs for ref in refs] + [(r, runs[0]) for r in runs[1:]]
+    tab, worst = table(pairs, stop)
+    inv = invariant_checks(stop, damped)
+    figs = [write_overview(out, runs[0], pairs)] + write_figures(out, runs[0], pairs)
+    ref_lines = []
+    for ref in refs:
+        i = ref.info
+        ref_lines.append(f"- `{ref.name}`: {i.get('tool', 'unknown tool')} {i.get('pinocchio_version', i.get('version', ''))}, "
+                         f"{i.get('integrator', 'integrator not recorded')}, rtol {i.get('rtol', '?')}, "
+                         f"generated {i.get('date', '?')}")
+    md = [
+        "# Balloon system validation",
+        "",
+        f"Scenario: shared/balloon-scenario.md, 0 to {stop:g} s, outputs every 0.01 s.",
+        "",
+        "## Runs",
+        *notes,
+        "",
+        "## References",
+        *(ref_lines or ["- none found"]),
+        "",
+        "## Maximum absolute errors",
+        "Units: m for x, y, z, p; rad for the angles. Angle differences wrapped to (-pi, pi]; "
+        "'attitude angle' is the angle of the relative rotation between the two balloon attitudes.",
+        "",
+        tab,
+        "",
+        "## Invariants (in-process run)",
+        "",
+        "| check | value |",
+        "|---|---|",
+        *[f"| {k} | {v:.3e} |" for k, v in inv.items()],
+        "",
+        "## Figures",
+        *[f"![{p.stem}]({p.name})" for p in figs],
+        "",
+    ]
+    (out / "report.md").write_text("\n".join(md))
+    log(f"report written to {out / 'report.md'}")
+    return {"errors": worst, "invariants": inv}
