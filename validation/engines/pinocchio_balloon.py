@@ -1,6 +1,7 @@
 """Independent multibody reference of the balloon system, built with Pinocchio.
 
-This module does not use ``titop_fmu``; it rebuilds the 9-d.o.f. balloon
+This module shares no equation with ``titop_fmu`` (only the scenario data,
+``titop_fmu.balloon.DEFAULTS``); it rebuilds the 9-d.o.f. balloon
 system of the validation scenario (shared spec "balloon-scenario.md", paper
 Section 4 / Table 1) as a Pinocchio kinematic tree and integrates it with
 SciPy, so that the block-diagram model can be cross-checked against it.
@@ -38,32 +39,13 @@ import numpy as np
 import pinocchio as pin
 from scipy.integrate import solve_ivp
 
-DEFAULTS = {
-    "m_B": 10.0,
-    "I_B": [[5.0, 0.0, 0.0], [0.0, 10.0, -7.0], [0.0, -7.0, 10.0]],
-    "CB": [0.0, 2.0, 0.0],
-    "m_S": 1.0,
-    "t": [1.0, 0.0, -1.0],
-    "m_P1": 2.0,
-    "SP1": [0.0, -1.2, 0.0],
-    "r1": [0.0, 0.0, 1.0],
-    "m_P2": 3.0,
-    "P1P2": [0.0, -1.6, 0.0],
-    "r2": [0.0, 0.0, 1.0],
-    "g": [0.0, -9.81, 0.0],
-    "k": 50.0,
-    "d_s": 5.0,
-    "d_p1": 0.5,
-    "d_p2": 0.5,
-    "p_0": 0.0,
-    "pd_0": 0.0,
-    "theta1_0": float(np.radians(170.0)),
-    "thetad1_0": 0.0,
-    "theta2_0": float(np.radians(-170.0)),
-    "thetad2_0": 0.0,
-}
+from titop_fmu import balloon
 
-OUTPUTS = ("t", "x", "y", "z", "phi", "theta", "psi", "p", "theta1", "theta2")
+# The scenario's numbers (shared/balloon-scenario.md). Only the data is shared with
+# the TITOP code, none of its equations.
+DEFAULTS = balloon.DEFAULTS
+
+OUTPUTS = balloon.COLUMNS
 
 
 def _params(params):
