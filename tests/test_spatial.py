@@ -112,6 +112,8 @@ def test_motion_in_frame_and_upsilon():
     m[15:18] = [0.1, -0.2, 0.3]
     P_ab = rand_dcm()
     m_a, P_ai = sp.motion_in_frame(m, P_ab)
+    assert np.allclose(m_a[0:15], (sp.P_18(P_ab).T @ m)[0:15], atol=1e-14)
+    assert np.allclose(sp.P_x2(P_ab) @ m_a[6:12], m[6:12], atol=1e-14)
     assert np.allclose(m_a[6:9], P_ab.T @ m[6:9])
     assert np.allclose(P_ai, sp.dcm_from_euler(m[15:18]) @ P_ab)
     assert np.allclose(sp.dcm_from_euler(m_a[15:18]), P_ai, atol=1e-14)

@@ -59,12 +59,15 @@ def dynamic_model(mass, inertia_B, BP):
 
 def C(twist):
     """``C(x') = [[(*omega), 0], [(*v), (*omega)]]``: non-linear operator of eq. (7)."""
-    c = np.zeros((6, 6))
-    w = skew(twist[3:6])
-    c[0:3, 0:3] = w
-    c[3:6, 3:6] = w
-    c[3:6, 0:3] = skew(twist[0:3])
-    return c
+    a, b, c, p, q, r = twist
+    return np.array([
+        [0.0, -r, q, 0.0, 0.0, 0.0],
+        [r, 0.0, -p, 0.0, 0.0, 0.0],
+        [-q, p, 0.0, 0.0, 0.0, 0.0],
+        [0.0, -c, b, 0.0, -r, q],
+        [c, 0.0, -a, r, 0.0, -p],
+        [-b, a, 0.0, -q, p, 0.0],
+    ])
 
 
 def newton_euler(D_P, acc, g6, bias):
@@ -96,9 +99,16 @@ def Rz(a):
 
 
 def dcm_from_euler(Theta):
-    """``P_./i(Theta)``: Euler angles (3-2-1) to DCM, ``Rz(psi) Ry(theta) Rx(phi)``."""
+    """``P_./i(Theta)``: Euler angles (3-2-1) to DCM, ``Rz(psi) Ry(theta) Rx(phi)`` (expanded)."""
     phi, theta, psi = Theta
-    return Rz(psi) @ Ry(theta) @ Rx(phi)
+    cf, sf = np.cos(phi), np.sin(phi)
+    ct, st = np.cos(theta), np.sin(theta)
+    cp, sp = np.cos(psi), np.sin(psi)
+    return np.array([
+        [cp * ct, cp * st * sf - sp * cf, cp * st * cf + sp * sf],
+        [sp * ct, sp * st * sf + cp * cf, sp * st * cf - cp * sf],
+        [-st, ct * sf, ct * cf],
+    ])
 
 
 def euler_from_dcm(P):
@@ -230,19 +240,21 @@ def motion_in_frame(m_b, P_ab):
     ``Theta^A = Theta(P_./i(Theta^B) P_a/b)`` (section 3.1). The DCM
     ``P_a/i = P_b/i P_a/b`` is returned as well (gravity needs it).
     """
-    m_a = P_18(P_ab).T @ m_b
+    m_a = np.empty(18)
+    m_a[0:15] = (m_b[0:15].reshape(5, 3) @ P_ab).ravel()            # (P_a/b^18)^T m, rows 1-15
     P_ai = dcm_from_euler(m_b[15:18]) @ P_ab
     m_a[15:18] = euler_from_dcm(P_ai)
     return m_a, P_ai
 
 
-def upsilon(CP, m_P):
+def upsilon(CP, m_P, t=None):
     """Motion-vector transport ``m_C = upsilon_CP(m_P)`` on a rigid body (Definition 1, eq. 14).
 
     ``x'dot_C = tau_CP x'dot_P``, ``x'_C = tau_CP x'_P``, ``IC = IP + PC``, same
-    attitude; everything projected in the body frame.
+    attitude; everything projected in the body frame. ``t`` is ``tau_CP`` when the
+    caller already has it.
     """
-    t = tau(CP)
+    t = tau(CP) if t is None else t
     m_C = np.empty(18)
     m_C[0:6] = t @ m_P[0:6]
     m_C[6:12] = t @ m_P[6:12]

@@ -207,6 +207,38 @@ class _Plan:
         self.n_states = offset
         self.n_unknowns = 12 * len(system.links)
         self.batch = np.hstack([np.zeros((self.n_unknowns, 1)), np.eye(self.n_unknowns)])
+        self.identity = np.eye(self.n_unknowns)
+        self.wiring = {n: self._wiring(n) for n in self.order}
+
+    def _wiring(self, n):
+        """Where each input of block ``n`` comes from and where its loop outputs go.
+
+        ``kin``: ``(port, (source block, "ci.m") or constant 18-vector)``;
+        ``acc_in``: ``(name, rows of the unknowns or constant column)``;
+        ``acc_out``: ``(name, rows of the unknowns)``.
+        """
+        b, links, values = self.system.blocks[n], self.system.links, self.system.values
+        kin, acc_in, acc_out = [], [], []
+        for p in b.parent_ports:
+            j = self.parent_link.get((n, p))
+            if j is None:
+                m = values[(n, f"{p}.m")]
+                kin.append((p, m))
+                acc_in.append((f"{p}.a", col(m[0:6])))
+            else:
+                kin.append((p, (links[j].parent, f"{links[j].child_port}.m")))
+                acc_in.append((f"{p}.a", slice(12 * j, 12 * j + 6)))
+                acc_out.append((f"{p}.w", slice(12 * j + 6, 12 * j + 12)))
+        for c in b.child_ports:
+            j = self.child_link.get((n, c))
+            if j is None:
+                acc_in.append((f"{c}.w", col(values[(n, f"{c}.w")])))
+            else:
+                acc_in.append((f"{c}.w", slice(12 * j + 6, 12 * j + 12)))
+                acc_out.append((f"{c}.a", slice(12 * j, 12 * j + 6)))
+        for e, size in b.extra_inputs.items():
+            acc_in.append((e, col(values.get((n, e), np.zeros(size)))))
+        return kin, acc_in, acc_out
 
     def _topological_order(self):
         sysm = self.system
@@ -225,62 +257,36 @@ class _Plan:
                 done.add(n)
         return order
 
-    def _value(self, name, port, size):
-        v = self.system.values.get((name, port))
-        return np.zeros(size) if v is None else v
-
     def evaluate(self, y, t=None):
-        sysm, blocks, links = self.system, self.system.blocks, self.system.links
+        blocks = self.system.blocks
         # 1. kinematic pass, parents first
         kins = {}
         for n in self.order:
-            b = blocks[n]
-            m_par = {}
-            for p in b.parent_ports:
-                j = self.parent_link.get((n, p))
-                m_par[p] = (kins[links[j].parent].m_out[f"{links[j].child_port}.m"]
-                            if j is not None else self._value(n, f"{p}.m", 18))
-            kins[n] = b.kinematics(y[self.state_slices[n]], m_par)
+            kin_src = self.wiring[n][0]
+            m_par = {p: src if isinstance(src, np.ndarray) else kins[src[0]].m_out[src[1]]
+                     for p, src in kin_src}
+            kins[n] = blocks[n].kinematics(y[self.state_slices[n]], m_par)
         # 2. acceleration stage on the batch [0, I] of loop unknowns
         Z = self.batch
         Y = np.empty_like(Z)
         raw = {}
         for n in self.order:
-            b = blocks[n]
-            u = {}
-            for p in b.parent_ports:
-                j = self.parent_link.get((n, p))
-                u[f"{p}.a"] = Z[12 * j:12 * j + 6] if j is not None else col(self._value(n, f"{p}.m", 18)[0:6])
-            for c in b.child_ports:
-                j = self.child_link.get((n, c))
-                u[f"{c}.w"] = Z[12 * j + 6:12 * j + 12] if j is not None else col(self._value(n, f"{c}.w", 6))
-            for e, size in b.extra_inputs.items():
-                u[e] = col(self._value(n, e, size))
-            acc = b.accelerations(kins[n], u)
-            raw[n] = acc
-            for c in b.child_ports:
-                j = self.child_link.get((n, c))
-                if j is not None:
-                    Y[12 * j:12 * j + 6] = acc[f"{c}.a"]
-            for p in b.parent_ports:
-                j = self.parent_link.get((n, p))
-                if j is not None:
-                    Y[12 * j + 6:12 * j + 12] = acc[f"{p}.w"]
-        # 3. the loop: z = A z + b
+            _, acc_in, acc_out = self.wiring[n]
+            u = {k: Z[src] if isinstance(src, slice) else src for k, src in acc_in}
+            acc = raw[n] = blocks[n].accelerations(kins[n], u)
+            for k, rows in acc_out:
+                Y[rows] = acc[k]
+        # 3. the loop: z = A z + b, solved exactly
         if self.n_unknowns:
             b0 = Y[:, 0]
-            A = Y[:, 1:] - b0[:, None]
             try:
-                z = np.linalg.solve(np.eye(self.n_unknowns) - A, b0)
+                z = np.linalg.solve(self.identity - (Y[:, 1:] - b0[:, None]), b0)
             except np.linalg.LinAlgError:
                 raise SolverError(f"the algebraic loop is singular (t={t}): check for bodies without "
                                   "mass or inertia along a joint") from None
             if not np.all(np.isfinite(z)):
                 raise SolverError(f"the algebraic loop solution is not finite (t={t})")
-        accs = {}
-        for n, acc in raw.items():
-            sol = {}
-            for k, v in acc.items():
-                sol[k] = v[:, 0] + (v[:, 1:] - v[:, 0:1]) @ z if v.shape[1] > 1 else v[:, 0]
-            accs[n] = sol
+        accs = {n: {k: v[:, 0] + (v[:, 1:] - v[:, 0:1]) @ z if v.shape[1] > 1 else v[:, 0]
+                    for k, v in acc.items()}
+                for n, acc in raw.items()}
         return kins, accs

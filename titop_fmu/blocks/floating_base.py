@@ -45,7 +45,8 @@ class _Base(Block):
         m_P[15:18] = euler_from_dcm(P_bi)
         D = self.body.D_P
         m_out = {"p.m": m_P}
-        m_out.update({f"{c}.m": upsilon(-PC, m_P) for c, PC in zip(self.child_ports, self.body.children)})
+        m_out.update({f"{c}.m": upsilon(-PC, m_P, t)
+                      for c, PC, t in zip(self.child_ports, self.body.children, self.body.tau_c)})
         return SimpleNamespace(
             P_bi=P_bi, P_ai=P_bi, m_A=m_P, twist=twist, m_out=m_out,
             g6=col(gravity6(P_bi, self.g)),

@@ -37,7 +37,8 @@ class _MountedBody(Block):
         """Quantities of eq. (11) for body ``A`` with motion ``m_A`` at its port point."""
         twist = m_A[6:12]
         D = self.body.D_P
-        m_out = {f"{c}.m": upsilon(-PC, m_A) for c, PC in zip(self.child_ports, self.body.children)}
+        m_out = {f"{c}.m": upsilon(-PC, m_A, t)
+                 for c, PC, t in zip(self.child_ports, self.body.children, self.body.tau_c)}
         return SimpleNamespace(
             m_A=m_A, P_ai=P_ai, twist=twist, P2=P_x2(P_ab), m_out=m_out,
             g6=col(gravity6(P_ai, self.g)),
