@@ -78,12 +78,14 @@ class BlockUnit:
         """Set one input port (``"p.m"``) or one scalar (``"p.m[3]"``)."""
         if name in self._in_slices:
             v = np.atleast_1d(np.asarray(value, dtype=float))
-            self.u[self._in_slices[name]] = v
         else:
             v = float(value)
-            self.u[self.input_names.index(name)] = v
         if not np.all(np.isfinite(v)):
             raise SolverError(f"non-finite input {name}")
+        if name in self._in_slices:
+            self.u[self._in_slices[name]] = v
+        else:
+            self.u[self.input_names.index(name)] = v
         self._y = None
 
     def input_dict(self) -> dict:
@@ -93,7 +95,7 @@ class BlockUnit:
         """All scalar outputs (in :attr:`output_names` order) for the current inputs and states."""
         if self._y is None:
             out = self.block.outputs(self.x, self.input_dict())
-            self._y = np.concatenate([np.atleast_1d(out[n]) for n in self.output_spec])
+            self._y = np.concatenate([np.zeros(0)] + [np.atleast_1d(out[n]) for n in self.output_spec])
         return self._y
 
     def output(self, name: str) -> np.ndarray:

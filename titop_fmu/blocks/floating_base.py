@@ -73,10 +73,11 @@ class FloatingBase(_Base):
     Inputs: ``ext.w`` external wrench ``[F; T_P]`` applied at ``P``, projected in
     ``R_i`` (``ext_frame="inertial"``, e.g. buoyancy) or in ``R_b``
     (``ext_frame="body"``, e.g. thrusters); ``ci.w``. Outputs: ``p.m``, the
-    motion vector at ``P``; ``ci.m``.
+    motion vector of the base at ``P`` (in ``R_b``); ``ci.m``.
     """
 
     extra_inputs = {"ext.w": 6}
+    extra_outputs = {"p.m": 18}
     optional_inputs = ("ext.w",)
 
     def __init__(self, body: RigidBody, ext_frame="inertial", **kw):
@@ -113,7 +114,7 @@ class ImposedMotionBase(_Base):
     """
 
     extra_inputs = {"p.a": 6}
-    extra_outputs = {"p.w": 6}
+    extra_outputs = {"p.m": 18, "p.w": 6}
     optional_inputs = ("p.a",)
 
     def accelerations(self, kin, u):
