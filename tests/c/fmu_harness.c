@@ -1,0 +1,170 @@
+/*
+ * A minimal FMI 2.0 co-simulation host in C, to prove that the TITOP FMUs load
+ * and run outside Python. It loads the FMU binary the way FMI tools do
+ * (dlopen with RTLD_NOW | RTLD_LOCAL) and runs
+ *
+ *   fmi2Instantiate -> fmi2SetupExperiment -> fmi2SetReal (parameters)
+ *   -> fmi2EnterInitializationMode -> fmi2SetReal (inputs)
+ *   -> fmi2ExitInitializationMode -> fmi2GetReal (outputs)
+ *   -> n x (fmi2DoStep, fmi2GetReal)
+ *   -> fmi2GetFMUstate, fmi2DoStep, fmi2SetFMUstate, fmi2DoStep (same outputs?)
+ *   -> fmi2Terminate -> fmi2FreeInstance
+ *
+ * usage: fmu_harness DIR MODEL_ID GUID [-p VR=VALUE]... [-i VR=VALUE]... [-o VR]... [-n STEPS] [-h STEP]
+ *   DIR       the unzipped FMU; MODEL_ID its model identifier; GUID its guid
+ *   -p        a Real parameter, set before initialization
+ *   -i        a Real input, set in initialization mode ("nan" is accepted)
+ *   -o        a Real output to print
+ *
+ * Output lines: "log STATUS CATEGORY: MESSAGE" (the FMU's logger),
+ * "call NAME STATUS", "y TIME VR VALUE", "state_roundtrip ok|FAILED".
+ * Exit status: 0 if every call returned fmi2OK or fmi2Warning, 1 if a call
+ * failed (the instance is then freed), 2 if the FMU could not be loaded.
+ */
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void *fmi2Component;
+typedef void *fmi2FMUstate;
+typedef unsigned int fmi2ValueReference;
+typedef enum { fmi2OK, fmi2Warning, fmi2Discard, fmi2Error, fmi2Fatal, fmi2Pending } fmi2Status;
+typedef struct {
+    void (*logger)(void *, const char *, fmi2Status, const char *, const char *, ...);
+    void *(*allocateMemory)(size_t, size_t);
+    void (*freeMemory)(void *);
+    void (*stepFinished)(void *, fmi2Status);
+    void *componentEnvironment;
+} fmi2CallbackFunctions;
+
+static const char *status_name[] = {"OK", "Warning", "Discard", "Error", "Fatal", "Pending"};
+
+static void logger(void *env, const char *instance, fmi2Status status, const char *category, const char *message,
+                   ...) {
+    char buf[4096];
+    va_list ap;
+    (void)env, (void)instance;
+    va_start(ap, message);
+    vsnprintf(buf, sizeof buf, message, ap);
+    va_end(ap);
+    printf("log %s %s: %s\n", status <= fmi2Pending ? status_name[status] : "?", category ? category : "", buf);
+    fflush(stdout);
+}
+
+#define MAXN 256
+static fmi2ValueReference pvr[MAXN], ivr[MAXN], ovr[MAXN];
+static double pval[MAXN], ival[MAXN], y[MAXN], y_again[MAXN];
+static size_t np, ni, no;
+
+static int parse_pair(const char *arg, fmi2ValueReference *vr, double *value) {
+    char *end;
+    unsigned long v = strtoul(arg, &end, 10);
+    if (*end != '=') return 0;
+    *vr = (fmi2ValueReference)v;
+    *value = strtod(end + 1, &end);
+    return *end == 0;
+}
+
+#define LOAD(var, name)                                                      \
+    *(void **)&var = dlsym(h, name);                                         \
+    if (!var) {                                                              \
+        printf("missing %s: %s\n", name, dlerror());                         \
+        return 2;                                                            \
+    }
+
+#define CALL(name, expr)                                      \
+    do {                                                      \
+        fmi2Status st_ = (expr);                              \
+        printf("call %s %s\n", name, status_name[st_]);      \
+        fflush(stdout);                                       \
+        if (st_ > fmi2Warning) {                              \
+            failed = 1;                                       \
+            goto cleanup;                                     \
+        }                                                     \
+    } while (0)
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s DIR MODEL_ID GUID [-p VR=V] [-i VR=V] [-o VR] [-n N] [-h H]\n", argv[0]);
+        return 2;
+    }
+    const char *dir = argv[1], *id = argv[2], *guid = argv[3];
+    int steps = 3;
+    double step = 1e-3;
+    for (int k = 4; k < argc; k++) {
+        int ok = k + 1 < argc && np < MAXN && ni < MAXN && no < MAXN;
+        if (ok && !strcmp(argv[k], "-p")) ok = parse_pair(argv[++k], &pvr[np], &pval[np]), np++;
+        else if (ok && !strcmp(argv[k], "-i")) ok = parse_pair(argv[++k], &ivr[ni], &ival[ni]), ni++;
+        else if (ok && !strcmp(argv[k], "-o")) ovr[no++] = (fmi2ValueReference)strtoul(argv[++k], NULL, 10);
+        else if (ok && !strcmp(argv[k], "-n")) steps = atoi(argv[++k]);
+        else if (ok && !strcmp(argv[k], "-h")) step = strtod(argv[++k], NULL);
+        else ok = 0;
+        if (!ok) {
+            fprintf(stderr, "bad argument %s\n", argv[k]);
+            return 2;
+        }
+    }
+
+    char path[4096], resources[4096];
+    snprintf(path, sizeof path, "%s/binaries/linux64/%s.so", dir, id);
+    snprintf(resources, sizeof resources, "file://%s/resources", dir);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        printf("dlopen failed: %s\n", dlerror());
+        return 2;
+    }
+    fmi2Component (*Instantiate)(const char *, int, const char *, const char *, const fmi2CallbackFunctions *, int,
+                                 int);
+    void (*FreeInstance)(fmi2Component);
+    fmi2Status (*SetupExperiment)(fmi2Component, int, double, double, int, double);
+    fmi2Status (*EnterInit)(fmi2Component), (*ExitInit)(fmi2Component), (*Terminate)(fmi2Component);
+    fmi2Status (*SetReal)(fmi2Component, const fmi2ValueReference *, size_t, const double *);
+    fmi2Status (*GetReal)(fmi2Component, const fmi2ValueReference *, size_t, double *);
+    fmi2Status (*DoStep)(fmi2Component, double, double, int);
+    fmi2Status (*GetFMUstate)(fmi2Component, fmi2FMUstate *), (*SetFMUstate)(fmi2Component, fmi2FMUstate);
+    fmi2Status (*FreeFMUstate)(fmi2Component, fmi2FMUstate *);
+    LOAD(Instantiate, "fmi2Instantiate") LOAD(FreeInstance, "fmi2FreeInstance")
+    LOAD(SetupExperiment, "fmi2SetupExperiment") LOAD(EnterInit, "fmi2EnterInitializationMode")
+    LOAD(ExitInit, "fmi2ExitInitializationMode") LOAD(Terminate, "fmi2Terminate") LOAD(SetReal, "fmi2SetReal")
+    LOAD(GetReal, "fmi2GetReal") LOAD(DoStep, "fmi2DoStep") LOAD(GetFMUstate, "fmi2GetFMUstate")
+    LOAD(SetFMUstate, "fmi2SetFMUstate") LOAD(FreeFMUstate, "fmi2FreeFMUstate")
+
+    static fmi2CallbackFunctions cb = {logger, calloc, free, NULL, NULL};
+    fmi2Component c = Instantiate("harness", 1 /* fmi2CoSimulation */, guid, resources, &cb, 0, 0);
+    printf("call fmi2Instantiate %s\n", c ? "OK" : "NULL");
+    if (!c) return 2;
+
+    int failed = 0;
+    fmi2FMUstate state = NULL;
+    double t = 0.0;
+    CALL("fmi2SetupExperiment", SetupExperiment(c, 0, 0.0, t, 0, 0.0));
+    if (np) CALL("fmi2SetReal(parameters)", SetReal(c, pvr, np, pval));
+    CALL("fmi2EnterInitializationMode", EnterInit(c));
+    if (ni) CALL("fmi2SetReal(inputs)", SetReal(c, ivr, ni, ival));
+    CALL("fmi2ExitInitializationMode", ExitInit(c));
+    for (int k = 0; k <= steps; k++) {
+        if (k) {
+            CALL("fmi2DoStep", DoStep(c, t, step, 1));
+            t += step;
+        }
+        if (no) CALL("fmi2GetReal", GetReal(c, ovr, no, y));
+        for (size_t j = 0; j < no; j++) printf("y %.6g %u %.17g\n", t, ovr[j], y[j]);
+    }
+    /* state round trip: save, step, restore, step again: the same outputs */
+    CALL("fmi2GetFMUstate", GetFMUstate(c, &state));
+    CALL("fmi2DoStep", DoStep(c, t, step, 0));
+    if (no) CALL("fmi2GetReal", GetReal(c, ovr, no, y));
+    CALL("fmi2SetFMUstate", SetFMUstate(c, state));
+    CALL("fmi2DoStep", DoStep(c, t, step, 0));
+    if (no) CALL("fmi2GetReal", GetReal(c, ovr, no, y_again));
+    printf("state_roundtrip %s\n", no && memcmp(y, y_again, no * sizeof(double)) ? "FAILED" : "ok");
+    CALL("fmi2FreeFMUstate", FreeFMUstate(c, &state));
+    CALL("fmi2Terminate", Terminate(c));
+cleanup:
+    FreeInstance(c);
+    printf("call fmi2FreeInstance done\n");
+    return failed;
+}

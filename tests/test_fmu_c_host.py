@@ -1,0 +1,131 @@
+"""Every TITOP FMU in a C host (``tests/c/fmu_harness.c``, built with the machine's cc).
+
+The harness loads the FMU binary as FMI tools do (``dlopen`` with
+``RTLD_NOW | RTLD_LOCAL``, no Python in the process), instantiates,
+initializes, sets a parameter and an input, reads every output, steps, saves
+and restores the FMU state. Its environment is the one the FMU documentation
+asks for: the Python library on the loader path, numpy on ``PYTHONPATH``.
+The printed outputs must equal the in-process block's.
+"""
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fmu_fixtures import IDS, compiler, fmu_dir, fmu_paths  # noqa: F401
+from titop_fmu.fmu import catalog
+from titop_fmu.fmu.build import libpython_soname
+
+HARNESS = Path(__file__).parent / "c" / "fmu_harness.c"
+STEPS, H = 3, 0.01
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    cc = compiler()
+    if not cc:
+        pytest.skip("no C compiler (cc) to build the C host")
+    exe = tmp_path_factory.mktemp("harness") / "fmu_harness"
+    r = subprocess.run([*cc.split(), "-O1", "-o", str(exe), str(HARNESS), "-ldl"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+@pytest.fixture(scope="module")
+def host_env():
+    """The environment of the FMU documentation: libpython findable, numpy importable."""
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    soname = libpython_soname()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    if os.path.isfile(os.path.join(libdir, soname)):
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [libdir, env.get("LD_LIBRARY_PATH")]))
+    else:   # on the loader's default path?
+        check = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({soname!r})"], env=env)
+        if check.returncode:
+            pytest.skip(f"no shared Python library {soname} for a C host to load")
+    env["PYTHONPATH"] = str(Path(np.__file__).resolve().parents[1])      # where numpy is installed
+    return env
+
+
+def run(harness, env, fmu, tmp_path, params=(), inputs=(), outputs=()):
+    d = tmp_path / fmu.stem
+    if not d.exists():
+        with zipfile.ZipFile(fmu) as z:
+            z.extractall(d)
+    md = (d / "modelDescription.xml").read_text()
+    guid = md.split('guid="', 1)[1].split('"', 1)[0]
+    args = [str(harness), str(d), fmu.stem, guid, "-n", str(STEPS), "-h", repr(H)]
+    for vr, v in params:
+        args += ["-p", f"{vr}={v!r}"]
+    for vr, v in inputs:
+        args += ["-i", f"{vr}={v!r}"]
+    for vr in outputs:
+        args += ["-o", str(vr)]
+    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_fmu_loads_and_steps_in_a_c_host(harness, host_env, fmu_paths, tmp_path, mid):
+    kind, n = catalog.parse_identifier(mid)
+    iface = catalog.interface(kind, n)
+    vr = {v.name: k for k, v in enumerate(iface.variables)}
+    values = iface.defaults()
+    first = iface.param_scalars[0][0]                   # mass, or K[1,1]
+    values[0] = 2.0 * values[0]
+    inputs = [(vr[iface.input_names[0]], 0.3)] if iface.input_names else []
+    outputs = [vr[o] for o in iface.output_names]
+    r = run(harness, host_env, fmu_paths[mid], tmp_path, [(vr[first], values[0])], inputs, outputs)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "state_roundtrip ok" in r.stdout
+    assert "log Error" not in r.stdout and "log Fatal" not in r.stdout
+    # the printed outputs are the in-process block's
+    ys = [line.split() for line in r.stdout.splitlines() if line.startswith("y ")]
+    assert len(ys) == (STEPS + 1) * len(outputs)
+    got = np.array([float(v) for *_, v in ys]).reshape(STEPS + 1, len(outputs)) if outputs else None
+    unit, _ = iface.make_unit(values)
+    u = np.zeros(len(iface.input_names))
+    if inputs:
+        u[0] = 0.3
+    unit.set_inputs(u)
+    for k in range(STEPS + 1):
+        if k:
+            unit.do_step(H)
+        if outputs:
+            assert np.all(np.isfinite(got[k]))
+            np.testing.assert_allclose(got[k], unit.outputs(), rtol=0, atol=1e-12 * max(1, np.abs(got).max()))
+
+
+@pytest.mark.parametrize("mid,name,value,expect", [
+    ("revolute_c1", "mass", -1.0, "parameter 'mass'"),
+    ("floating_base_c1", "c1.r[3]", float("nan"), "parameter 'c1.r'"),
+])
+def test_bad_parameter_in_a_c_host_is_an_error(harness, host_env, fmu_paths, tmp_path, mid, name, value, expect):
+    iface = catalog.interface(*catalog.parse_identifier(mid))
+    vr = {v.name: k for k, v in enumerate(iface.variables)}
+    r = run(harness, host_env, fmu_paths[mid], tmp_path, params=[(vr[name], value)])
+    assert r.returncode == 1, r.stdout + r.stderr         # an error status, the instance freed, no crash
+    assert "call fmi2ExitInitializationMode Error" in r.stdout
+    assert any(line.startswith("log Error") and expect in line for line in r.stdout.splitlines()), r.stdout
+    assert "call fmi2FreeInstance done" in r.stdout
+
+
+def test_nan_input_in_a_c_host_is_an_error(harness, host_env, fmu_paths, tmp_path):
+    iface = catalog.interface("welded", 1)
+    vr = {v.name: k for k, v in enumerate(iface.variables)}
+    r = run(harness, host_env, fmu_paths["welded_c1"], tmp_path, inputs=[(vr["c1.w[2]"], float("nan"))])
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "call fmi2SetReal(inputs) Error" in r.stdout
+    assert any(line.startswith("log Error") and "c1.w[2]" in line for line in r.stdout.splitlines()), r.stdout
+
+
+def test_missing_python_library_is_reported(harness, host_env, fmu_paths, tmp_path):
+    env = dict(host_env, TITOP_FMU_LIBPYTHON="libpython-does-not-exist.so")
+    r = run(harness, env, fmu_paths["welded_c0"], tmp_path)
+    assert r.returncode == 2 and "call fmi2Instantiate NULL" in r.stdout
+    assert "cannot load the Python library libpython-does-not-exist.so" in r.stdout

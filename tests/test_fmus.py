@@ -1,0 +1,397 @@
+"""The TITOP FMUs through FMPy, against the in-process blocks.
+
+Every FMU is built fresh for the session (``fmu_fixtures``). Checked: FMPy's
+validator finds no problem and ``simulate_fmu`` runs with the default
+parameters; the FMU's outputs equal the in-process :class:`BlockUnit` of the
+same block to 1e-12 for random parameters, states and inputs, before and after
+steps and across a state save/restore; the declared ModelStructure holds;
+instances are independent; every misuse is an ``fmi2Error`` with a message.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+import zipfile
+
+import numpy as np
+import pytest
+
+from fmu_fixtures import IDS, Host, fmu_dir, fmu_paths, scalar_parameters, unzipped  # noqa: F401
+from titop_fmu.errors import ParameterWarning
+from titop_fmu.fmu import catalog
+from titop_fmu.fmu.model_description import random_parameters
+
+from fmpy import simulate_fmu  # noqa: E402  (fmu_fixtures skips the module without FMPy)
+from fmpy.fmi1 import FMICallException  # noqa: E402
+from fmpy.validation import validate_fmu  # noqa: E402
+
+H = 0.01
+TOL = 1e-12
+
+
+def close(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and np.max(np.abs(a - b), initial=0.0) <= TOL * max(1.0, np.max(np.abs(b), initial=0.0))
+
+
+def random_setup(mid, seed):
+    """``(iface, {parameter: value}, reference BlockUnit)`` at generic random parameters
+    (random initial conditions, so random states)."""
+    kind, n = catalog.parse_identifier(mid)
+    iface = catalog.interface(kind, n)
+    rng = np.random.default_rng(seed)
+    values = random_parameters(iface, rng)
+    params = scalar_parameters(iface, values)
+    if "ext_frame" in params:
+        params["ext_frame"] = int(rng.integers(2))
+        values = [params[s[0]] for s in iface.param_scalars]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParameterWarning)
+        ref, _ = iface.make_unit(values)
+    return iface, params, ref
+
+
+def random_inputs(iface, rng):
+    return 0.5 * rng.standard_normal(len(iface.input_names))
+
+
+# -- the standard tools' view --------------------------------------------------------------
+
+@pytest.mark.parametrize("mid", IDS)
+def test_fmpy_validates(fmu_paths, mid):
+    pytest.importorskip("lark", reason="FMPy validates structured variable names with lark")
+    assert validate_fmu(str(fmu_paths[mid])) == []
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_simulates_with_default_parameters(fmu_paths, mid):
+    r = simulate_fmu(str(fmu_paths[mid]))
+    assert len(r) > 10 and r["time"][-1] == pytest.approx(1.0)
+    for name in r.dtype.names:
+        assert np.all(np.isfinite(r[name])), name
+
+
+def test_default_simulation_is_physical(fmu_paths):
+    """A free base falls: its child point, 1 m below P, is at -1 - g t^2 / 2 after 1 s."""
+    r = simulate_fmu(str(fmu_paths["floating_base_c1"]), output=["c1.m[14]", "c1.m[8]"])
+    assert r["c1.m[14]"][-1] == pytest.approx(-1.0 - 0.5 * 9.81, abs=1e-9)
+    assert r["c1.m[8]"][-1] == pytest.approx(-9.81, abs=1e-9)
+
+
+def test_every_variable_has_a_declared_unit(fmu_paths):
+    for mid in ("revolute_c2", "prismatic_inverse_c1", "floating_base_c1", "loop_closure"):
+        md, _ = unzipped(fmu_paths[mid])
+        units = {u.name for u in md.unitDefinitions}
+        for v in md.modelVariables:
+            if v.type == "Real":
+                assert v.unit in units, (mid, v.name)
+    md, _ = unzipped(fmu_paths["revolute_c1"])
+    unit = {v.name: v.unit for v in md.modelVariables}
+    assert unit["joint.tau"] == "N.m" and unit["k"] == "N.m/rad" and unit["q0"] == "rad"
+    assert [unit[f"p.m[{i}]"] for i in (1, 4, 7, 10, 13, 16)] == ["m/s2", "rad/s2", "m/s", "rad/s", "m", "rad"]
+    assert [unit[f"p.w[{i}]"] for i in (1, 4)] == ["N", "N.m"]
+    md, _ = unzipped(fmu_paths["prismatic_c0"])
+    unit = {v.name: v.unit for v in md.modelVariables}
+    assert unit["joint.tau"] == "N" and unit["d"] == "N.s/m" and unit["joint.q[3]"] == "m"
+
+
+# -- equal to the in-process block ---------------------------------------------------------
+
+@pytest.mark.parametrize("mid", IDS)
+def test_outputs_equal_the_in_process_unit(fmu_paths, mid):
+    iface, params, ref = random_setup(mid, seed=IDS.index(mid))
+    rng = np.random.default_rng(100 + IDS.index(mid))
+    host = Host(fmu_paths[mid])
+    ins, outs = list(iface.input_names), list(iface.output_names)
+    try:
+        u = random_inputs(iface, rng)
+        host.initialize(params, dict(zip(ins, u)))
+        ref.set_inputs(u)
+        assert close(host.get(outs), ref.outputs())
+        reals = [n for n in params if host.var[n].type == "Real"]
+        assert close(host.get(reals), [params[n] for n in reals])
+        t = 0.0
+
+        def steps(k):
+            nonlocal t
+            for _ in range(k):
+                u = random_inputs(iface, rng)
+                host.set(dict(zip(ins, u)))
+                ref.set_inputs(u)
+                assert close(host.get(outs), ref.outputs())        # direct feedthrough, no doStep
+                host.fmu.doStep(t, H)
+                ref.do_step(H)
+                t += H
+                assert close(host.get(outs), ref.outputs())
+
+        steps(3)
+        state, ref_state, t_saved = host.fmu.getFMUstate(), ref.get_state(), t
+        steps(2)
+        host.fmu.setFMUstate(state)
+        ref.set_state(ref_state)
+        t = t_saved
+        assert close(host.get(outs), ref.outputs())
+        steps(2)
+        host.fmu.freeFMUstate(state)
+        assert host.errors() == []
+    finally:
+        host.free()
+
+
+def test_state_restore_is_exact_and_serializes(fmu_paths):
+    """Save, step, restore, step again: bit-identical outputs; the serialized state
+    restored into another instance gives the same future."""
+    mid = "floating_base_c2"
+    iface, params, _ = random_setup(mid, seed=5)
+    rng = np.random.default_rng(6)
+    a, b = Host(fmu_paths[mid], "a"), Host(fmu_paths[mid], "b")
+    outs, ins = list(iface.output_names), list(iface.input_names)
+    try:
+        a.initialize(params, dict(zip(ins, random_inputs(iface, rng))))
+        b.initialize()
+        for k in range(3):
+            a.fmu.doStep(k * H, H)
+        state = a.fmu.getFMUstate()
+        blob = a.fmu.serializeFMUstate(state)
+        u = random_inputs(iface, rng)
+        a.set(dict(zip(ins, u)))
+        a.fmu.doStep(3 * H, 0.05)
+        y1 = a.get(outs)
+        a.fmu.setFMUstate(state)
+        a.set(dict(zip(ins, u)))
+        a.fmu.doStep(3 * H, 0.05)
+        assert np.array_equal(a.get(outs), y1)
+        b.fmu.setFMUstate(b.fmu.deSerializeFMUstate(blob))
+        assert np.array_equal(b.get(list(params)[:5]), a.get(list(params)[:5]))
+        b.set(dict(zip(ins, u)))
+        b.fmu.doStep(3 * H, 0.05)
+        assert np.array_equal(b.get(outs), y1)
+        a.fmu.freeFMUstate(state)
+        assert json.loads(bytes(blob))["model"] == mid
+    finally:
+        a.free()
+        b.free()
+
+
+def test_four_instances_in_one_process_are_independent(fmu_paths):
+    mid = "revolute_c1"
+    setups = [random_setup(mid, seed=40 + i) for i in range(4)]
+    hosts = [Host(fmu_paths[mid], f"pendulum{i}") for i in range(4)]
+    rng = np.random.default_rng(44)
+    try:
+        for host, (iface, params, ref) in zip(hosts, setups):
+            u = random_inputs(iface, rng)
+            host.initialize(params, dict(zip(iface.input_names, u)))
+            ref.set_inputs(u)
+        for k in range(4):
+            for host, (iface, params, ref) in zip(hosts, setups):     # interleaved calls
+                u = random_inputs(iface, rng)
+                host.set(dict(zip(iface.input_names, u)))
+                ref.set_inputs(u)
+            for host, (iface, params, ref) in zip(hosts, setups):
+                host.fmu.doStep(k * H, H)
+                ref.do_step(H)
+            for host, (iface, params, ref) in zip(hosts, setups):
+                assert close(host.get(iface.output_names), ref.outputs())
+        ys = [h.get(setups[0][0].output_names) for h in hosts]
+        assert all(not np.allclose(ys[0], y) for y in ys[1:])
+    finally:
+        for h in hosts:
+            h.free()
+
+
+# -- model structure ------------------------------------------------------------------------
+
+ACCELERATION_INPUTS = ("p.a", "ext.w", "joint.tau", "joint.qdd")
+
+
+def is_acceleration_level(name):
+    """Inputs that enter the acceleration stage only: spatial accelerations, wrenches, efforts."""
+    port, _, idx = name.partition("[")
+    k = int(idx[:-1]) if idx else 1
+    return port in ACCELERATION_INPUTS or port.endswith(".w") or (port.endswith(".m") and k <= 6)
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_model_structure_declares_the_true_dependencies(fmu_paths, mid):
+    md, _ = unzipped(fmu_paths[mid])
+    kind, n = catalog.parse_identifier(mid)
+    declared = {u.variable.name: {d.name for d in u.dependencies} for u in md.outputs}
+    initial = {u.variable.name: {d.name for d in u.dependencies} for u in md.initialUnknowns}
+    outputs = [v.name for v in md.modelVariables if v.causality == "output"]
+    assert sorted(declared) == sorted(outputs) == sorted(initial)
+    # what the block really does, at parameters the build never saw
+    for seed in (101, 102):
+        _, _, unit = random_setup(mid, seed)
+        if outputs:
+            for o, deps in unit.dependencies(seed=seed).items():
+                assert set(deps) <= declared[o], (o, set(deps) - declared[o])
+    for o in outputs:
+        assert declared[o] <= initial[o]
+        port, _, idx = o.partition("[")
+        if port.endswith(".m") and int(idx[:-1]) > 6:
+            # twist and pose outputs: no acceleration-level input, no input at all for a base
+            assert not any(is_acceleration_level(d) for d in declared[o]), (o, declared[o])
+            if kind in ("floating_base", "imposed_motion_base"):
+                assert declared[o] == set(), (o, declared[o])
+        if o in ("joint.q[2]", "joint.q[3]"):
+            assert declared[o] == set()
+    if kind == "loop_closure":
+        assert all(not any(is_acceleration_level(d) for d in declared[o]) for o in outputs)
+    if kind == "revolute":
+        # the joint acceleration uses the joint torque, the child wrenches, the parent motion
+        # (acceleration, twist, attitude for gravity) and not the parent position
+        assert "joint.tau" in declared["joint.q[1]"]
+        assert not declared["joint.q[1]"] & {"p.m[13]", "p.m[14]", "p.m[15]"}
+
+
+# -- errors --------------------------------------------------------------------------------
+
+BAD_PARAMETERS = [
+    ("revolute_c1", {"mass": -1.0}, "mass"),
+    ("revolute_c1", {"inertia[1,2]": 0.5}, "inertia"),
+    ("revolute_c0", {"axis[1]": 0.0, "axis[2]": 0.0, "axis[3]": 0.0}, "axis"),
+    ("welded_c2", {"c2.r[2]": float("nan")}, "c2.r"),
+    ("prismatic_c1", {"k": -3.0}, "k"),
+    ("floating_base_c0", {"ext_frame": 3}, "ext_frame"),
+    ("floating_base_c1", {"inertia[1,1]": 0.0, "inertia[2,2]": 0.0, "inertia[3,3]": 0.0}, "inertia"),
+    ("imposed_motion_base_c1", {"gravity[2]": float("inf")}, "gravity"),
+    ("revolute_inverse_c1", {"rtol": 0.0}, "rtol"),
+    ("loop_closure", {"K[1,1]": -5.0}, "K"),
+]
+
+
+@pytest.mark.parametrize("mid,params,name", BAD_PARAMETERS)
+def test_bad_parameter_is_an_error_naming_it(fmu_paths, mid, params, name):
+    host = Host(fmu_paths[mid])
+    try:
+        host.fmu.setupExperiment(startTime=0.0)
+        host.set(params)
+        host.fmu.enterInitializationMode()
+        with pytest.raises(FMICallException) as e:
+            host.fmu.exitInitializationMode()
+        assert e.value.status == 3                                  # fmi2Error, not fmi2Fatal
+        assert any(f"parameter '{name}'" in m for m in host.errors()), host.log
+    finally:
+        host.free()
+
+
+def test_nan_input_is_an_error_and_changes_nothing(fmu_paths):
+    mid = "revolute_c2"
+    iface, params, ref = random_setup(mid, seed=7)
+    host = Host(fmu_paths[mid])
+    try:
+        host.initialize(params)
+        y0 = host.get(iface.output_names)
+        with pytest.raises(FMICallException) as e:
+            host.set({"c2.w[4]": float("nan")})
+        assert e.value.status == 3
+        assert any("c2.w[4]" in m and "non-finite" in m for m in host.errors()), host.log
+        assert np.array_equal(host.get(iface.output_names), y0)     # the unit is unchanged
+        host.set({"c2.w[4]": 1.0})                                  # and still usable
+        host.fmu.doStep(0.0, H)
+        assert np.all(np.isfinite(host.get(iface.output_names)))
+    finally:
+        host.free()
+
+
+def test_misuse_is_an_error_never_a_crash(fmu_paths):
+    host = Host(fmu_paths["prismatic_c1"])
+    vr = host.vr
+
+    def error(call, *args):
+        n = len(host.errors())
+        with pytest.raises(FMICallException) as e:
+            call(*args)
+        assert e.value.status == 3
+        assert len(host.errors()) > n, f"no message for {call.__name__}"
+        return host.errors()[-1]
+
+    try:
+        error(host.fmu.getReal, [vr["p.w[1]"]])                     # outputs before initialization
+        host.fmu.setupExperiment(startTime=0.0)
+        host.fmu.enterInitializationMode()
+        error(host.fmu.doStep, 0.0, H)                              # doStep in initialization mode
+        host.fmu.exitInitializationMode()
+        assert "fixed" in error(host.fmu.setReal, [vr["mass"]], [2.0])      # parameter after init
+        assert "output" in error(host.fmu.setReal, [vr["joint.q[1]"]], [1.0])
+        assert "value reference" in error(host.fmu.getReal, [10_000])
+        error(host.fmu.getInteger, [vr["mass"]])                    # wrong type
+        error(host.fmu.getBoolean, [0])
+        error(host.fmu.doStep, 0.0, -1.0)
+        host.fmu.doStep(0.0, H)                                     # still works after all that
+        assert np.all(np.isfinite(host.get(host.names("output"))))
+        host.fmu.terminate()
+    finally:
+        host.free()
+
+
+def test_warning_for_an_unusual_parameter(fmu_paths):
+    """Principal moments violating the triangle inequality: accepted, with fmi2Warning."""
+    host = Host(fmu_paths["welded_c0"])
+    try:
+        host.fmu.setupExperiment(startTime=0.0)
+        host.set({"inertia[1,1]": 1.0, "inertia[2,2]": 1.0, "inertia[3,3]": 5.0})
+        host.fmu.enterInitializationMode()
+        status = host.fmu.fmi2ExitInitializationMode(host.fmu.component)
+        assert status == 1                                           # fmi2Warning
+        assert any(s == 1 and "triangle" in m for s, _, m in host.log)
+    finally:
+        host.free()
+
+
+# -- packaging ------------------------------------------------------------------------------
+
+def test_fmu_runs_on_its_bundled_package_without_scipy(fmu_paths, tmp_path):
+    """In a fresh process that cannot import scipy and does not have the repository on
+    its path, the FMU runs on the titop_fmu copy in its resources."""
+    script = textwrap.dedent(f"""
+        import importlib.abc, sys
+        class NoScipy(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name == "scipy" or name.startswith("scipy."):
+                    raise ImportError("scipy is blocked")
+        sys.meta_path.insert(0, NoScipy())
+        sys.path = [p for p in sys.path if p not in ("", {os.getcwd()!r})]
+        from fmpy import simulate_fmu
+        for f in {[str(fmu_paths[m]) for m in ("floating_base_c1", "revolute_c1", "loop_closure")]!r}:
+            r = simulate_fmu(f, stop_time=0.1)
+        import titop_fmu
+        print(titop_fmu.__file__)
+        print("scipy" in sys.modules)
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    path, scipy_loaded = r.stdout.split()[-2:]
+    assert f"{os.sep}resources{os.sep}titop_fmu{os.sep}" in path
+    assert scipy_loaded == "False"
+
+
+def test_fmu_contents(fmu_paths):
+    with zipfile.ZipFile(fmu_paths["revolute_c2"]) as z:
+        names = set(z.namelist())
+        module = z.read("resources/revolute_c2.py").decode()
+    assert {"modelDescription.xml", "binaries/linux64/revolute_c2.so", "binaries/linux64/libpythonfmu-export.so",
+            "resources/slavemodule.txt", "resources/titop_fmu/unit.py", "resources/pythonfmu/fmi2slave.py"} <= names
+    assert "KIND = 'revolute'" in module and "CHILDREN = 2" in module
+    md, _ = unzipped(fmu_paths["revolute_c2"])
+    assert md.coSimulation.canGetAndSetFMUstate and md.coSimulation.canSerializeFMUstate
+
+
+def test_build_is_deterministic_and_the_cli_builds_other_counts(tmp_path):
+    from titop_fmu.cli import main
+    from titop_fmu.fmu.build import build_all
+    a = build_all(tmp_path / "a", children=[3])
+    assert main(["build", "--out", str(tmp_path / "b"), "--children", "3"]) == 0
+    b = sorted((tmp_path / "b").glob("*.fmu"))
+    assert sorted(p.name for p in a) == [p.name for p in b]
+    assert "revolute_c3.fmu" in [p.name for p in b] and "loop_closure.fmu" in [p.name for p in b]
+    for p in a:
+        assert p.read_bytes() == (tmp_path / "b" / p.name).read_bytes(), p.name
+    pytest.importorskip("lark")
+    assert validate_fmu(str(tmp_path / "b" / "revolute_c3.fmu")) == []

@@ -1,0 +1,188 @@
+"""``titop-fmu build``: write the TITOP FMUs (FMI 2.0 co-simulation, Linux x86-64).
+
+Each FMU is a zip with
+
+* ``modelDescription.xml``: pythonfmu's description of the slave, completed by
+  :mod:`.model_description` (units, dependencies, initial unknowns);
+* ``binaries/linux64/<id>.so``: the FMI entry points (``shim.c``, compiled
+  once per build with the C compiler ``$CC`` or ``cc``), which load
+  ``binaries/linux64/libpythonfmu-export.so``, pythonfmu's library that runs
+  the Python slave;
+* ``resources/``: the slave module ``<id>.py`` and ``slavemodule.txt``
+  (pythonfmu's layout), pythonfmu's Python files and the whole ``titop_fmu``
+  package, so the host's Python needs numpy only.
+
+The build is deterministic: same sources, same compiler -> same bytes (fixed
+zip timestamps, a GUID derived from the content, no generation date).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+import zipfile
+from pathlib import Path
+from xml.dom.minidom import parseString
+from xml.etree.ElementTree import tostring
+
+from ..errors import TitopError
+from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
+from .model_description import content_guid, finalize, measure_dependencies
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]      # titop_fmu/
+SHIM_SOURCE = Path(__file__).with_name("shim.c")
+INNER_LIBRARY = "libpythonfmu-export.so"
+MODEL_OPTIONS = {
+    "needsExecutionTool": True,          # a Python interpreter with numpy
+    "canHandleVariableCommunicationStepSize": True,
+    "canInterpolateInputs": False,
+    "canBeInstantiatedOnlyOncePerProcess": False,
+    "canGetAndSetFMUstate": True,
+    "canSerializeFMUstate": True,
+}
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+#: the pythonfmu whose export library the FMUs ship
+PYTHONFMU_VERSION = "0.7.0"
+
+
+class FmuBuildError(TitopError):
+    """The FMUs cannot be built here (platform, compiler, pythonfmu)."""
+
+
+def libpython_soname() -> str:
+    """The soname of the shared Python library of this interpreter (``libpython3.11.so.1.0``)."""
+    soname = sysconfig.get_config_var("INSTSONAME") or ""
+    if sysconfig.get_config_var("Py_ENABLE_SHARED") and ".so" in soname:
+        return soname
+    abiflags = sysconfig.get_config_var("ABIFLAGS") or ""
+    return f"libpython{sysconfig.get_config_var('VERSION')}{abiflags}.so.1.0"
+
+
+def _pythonfmu():
+    try:
+        import pythonfmu
+    except ImportError:
+        raise FmuBuildError(f"building the FMUs needs pythonfmu (pip install pythonfmu=={PYTHONFMU_VERSION})") from None
+    if pythonfmu.__version__ != PYTHONFMU_VERSION:
+        raise FmuBuildError(
+            f"the FMUs are built with pythonfmu {PYTHONFMU_VERSION} (found {pythonfmu.__version__}): the entry points "
+            "(shim.c) and the slave work around that version's library (error status, logging, a reference-count "
+            f"bug); check them before changing it (pip install pythonfmu=={PYTHONFMU_VERSION})")
+    here = Path(pythonfmu.__file__).parent
+    lib = here / "resources" / "binaries" / "linux64" / INNER_LIBRARY
+    if not lib.is_file():
+        raise FmuBuildError(f"pythonfmu {pythonfmu.__version__} has no Linux x86-64 library ({lib.name})")
+    return here, lib
+
+
+def compile_shim(dest: Path) -> Path:
+    """Compile the FMI entry points (``shim.c``) to ``dest``."""
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
+        raise FmuBuildError(f"the FMUs are built for Linux x86-64 only (this is {platform.system()} "
+                            f"{platform.machine()})")
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise FmuBuildError("building the FMUs needs a C compiler: install one (cc/gcc) or set CC")
+    if not SHIM_SOURCE.is_file():
+        raise FmuBuildError(f"{SHIM_SOURCE.name} is missing from the installed titop_fmu.fmu package")
+    with tempfile.TemporaryDirectory(prefix="titop_shim_") as tmp:
+        src = Path(tmp) / "titop_fmu_shim.c"
+        shutil.copyfile(SHIM_SOURCE, src)
+        cmd = [*cc.split(), "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wl,-Bsymbolic",
+               f'-DTITOP_LIBPYTHON="{libpython_soname()}"', "-o", "shim.so", src.name, "-ldl", "-lpthread"]
+        try:
+            r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
+        except OSError as e:
+            raise FmuBuildError(f"cannot run the C compiler {cc!r} ({e}); install one or set CC") from None
+        if r.returncode:
+            raise FmuBuildError(f"compiling the FMU entry points failed ({' '.join(cmd)}):\n{r.stderr}")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(tmp) / "shim.so", dest)
+    return dest
+
+
+def _python_files(root: Path, arc_root: str) -> dict:
+    """``{archive name: bytes}`` of the ``.py`` files under ``root``."""
+    return {f"{arc_root}/{p.relative_to(root).as_posix()}": p.read_bytes()
+            for p in sorted(root.rglob("*.py")) if "__pycache__" not in p.parts}
+
+
+def slave_module(kind: str, n_children: int) -> str:
+    iface = interface(kind, n_children)
+    return (f'"""Entry point of the TITOP FMU {iface.model_identifier} (generated by titop-fmu build)."""\n\n'
+            "from titop_fmu.fmu.slave import TitopSlave, pin_module_globals\n\n"
+            "pin_module_globals(globals())   # works around a reference-count bug of pythonfmu 0.7\n\n\n"
+            f"class {iface.model_identifier}(TitopSlave):\n"
+            f'    """{iface.description}."""\n\n'
+            f"    KIND = {kind!r}\n"
+            f"    CHILDREN = {iface.n_children}\n")
+
+
+def model_description(kind: str, n_children: int, guid_parts=()) -> bytes:
+    """The ``modelDescription.xml`` of one FMU (bytes, UTF-8)."""
+    from .slave import TitopSlave
+    iface = interface(kind, n_children)
+    cls = type(iface.model_identifier, (TitopSlave,), {"KIND": kind, "CHILDREN": iface.n_children})
+    root = cls(instance_name="build", resources=None).to_xml(MODEL_OPTIONS)
+    on_inputs, on_params = measure_dependencies(iface)
+    finalize(root, iface, on_inputs, on_params)
+    root.set("guid", "{00000000-0000-0000-0000-000000000000}")
+    text = tostring(root, "UTF-8")
+    root.set("guid", content_guid(text, *guid_parts))
+    return parseString(tostring(root, "UTF-8")).toprettyxml(indent="  ", encoding="UTF-8")
+
+
+def _write_zip(path: Path, files: dict):
+    tmp = path.with_name(path.name + ".part")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.create_system = 3
+            info.external_attr = (0o755 if name.endswith(".so") else 0o644) << 16
+            z.writestr(info, files[name])
+    os.replace(tmp, path)
+
+
+def build_fmu(kind: str, n_children: int, out_dir, shim: Path, common: dict | None = None) -> Path:
+    """Write ``<out_dir>/<model id>.fmu``; ``shim`` is the compiled entry points,
+    ``common`` the files every FMU shares (see :func:`common_files`)."""
+    common = common_files() if common is None else common
+    iface = interface(kind, n_children)
+    mid = iface.model_identifier
+    files = dict(common)
+    files[f"resources/{mid}.py"] = slave_module(kind, n_children).encode()
+    files["resources/slavemodule.txt"] = mid.encode()
+    files[f"binaries/linux64/{mid}.so"] = Path(shim).read_bytes()
+    resources = sorted((k, v) for k, v in files.items() if k.startswith("resources/"))
+    files["modelDescription.xml"] = model_description(
+        kind, n_children, guid_parts=[k.encode() + v for k, v in resources])
+    out = Path(out_dir) / f"{mid}.fmu"
+    _write_zip(out, files)
+    return out
+
+
+def common_files() -> dict:
+    """The files every FMU shares: pythonfmu's library and Python files, the titop_fmu package."""
+    pfmu_dir, inner = _pythonfmu()
+    files = {f"binaries/linux64/{INNER_LIBRARY}": inner.read_bytes()}
+    files.update({f"resources/pythonfmu/{p.name}": p.read_bytes() for p in sorted(pfmu_dir.glob("*.py"))})
+    files.update(_python_files(PACKAGE_ROOT, "resources/titop_fmu"))
+    return files
+
+
+def build_all(out_dir="fmus", children=DEFAULT_CHILDREN) -> list:
+    """Build every FMU kind for each child-port count in ``children`` into ``out_dir``."""
+    out_dir = Path(out_dir)
+    children = sorted(set(int(n) for n in children))
+    if any(n < 0 for n in children):
+        raise FmuBuildError(f"child-port counts must be >= 0, got {children}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    common = common_files()
+    with tempfile.TemporaryDirectory(prefix="titop_build_") as tmp:
+        shim = compile_shim(Path(tmp) / "shim.so")
+        return [build_fmu(kind, n, out_dir, shim, common) for kind, n in all_identifiers(children)]

@@ -1,0 +1,240 @@
+"""The parts of ``modelDescription.xml`` that pythonfmu does not write.
+
+pythonfmu's :meth:`Fmi2Slave.to_xml` gives the variables and an ``<Outputs>``
+list without dependencies, so a tool has to assume every output depends on
+every input (PythonFMU issue #258), and no ``<InitialUnknowns>``, which FMI 2.0
+requires and ``fmpy validate`` checks. :func:`finalize` adds
+
+* ``<UnitDefinitions>`` and a ``unit`` on every Real variable;
+* descriptions, exact start values (``repr`` of the float), a default experiment;
+* ``<ModelStructure>``: ``<Outputs>`` with the direct-feedthrough dependencies
+  on inputs, ``<InitialUnknowns>`` (every output) with their dependencies on
+  inputs and parameters;
+* a GUID derived from the content (the build is deterministic).
+
+Dependencies are *measured* on the in-process unit (:meth:`BlockUnit.dependencies`
+perturbs each input and looks for bit changes of each output), at generic
+random parameters (full inertia, non-axis-aligned joint axis, mount angles,
+non-zero spring/damper ...), as the union over a few such parameter sets: the
+declaration must hold for any parameter value a user may set, and a structural
+zero is zero for all of them.
+"""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from xml.etree.ElementTree import Element, SubElement
+
+import numpy as np
+
+from .catalog import Interface
+
+#: SI base-unit exponents of every unit used by the FMUs
+UNITS = {
+    "1": {},
+    "kg": {"kg": 1},
+    "kg.m2": {"kg": 1, "m": 2},
+    "m": {"m": 1},
+    "rad": {"rad": 1},
+    "m/s": {"m": 1, "s": -1},
+    "rad/s": {"rad": 1, "s": -1},
+    "m/s2": {"m": 1, "s": -2},
+    "rad/s2": {"rad": 1, "s": -2},
+    "N": {"kg": 1, "m": 1, "s": -2},
+    "N.m": {"kg": 1, "m": 2, "s": -2},
+    "N.s": {"kg": 1, "m": 1, "s": -1},
+    "N/m": {"kg": 1, "s": -2},
+    "N.s/m": {"kg": 1, "s": -1},
+    "N/rad": {"kg": 1, "m": 1, "s": -2, "rad": -1},
+    "N.s/rad": {"kg": 1, "m": 1, "s": -1, "rad": -1},
+    "N.m/rad": {"kg": 1, "m": 2, "s": -2, "rad": -1},
+    "N.m.s/rad": {"kg": 1, "m": 2, "s": -1, "rad": -1},
+}
+
+DEFAULT_EXPERIMENT = {"startTime": "0", "stopTime": "1", "stepSize": "0.01"}
+
+#: number of random parameter sets whose dependencies are united
+N_PARAMETER_SETS = 3
+
+_GUID_NAMESPACE = uuid.UUID("6f1c3f3e-5b8e-4f57-9a43-2f7d0c1b8a61")
+
+
+# -- dependencies -------------------------------------------------------------------------
+
+def random_parameters(iface: Interface, rng) -> list:
+    """Generic random scalar parameter values for ``iface`` (valid, no special structure)."""
+    v = list(iface.defaults())
+    pos = {name: k for k, (name, *_rest) in enumerate(iface.param_scalars)}
+
+    def put(name, values):
+        values = np.ravel(values)
+        p = next(p for p in iface.params if p.name == name)
+        names = [s[0] for s in p.scalars()]
+        for n, x in zip(names, values):
+            v[pos[n]] = float(x)
+
+    for p in iface.params:
+        if p.name == "mass":
+            put("mass", 1.0 + 2.0 * rng.random())
+        elif p.name == "inertia":
+            A = rng.standard_normal((3, 3))
+            put("inertia", A @ A.T + np.eye(3))
+        elif p.name in ("K", "D"):
+            A = rng.standard_normal((6, 6))
+            put(p.name, A @ A.T + np.eye(6))
+        elif p.name == "axis":
+            a = rng.standard_normal(3)
+            put("axis", a / np.linalg.norm(a))
+        elif p.name in ("mount", "Theta0"):
+            put(p.name, rng.uniform(-1.0, 1.0, 3))
+        elif p.name in ("k", "d"):
+            put(p.name, 0.5 + rng.random())
+        elif p.name in ("rtol", "atol"):
+            continue
+        elif p.type == "Integer":
+            continue
+        else:
+            put(p.name, rng.standard_normal(int(np.prod(p.shape)) if p.shape else 1))
+    return v
+
+
+def parameter_groups(iface: Interface) -> list:
+    """Scalar parameter indices perturbed together: the symmetric pairs of a matrix
+    (inertia, K, D) must stay symmetric, every other scalar alone."""
+    groups, seen = [], set()
+    names = [s[0] for s in iface.param_scalars]
+    for k, (name, pi, index, *_rest) in enumerate(iface.param_scalars):
+        if k in seen:
+            continue
+        g = [k]
+        if len(index) == 2 and index[0] != index[1]:
+            base = iface.params[pi].name
+            g.append(names.index(f"{base}[{index[1] + 1},{index[0] + 1}]"))
+        seen.update(g)
+        groups.append(g)
+    return groups
+
+
+def measure_dependencies(iface: Interface, n_sets: int = N_PARAMETER_SETS, seed: int = 0):
+    """``(on_inputs, on_parameters)``: boolean matrices (outputs x inputs, outputs x
+    parameters) of the output dependencies, united over ``n_sets`` random parameter sets.
+
+    ``on_inputs`` is the direct feedthrough during a step; ``on_parameters`` is
+    measured on the outputs at the initial state, with random inputs (a
+    parameter whose perturbation makes the block invalid counts as a
+    dependency of every output)."""
+    rng = np.random.default_rng(seed)
+    n_out, n_in, n_par = len(iface.output_names), len(iface.input_names), iface.n_params
+    on_inputs = np.zeros((n_out, n_in), dtype=bool)
+    on_params = np.zeros((n_out, n_par), dtype=bool)
+    integer = [iface.params[s[1]].type == "Integer" for s in iface.param_scalars]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for s in range(n_sets):
+            values = random_parameters(iface, rng)
+            for k, is_int in enumerate(integer):
+                if is_int:
+                    values[k] = s % 2
+            unit, _ = iface.make_unit(values)
+            if not n_out:                       # nothing depends on anything
+                continue
+            deps = unit.dependencies(seed=seed + s)
+            for i, o in enumerate(iface.output_names):
+                for name in deps[o]:
+                    on_inputs[i, iface.input_names.index(name)] = True
+            u = 0.3 * rng.standard_normal(n_in)
+            unit.set_inputs(u)
+            y0 = unit.outputs().copy()
+            for group in parameter_groups(iface):
+                perturbed = list(values)
+                for k in group:
+                    perturbed[k] = 1 - values[k] if integer[k] else values[k] + 1e-3 * (1.0 + abs(values[k]))
+                try:
+                    other, _ = iface.make_unit(perturbed)
+                    other.set_inputs(u)
+                    changed = other.outputs() != y0
+                except Exception:
+                    changed = np.ones(n_out, dtype=bool)
+                for k in group:
+                    on_params[:, k] |= changed
+    return on_inputs, on_params
+
+
+# -- XML ------------------------------------------------------------------------------------
+
+def _unknown(parent, index, deps):
+    SubElement(parent, "Unknown", index=str(index), dependencies=" ".join(str(d) for d in deps),
+               dependenciesKind=" ".join("dependent" for _ in deps))
+
+
+def finalize(root: Element, iface: Interface, on_inputs, on_params) -> Element:
+    """Complete the pythonfmu model description ``root`` of the FMU ``iface`` in place."""
+    root.attrib.pop("generationDateAndTime", None)
+    root.set("description", iface.description)
+    root.set("generationTool", f"titop-fmu ({root.get('generationTool')})")
+
+    # children of fmiModelDescription in schema order
+    cosim = root.find("CoSimulation")
+    units = Element("UnitDefinitions")
+    used = sorted({v.unit for v in iface.variables if v.unit is not None})
+    for name in used:
+        u = SubElement(units, "Unit", name=name)
+        exps = UNITS[name]
+        if exps:
+            SubElement(u, "BaseUnit", {k: str(e) for k, e in exps.items()})
+    root.insert(list(root).index(cosim) + 1, units)
+
+    old = root.find("DefaultExperiment")
+    if old is not None:
+        root.remove(old)
+    log = root.find("LogCategories")
+    root.insert(list(root).index(log) + 1 if log is not None else list(root).index(units) + 1,
+                Element("DefaultExperiment", DEFAULT_EXPERIMENT))
+
+    model_vars = root.find("ModelVariables")
+    svs = list(model_vars)
+    assert [sv.get("name") for sv in svs] == [v.name for v in iface.variables], \
+        "pythonfmu variables out of step with the catalog"
+    index = {}
+    for k, (sv, var) in enumerate(zip(svs, iface.variables)):
+        assert int(sv.get("valueReference")) == k
+        index[var.name] = k + 1
+        sv.set("description", var.description)
+        if var.causality == "parameter":
+            sv.set("variability", "fixed")
+            sv.set("initial", "exact")
+        typed = sv.find(var.type)
+        if var.start is not None:
+            typed.set("start", repr(float(var.start)) if var.type == "Real" else str(int(var.start)))
+        if var.unit is not None:
+            typed.set("unit", var.unit)
+        if var.name == "ext_frame":
+            typed.set("min", "0")
+            typed.set("max", "1")
+
+    old = root.find("ModelStructure")
+    if old is not None:
+        root.remove(old)
+    structure = SubElement(root, "ModelStructure")
+    in_idx = [index[n] for n in iface.input_names]
+    par_idx = [index[s[0]] for s in iface.param_scalars]
+    if iface.output_names:
+        outputs = SubElement(structure, "Outputs")
+        initial = SubElement(structure, "InitialUnknowns")
+        for i, name in enumerate(iface.output_names):
+            deps_in = [in_idx[j] for j in np.flatnonzero(on_inputs[i])]
+            deps_par = [par_idx[j] for j in np.flatnonzero(on_params[i])]
+            _unknown(outputs, index[name], deps_in)
+            _unknown(initial, index[name], sorted(deps_in + deps_par))
+    return root
+
+
+def content_guid(*parts: bytes) -> str:
+    """A GUID that changes exactly when the content does."""
+    import hashlib
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(len(p).to_bytes(8, "little"))
+        h.update(p)
+    return "{" + str(uuid.uuid5(_GUID_NAMESPACE, h.hexdigest())) + "}"

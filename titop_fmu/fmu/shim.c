@@ -1,0 +1,404 @@
+/*
+ * FMI 2.0 co-simulation entry points of a TITOP FMU (binaries/linux64/<id>.so).
+ *
+ * The model runs in Python, behind pythonfmu's export library, which the FMU
+ * ships next to this file as libpythonfmu-export.so. This layer forwards every
+ * fmi2 call to it and adds what it lacks:
+ *
+ * 1. Loading in a host that is not a Python process. pythonfmu's library does
+ *    not declare libpython (a C host fails with "undefined symbol:
+ *    _Py_NoneStruct"), and declaring it as a needed library is not enough when
+ *    the host loads the FMU with RTLD_LOCAL, as FMI tools do: Python's own
+ *    extension modules (math, numpy) then cannot see the interpreter's symbols.
+ *    So, at the first fmi2Instantiate, if the process has no Python symbols in
+ *    its global scope, this layer loads the Python library with RTLD_GLOBAL:
+ *    $TITOP_FMU_LIBPYTHON if set, else TITOP_LIBPYTHON (the soname of the
+ *    Python that built the FMU, e.g. libpython3.11.so.1.0), found by the
+ *    dynamic loader. In a Python process (FMPy, ...) nothing is loaded: the
+ *    interpreter already running is used.
+ *
+ * 2. Error status. pythonfmu only reports a Python exception as fmi2Fatal,
+ *    after releasing the instance (later calls would touch freed memory). The
+ *    Python side therefore never lets an exception out: it logs the message
+ *    with status fmi2Error and returns. This layer watches the messages
+ *    logged during each call and returns the worst status logged (fmi2Warning,
+ *    fmi2Error) when it is worse than the status of the call. If the library
+ *    still returns fmi2Fatal, the instance is marked broken: later calls
+ *    return fmi2Error without touching it and fmi2FreeInstance leaks it
+ *    rather than crash.
+ *
+ * 3. Process exit. pythonfmu 0.7 corrupts the heap at exit ("free(): corrupted
+ *    unsorted chunks", PythonFMU issue #228): see release_interpreter.
+ *
+ * 4. Logging. pythonfmu drops every message, errors included, when logging is
+ *    off. This layer instantiates it with logging on and filters itself:
+ *    messages of status fmi2Warning and worse always reach the host's logger,
+ *    the others only when logging is on (and their category enabled). '%' is
+ *    doubled, since the host's logger takes the message as a format.
+ */
+
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef TITOP_LIBPYTHON
+#define TITOP_LIBPYTHON "libpython3.so"
+#endif
+#define INNER_LIBRARY "libpythonfmu-export.so"
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- FMI 2.0 types (fmi2TypesPlatform.h, fmi2FunctionTypes.h) ---- */
+typedef void *fmi2Component;
+typedef void *fmi2ComponentEnvironment;
+typedef void *fmi2FMUstate;
+typedef unsigned int fmi2ValueReference;
+typedef double fmi2Real;
+typedef int fmi2Integer;
+typedef int fmi2Boolean;
+typedef char fmi2Char;
+typedef const fmi2Char *fmi2String;
+typedef char fmi2Byte;
+typedef enum { fmi2OK, fmi2Warning, fmi2Discard, fmi2Error, fmi2Fatal, fmi2Pending } fmi2Status;
+typedef enum { fmi2ModelExchange, fmi2CoSimulation } fmi2Type;
+typedef enum { fmi2DoStepStatus, fmi2PendingStatus, fmi2LastSuccessfulTime, fmi2Terminated } fmi2StatusKind;
+typedef void (*fmi2CallbackLogger)(fmi2ComponentEnvironment, fmi2String, fmi2Status, fmi2String, fmi2String, ...);
+typedef struct {
+    fmi2CallbackLogger logger;
+    void *(*allocateMemory)(size_t, size_t);
+    void (*freeMemory)(void *);
+    void (*stepFinished)(fmi2ComponentEnvironment, fmi2Status);
+    fmi2ComponentEnvironment componentEnvironment;
+} fmi2CallbackFunctions;
+
+/* ---- the library this layer forwards to ---- */
+static struct {
+    int loaded;
+    void (*finalize)(void);
+    fmi2Component (*Instantiate)(fmi2String, fmi2Type, fmi2String, fmi2String, const fmi2CallbackFunctions *,
+                                 fmi2Boolean, fmi2Boolean);
+    void (*FreeInstance)(fmi2Component);
+    fmi2Status (*SetupExperiment)(fmi2Component, fmi2Boolean, fmi2Real, fmi2Real, fmi2Boolean, fmi2Real);
+    fmi2Status (*EnterInitializationMode)(fmi2Component);
+    fmi2Status (*ExitInitializationMode)(fmi2Component);
+    fmi2Status (*Terminate)(fmi2Component);
+    fmi2Status (*Reset)(fmi2Component);
+    fmi2Status (*GetReal)(fmi2Component, const fmi2ValueReference[], size_t, fmi2Real[]);
+    fmi2Status (*GetInteger)(fmi2Component, const fmi2ValueReference[], size_t, fmi2Integer[]);
+    fmi2Status (*GetBoolean)(fmi2Component, const fmi2ValueReference[], size_t, fmi2Boolean[]);
+    fmi2Status (*GetString)(fmi2Component, const fmi2ValueReference[], size_t, fmi2String[]);
+    fmi2Status (*SetReal)(fmi2Component, const fmi2ValueReference[], size_t, const fmi2Real[]);
+    fmi2Status (*SetInteger)(fmi2Component, const fmi2ValueReference[], size_t, const fmi2Integer[]);
+    fmi2Status (*SetBoolean)(fmi2Component, const fmi2ValueReference[], size_t, const fmi2Boolean[]);
+    fmi2Status (*SetString)(fmi2Component, const fmi2ValueReference[], size_t, const fmi2String[]);
+    fmi2Status (*GetFMUstate)(fmi2Component, fmi2FMUstate *);
+    fmi2Status (*SetFMUstate)(fmi2Component, fmi2FMUstate);
+    fmi2Status (*FreeFMUstate)(fmi2Component, fmi2FMUstate *);
+    fmi2Status (*SerializedFMUstateSize)(fmi2Component, fmi2FMUstate, size_t *);
+    fmi2Status (*SerializeFMUstate)(fmi2Component, fmi2FMUstate, fmi2Byte[], size_t);
+    fmi2Status (*DeSerializeFMUstate)(fmi2Component, const fmi2Byte[], size_t, fmi2FMUstate *);
+    fmi2Status (*DoStep)(fmi2Component, fmi2Real, fmi2Real, fmi2Boolean);
+    fmi2Status (*CancelStep)(fmi2Component);
+    fmi2Status (*GetStatus)(fmi2Component, const fmi2StatusKind, fmi2Status *);
+    fmi2Status (*GetRealStatus)(fmi2Component, const fmi2StatusKind, fmi2Real *);
+    fmi2Status (*GetIntegerStatus)(fmi2Component, const fmi2StatusKind, fmi2Integer *);
+    fmi2Status (*GetBooleanStatus)(fmi2Component, const fmi2StatusKind, fmi2Boolean *);
+    fmi2Status (*GetStringStatus)(fmi2Component, const fmi2StatusKind, fmi2String *);
+} inner;
+
+static pthread_mutex_t inner_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct {
+    fmi2Component inner;
+    fmi2CallbackFunctions to_inner; /* handed to the inner library, which keeps a pointer to it */
+    fmi2CallbackFunctions host;
+    char *name;
+    int logging_on;
+    size_t n_categories;
+    char **categories;
+    fmi2Status worst; /* worst status logged during the current call */
+    int broken;
+} Instance;
+
+static int category_enabled(const Instance *s, fmi2String category) {
+    if (!s->logging_on) return 0;
+    if (s->n_categories == 0) return 1;
+    for (size_t i = 0; i < s->n_categories; i++)
+        if (!strcmp(s->categories[i], "logAll") || (category && !strcmp(s->categories[i], category))) return 1;
+    return 0;
+}
+
+static void emit(Instance *s, fmi2Status status, fmi2String category, fmi2String message) {
+    if (!s->host.logger) return;
+    size_t n = strlen(message), k = 0;
+    char *escaped = malloc(2 * n + 1);
+    if (!escaped) return;
+    for (size_t i = 0; i < n; i++) {
+        escaped[k++] = message[i];
+        if (message[i] == '%') escaped[k++] = '%';
+    }
+    escaped[k] = 0;
+    s->host.logger(s->host.componentEnvironment, s->name, status, category ? category : "", escaped);
+    free(escaped);
+}
+
+/* the logger the inner library calls */
+static void relay(fmi2ComponentEnvironment env, fmi2String instanceName, fmi2Status status, fmi2String category,
+                  fmi2String message, ...) {
+    Instance *s = (Instance *)env;
+    (void)instanceName;
+    if (!s || !message) return;
+    if (status >= fmi2Warning && status <= fmi2Fatal && status > s->worst) s->worst = status;
+    if ((status >= fmi2Warning && status <= fmi2Fatal) || category_enabled(s, category))
+        emit(s, status, category, message);
+}
+
+static void report(Instance *s, fmi2Status status, const char *fmt, ...) {
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    emit(s, status, status >= fmi2Error ? "logStatusError" : "logAll", buf);
+}
+
+/* the combined status of a forwarded call */
+static fmi2Status finish(Instance *s, fmi2Status status) {
+    fmi2Status logged = s->worst;
+    if (status == fmi2Fatal || logged == fmi2Fatal) {
+        s->broken = 1;
+        report(s, fmi2Error, "the Python instance is unusable after this error; free the instance");
+        return fmi2Error;
+    }
+    return logged > status && status != fmi2Pending ? logged : status;
+}
+
+#define BEGIN(c)                                                                           \
+    Instance *s = (Instance *)(c);                                                         \
+    if (!s) return fmi2Error;                                                              \
+    if (s->broken) {                                                                       \
+        report(s, fmi2Error, "%s: the instance is unusable after an earlier error", __func__); \
+        return fmi2Error;                                                                  \
+    }                                                                                      \
+    s->worst = fmi2OK
+
+static void locate_self(char *dir, size_t n) {
+    Dl_info info;
+    dir[0] = 0;
+    if (dladdr((void *)&locate_self, &info) && info.dli_fname) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        if (slash) snprintf(dir, n, "%.*s", (int)(slash - info.dli_fname), info.dli_fname);
+    }
+}
+
+#define RESOLVE(f)                                                                  \
+    if (!(*(void **)&inner.f = dlsym(h, "fmi2" #f))) {                              \
+        snprintf(err, n, "%s has no function fmi2" #f, path);                       \
+        goto done;                                                                  \
+    }
+
+/* at exit, or when this library is unloaded: before the inner library's own static destructors */
+static void release_interpreter(void) {
+    if (inner.finalize) inner.finalize();
+}
+
+static int load_inner(char *err, size_t n) {
+    pthread_mutex_lock(&inner_lock);
+    if (inner.loaded) {
+        pthread_mutex_unlock(&inner_lock);
+        return 1;
+    }
+    int ok = 0;
+    char path[4096];
+    if (!dlsym(RTLD_DEFAULT, "Py_IsInitialized")) {
+        /* not a Python process: load the interpreter, its symbols global */
+        const char *lib = getenv("TITOP_FMU_LIBPYTHON");
+        if (!lib || !*lib) lib = TITOP_LIBPYTHON;
+        if (!dlopen(lib, RTLD_NOW | RTLD_GLOBAL)) {
+            snprintf(err, n,
+                     "cannot load the Python library %s (%s). The FMU needs a Python with its shared library "
+                     "and numpy; see the FMU documentation (set TITOP_FMU_LIBPYTHON or LD_LIBRARY_PATH)",
+                     lib, dlerror());
+            goto done;
+        }
+    }
+    locate_self(path, sizeof path);
+    if (!path[0]) {
+        snprintf(err, n, "cannot find the FMU's binary directory");
+        goto done;
+    }
+    strncat(path, "/" INNER_LIBRARY, sizeof path - strlen(path) - 1);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(err, n, "cannot load %s: %s", path, dlerror());
+        goto done;
+    }
+    do {
+        RESOLVE(Instantiate) RESOLVE(FreeInstance) RESOLVE(SetupExperiment) RESOLVE(EnterInitializationMode)
+        RESOLVE(ExitInitializationMode) RESOLVE(Terminate) RESOLVE(Reset) RESOLVE(GetReal) RESOLVE(GetInteger)
+        RESOLVE(GetBoolean) RESOLVE(GetString) RESOLVE(SetReal) RESOLVE(SetInteger) RESOLVE(SetBoolean)
+        RESOLVE(SetString) RESOLVE(GetFMUstate) RESOLVE(SetFMUstate) RESOLVE(FreeFMUstate)
+        RESOLVE(SerializedFMUstateSize) RESOLVE(SerializeFMUstate) RESOLVE(DeSerializeFMUstate) RESOLVE(DoStep)
+        RESOLVE(CancelStep) RESOLVE(GetStatus) RESOLVE(GetRealStatus) RESOLVE(GetIntegerStatus)
+        RESOLVE(GetBooleanStatus) RESOLVE(GetStringStatus)
+    } while (0);
+    /* pythonfmu 0.7 releases its interpreter state twice when the process exits or the library is
+       unloaded (a global shared_ptr destroyed by its static destructor, then assigned by a library
+       destructor), which corrupts the heap. Releasing it once, before either runs, avoids that. */
+    *(void **)&inner.finalize = dlsym(h, "finalizePythonInterpreter");
+    if (inner.finalize) atexit(release_interpreter);
+    inner.loaded = ok = 1;
+done:
+    pthread_mutex_unlock(&inner_lock);
+    return ok;
+}
+
+static void free_instance(Instance *s) {
+    for (size_t i = 0; i < s->n_categories; i++) free(s->categories[i]);
+    free(s->categories);
+    free(s->name);
+    free(s);
+}
+
+/* ---- FMI 2.0 functions ---- */
+
+EXPORT const char *fmi2GetTypesPlatform(void) { return "default"; }
+EXPORT const char *fmi2GetVersion(void) { return "2.0"; }
+
+EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2String fmuGUID,
+                                     fmi2String fmuResourceLocation, const fmi2CallbackFunctions *functions,
+                                     fmi2Boolean visible, fmi2Boolean loggingOn) {
+    Instance *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    if (functions) s->host = *functions;
+    s->name = strdup(instanceName ? instanceName : "");
+    s->logging_on = loggingOn;
+    s->to_inner.logger = relay;
+    s->to_inner.allocateMemory = calloc;
+    s->to_inner.freeMemory = free;
+    s->to_inner.componentEnvironment = s;
+    if (fmuType != fmi2CoSimulation) {
+        report(s, fmi2Error, "fmi2Instantiate: this FMU supports co-simulation only");
+        free_instance(s);
+        return NULL;
+    }
+    if (!fmuResourceLocation) {
+        report(s, fmi2Error, "fmi2Instantiate: no resource location given");
+        free_instance(s);
+        return NULL;
+    }
+    char err[4096];
+    if (!load_inner(err, sizeof err)) {
+        report(s, fmi2Error, "fmi2Instantiate: %s", err);
+        free_instance(s);
+        return NULL;
+    }
+    s->inner = inner.Instantiate(instanceName, fmuType, fmuGUID, fmuResourceLocation, &s->to_inner, visible, 1);
+    if (!s->inner) {
+        report(s, fmi2Error, "fmi2Instantiate: the Python model could not be instantiated (see the messages above)");
+        free_instance(s);
+        return NULL;
+    }
+    return s;
+}
+
+EXPORT void fmi2FreeInstance(fmi2Component c) {
+    Instance *s = (Instance *)c;
+    if (!s) return;
+    if (!s->broken) inner.FreeInstance(s->inner);
+    free_instance(s);
+}
+
+EXPORT fmi2Status fmi2SetDebugLogging(fmi2Component c, fmi2Boolean loggingOn, size_t nCategories,
+                                      const fmi2String categories[]) {
+    Instance *s = (Instance *)c;
+    if (!s) return fmi2Error;
+    for (size_t i = 0; i < s->n_categories; i++) free(s->categories[i]);
+    free(s->categories);
+    s->categories = NULL;
+    s->n_categories = 0;
+    s->logging_on = loggingOn;
+    if (nCategories && categories) {
+        s->categories = calloc(nCategories, sizeof(char *));
+        if (!s->categories) return fmi2Error;
+        for (size_t i = 0; i < nCategories; i++) s->categories[i] = strdup(categories[i] ? categories[i] : "");
+        s->n_categories = nCategories;
+    }
+    return fmi2OK;
+}
+
+#define FORWARD(name, params, args)          \
+    EXPORT fmi2Status fmi2##name params {    \
+        BEGIN(c);                            \
+        return finish(s, inner.name args);   \
+    }
+
+FORWARD(SetupExperiment, (fmi2Component c, fmi2Boolean toleranceDefined, fmi2Real tolerance, fmi2Real startTime,
+                          fmi2Boolean stopTimeDefined, fmi2Real stopTime),
+        (s->inner, toleranceDefined, tolerance, startTime, stopTimeDefined, stopTime))
+FORWARD(EnterInitializationMode, (fmi2Component c), (s->inner))
+FORWARD(ExitInitializationMode, (fmi2Component c), (s->inner))
+FORWARD(Terminate, (fmi2Component c), (s->inner))
+FORWARD(Reset, (fmi2Component c), (s->inner))
+FORWARD(GetReal, (fmi2Component c, const fmi2ValueReference vr[], size_t nvr, fmi2Real value[]),
+        (s->inner, vr, nvr, value))
+FORWARD(GetInteger, (fmi2Component c, const fmi2ValueReference vr[], size_t nvr, fmi2Integer value[]),
+        (s->inner, vr, nvr, value))
+FORWARD(GetBoolean, (fmi2Component c, const fmi2ValueReference vr[], size_t nvr, fmi2Boolean value[]),
+        (s->inner, vr, nvr, value))
+FORWARD(GetString, (fmi2Component c, const fmi2ValueReference vr[], size_t nvr, fmi2String value[]),
+        (s->inner, vr, nvr, value))
+FORWARD(SetReal, (fmi2Component c, const fmi2ValueReference vr[], size_t nvr, const fmi2Real value[]),
+        (s->inner, vr, nvr, value))
+FORWARD(SetInteger, (fmi2Component c, const fmi2ValueReference vr[], size_t nvr, const fmi2Integer value[]),
+        (s->inner, vr, nvr, value))
+FORWARD(SetBoolean, (fmi2Component c, const fmi2ValueReference vr[], size_t nvr, const fmi2Boolean value[]),
+        (s->inner, vr, nvr, value))
+FORWARD(SetString, (fmi2Component c, const fmi2ValueReference vr[], size_t nvr, const fmi2String value[]),
+        (s->inner, vr, nvr, value))
+FORWARD(GetFMUstate, (fmi2Component c, fmi2FMUstate *state), (s->inner, state))
+FORWARD(SetFMUstate, (fmi2Component c, fmi2FMUstate state), (s->inner, state))
+FORWARD(FreeFMUstate, (fmi2Component c, fmi2FMUstate *state), (s->inner, state))
+FORWARD(SerializedFMUstateSize, (fmi2Component c, fmi2FMUstate state, size_t *size), (s->inner, state, size))
+FORWARD(SerializeFMUstate, (fmi2Component c, fmi2FMUstate state, fmi2Byte serializedState[], size_t size),
+        (s->inner, state, serializedState, size))
+FORWARD(DeSerializeFMUstate, (fmi2Component c, const fmi2Byte serializedState[], size_t size, fmi2FMUstate *state),
+        (s->inner, serializedState, size, state))
+FORWARD(DoStep, (fmi2Component c, fmi2Real currentCommunicationPoint, fmi2Real communicationStepSize,
+                 fmi2Boolean noSetFMUStatePriorToCurrentPoint),
+        (s->inner, currentCommunicationPoint, communicationStepSize, noSetFMUStatePriorToCurrentPoint))
+FORWARD(CancelStep, (fmi2Component c), (s->inner))
+FORWARD(GetStatus, (fmi2Component c, const fmi2StatusKind kind, fmi2Status *value), (s->inner, kind, value))
+FORWARD(GetRealStatus, (fmi2Component c, const fmi2StatusKind kind, fmi2Real *value), (s->inner, kind, value))
+FORWARD(GetIntegerStatus, (fmi2Component c, const fmi2StatusKind kind, fmi2Integer *value), (s->inner, kind, value))
+FORWARD(GetBooleanStatus, (fmi2Component c, const fmi2StatusKind kind, fmi2Boolean *value), (s->inner, kind, value))
+FORWARD(GetStringStatus, (fmi2Component c, const fmi2StatusKind kind, fmi2String *value), (s->inner, kind, value))
+
+EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference vUnknown_ref[],
+                                               size_t nUnknown, const fmi2ValueReference vKnown_ref[],
+                                               size_t nKnown, const fmi2Real dvKnown[], fmi2Real dvUnknown[]) {
+    BEGIN(c);
+    (void)vUnknown_ref, (void)nUnknown, (void)vKnown_ref, (void)nKnown, (void)dvKnown, (void)dvUnknown;
+    report(s, fmi2Error, "fmi2GetDirectionalDerivative is not supported");
+    return fmi2Error;
+}
+
+EXPORT fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
+                                              const fmi2Integer order[], const fmi2Real value[]) {
+    BEGIN(c);
+    (void)vr, (void)nvr, (void)order, (void)value;
+    report(s, fmi2Error, "fmi2SetRealInputDerivatives is not supported (canInterpolateInputs=false)");
+    return fmi2Error;
+}
+
+EXPORT fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
+                                               const fmi2Integer order[], fmi2Real value[]) {
+    BEGIN(c);
+    (void)vr, (void)nvr, (void)order, (void)value;
+    report(s, fmi2Error, "fmi2GetRealOutputDerivatives is not supported (maxOutputDerivativeOrder=0)");
+    return fmi2Error;
+}

@@ -1,0 +1,363 @@
+"""The FMI adapter: a pythonfmu slave that owns a :class:`~titop_fmu.unit.BlockUnit`.
+
+No equation here. The FMI parameters are kept as scalars until the unit is
+built from them (:meth:`Interface.make_unit`, at ``fmi2ExitInitializationMode``
+or at the first output read in initialization mode); inputs go straight into
+the unit (:meth:`BlockUnit.set_inputs`); outputs are read from
+:meth:`BlockUnit.outputs` (cached by the unit, recomputed when inputs or
+states change: direct feedthrough without a ``doStep``); ``fmi2DoStep`` is
+:meth:`BlockUnit.do_step`.
+
+Value references: the parameters first, then the inputs, then the outputs, in
+the order of :attr:`Interface.variables`.
+
+Errors. In pythonfmu 0.7 a Python exception escaping a callback makes its C++
+glue release the Python instance and return ``fmi2Fatal``; any later call on
+that instance, ``fmi2FreeInstance`` included, then touches freed objects. So
+no callback here lets an exception out: each one catches it, logs the message
+with status ``fmi2Error`` through the FMI logger, and returns a harmless value
+of the right shape. The FMU's binary entry points (``shim.c``) turn a message
+logged with status ``fmi2Error`` during a call into the return status
+``fmi2Error`` of that call.
+
+FMU state. ``fmi2GetFMUstate`` returns a snapshot of everything that
+determines the future: mode, parameter values, the unit's time, states,
+inputs and integrator step-size guess (pythonfmu's default only saves
+registered variables). The snapshot serializes to JSON (floats written with
+``repr``, so the round trip is exact).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+from pythonfmu import Fmi2Causality, Fmi2Slave, Fmi2Variability, Integer, Real
+from pythonfmu.enums import Fmi2Status
+
+from ..errors import ParameterError, SolverError
+from .catalog import interface
+
+INSTANTIATED, INITIALIZATION, STEP, TERMINATED = "instantiated", "initialization", "step", "terminated"
+
+_PINNED = []
+
+
+def pin_module_globals(namespace: dict):
+    """Keep one more reference to the FMU's slave-module namespace.
+
+    pythonfmu 0.7's ``fmi2Instantiate`` looks the slave class up by importing
+    the slave module and executing its code again in the module's namespace,
+    and then releases that namespace once too often (it ``Py_DECREF``s the
+    borrowed result of ``PyModule_GetDict``): after a few instantiations the
+    module's ``__dict__`` is freed under it and the process crashes (PythonFMU
+    issue #228 shows the same symptoms). The slave module calls this at every
+    execution of its code, so each of those executions adds the reference the
+    following release takes away.
+    """
+    _PINNED.append(namespace)
+
+_STATE_FORMAT = "titop-fmu-state-1"
+
+
+class _Snapshot:
+    """An FMU state (opaque to the host)."""
+
+    __slots__ = ("model", "mode", "params", "t0", "inputs", "unit")
+
+    def __init__(self, model, mode, params, t0, inputs, unit):
+        self.model, self.mode, self.params, self.t0 = model, mode, tuple(params), t0
+        self.inputs = None if inputs is None else np.array(inputs, dtype=float)
+        self.unit = unit        # BlockUnit.get_state() or None
+
+    def to_json(self) -> dict:
+        unit = None
+        if self.unit is not None:
+            t, x, u, h = self.unit
+            unit = [t, x.tolist(), u.tolist(), h]
+        return {"format": _STATE_FORMAT, "model": self.model, "mode": self.mode,
+                "params": list(self.params), "t0": self.t0,
+                "inputs": None if self.inputs is None else self.inputs.tolist(), "unit": unit}
+
+    @classmethod
+    def from_json(cls, d):
+        if d.get("format") != _STATE_FORMAT:
+            raise ValueError("not a serialized TITOP FMU state")
+        unit = d["unit"]
+        if unit is not None:
+            t, x, u, h = unit
+            unit = (float(t), np.array(x, dtype=float), np.array(u, dtype=float),
+                    None if h is None else float(h))
+        return cls(d["model"], d["mode"], d["params"], d["t0"], d["inputs"], unit)
+
+
+class _InvalidState:
+    """What deserializing bad bytes gives; setting it is an error with this message."""
+
+    def __init__(self, message):
+        self.message = message
+
+
+class TitopSlave(Fmi2Slave):
+    """Generic TITOP FMU; a generated subclass per FMU sets :attr:`KIND` and :attr:`CHILDREN`."""
+
+    KIND = "welded"
+    CHILDREN = 0
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.iface = iface = interface(self.KIND, self.CHILDREN)
+        self.modelName = iface.model_identifier
+        self.description = iface.description
+        n_par, n_in = iface.n_params, len(iface.input_names)
+        self._in0, self._out0 = n_par, n_par + n_in
+        self._end = self._out0 + len(iface.output_names)
+        self._is_int = np.array([v.type == "Integer" for v in iface.variables])
+        self._params = list(iface.defaults())
+        self._pending = np.zeros(n_in)      # inputs while there is no unit
+        self._unit = None
+        self._unit_params = None            # the parameter values the unit was built from
+        self._t0 = 0.0
+        self._mode = INSTANTIATED
+        for vr, v in enumerate(iface.variables):
+            cls = Integer if v.type == "Integer" else Real
+            kw = dict(causality=getattr(Fmi2Causality, v.causality), description=v.description,
+                      getter=self._getter(vr), setter=None)
+            if v.causality == "parameter":
+                kw["variability"] = Fmi2Variability.fixed
+            else:
+                kw["variability"] = Fmi2Variability.continuous
+            self.register_variable(cls(v.name, **kw), nested=False)
+
+    def _getter(self, vr):
+        return lambda: self._read([vr], integer=bool(self._is_int[vr]))[0]
+
+    # -- logging and errors -------------------------------------------------------------------
+    def _error(self, call, exc):
+        if isinstance(exc, ParameterError):
+            msg = f"{call}: invalid {exc}"
+        elif isinstance(exc, _FmiUsageError):
+            msg = f"{call}: {exc}"
+        else:
+            msg = f"{call}: {type(exc).__name__}: {exc}"
+        self.log(msg, Fmi2Status.error)
+
+    def _name(self, vr):
+        return self.iface.variables[vr].name if 0 <= vr < self._end else f"<value reference {vr}>"
+
+    # -- the unit ---------------------------------------------------------------------------
+    def _ensure_unit(self):
+        """The unit for the current parameters (built or rebuilt if they changed)."""
+        params = tuple(self._params)
+        if self._unit is None or self._unit_params != params:
+            inputs = self._inputs()
+            unit, warns = self.iface.make_unit(params)
+            for w in warns:
+                self.log(f"parameter warning: {w}", Fmi2Status.warning)
+            unit.reset(self._t0)
+            unit.set_inputs(inputs)
+            self._unit, self._unit_params = unit, params
+        return self._unit
+
+    def _inputs(self):
+        return self._unit.u if self._unit is not None else self._pending
+
+    def _outputs(self):
+        if self._mode == INITIALIZATION:
+            return self._ensure_unit().outputs()
+        if self._unit is None:
+            raise _FmiUsageError("outputs are available from fmi2EnterInitializationMode on")
+        return self._unit.outputs()
+
+    # -- reading and writing ----------------------------------------------------------------
+    def _check(self, vr, integer):
+        if not 0 <= vr < self._end:
+            raise _FmiUsageError(f"no variable has the value reference {vr}")
+        if self._is_int[vr] != integer:
+            raise _FmiUsageError(f"{self._name(vr)} is {'not ' if integer else ''}an Integer variable")
+
+    def _read(self, vrs, integer=False):
+        vrs = np.asarray(vrs, dtype=np.int64)
+        if not integer and vrs.size and vrs.min() >= self._out0 and vrs.max() < self._end:
+            return self._outputs()[vrs - self._out0].tolist()           # the usual call
+        out = []
+        for vr in vrs.tolist():
+            self._check(vr, integer)
+            if vr < self._in0:
+                out.append(self._params[vr])
+            elif vr < self._out0:
+                out.append(float(self._inputs()[vr - self._in0]))
+            else:
+                out.append(float(self._outputs()[vr - self._out0]))
+        return out
+
+    def _write(self, vrs, values, integer=False):
+        vrs = np.asarray(vrs, dtype=np.int64)
+        values = [float(v) for v in values]
+        if not integer and vrs.size and vrs.min() >= self._in0 and vrs.max() < self._out0:
+            self._set_inputs(vrs - self._in0, values)                      # the usual call
+            return
+        inputs_i, inputs_v = [], []
+        for vr, value in zip(vrs.tolist(), values):
+            self._check(vr, integer)
+            if vr >= self._out0:
+                raise _FmiUsageError(f"{self._name(vr)} is an output and cannot be set")
+            if vr >= self._in0:
+                inputs_i.append(vr - self._in0)
+                inputs_v.append(value)
+                continue
+            if self._mode not in (INSTANTIATED, INITIALIZATION):
+                raise _FmiUsageError(f"parameter {self._name(vr)} is fixed: set it before "
+                                     "fmi2ExitInitializationMode")
+            self._params[vr] = int(value) if integer else value
+        if inputs_i:
+            self._set_inputs(np.array(inputs_i), inputs_v)
+
+    def _set_inputs(self, idx, values):
+        u = self._inputs().copy()
+        u[idx] = values
+        if self._unit is not None:
+            self._unit.set_inputs(u)              # checks every value is finite, else unchanged
+            return
+        bad = [self.iface.input_names[i] for i, v in zip(np.atleast_1d(idx), values) if not math.isfinite(v)]
+        if bad:
+            raise SolverError(f"non-finite input(s) {bad}")
+        self._pending = u
+
+    # -- FMI callbacks (none lets an exception out) ------------------------------------------
+    def get_real(self, vrs):
+        try:
+            return self._read(vrs)
+        except Exception as e:
+            self._error("fmi2GetReal", e)
+            return [math.nan] * len(vrs)
+
+    def set_real(self, vrs, values):
+        try:
+            self._write(vrs, values)
+        except Exception as e:
+            self._error("fmi2SetReal", e)
+
+    def get_integer(self, vrs):
+        try:
+            return [int(v) for v in self._read(vrs, integer=True)]
+        except Exception as e:
+            self._error("fmi2GetInteger", e)
+            return [0] * len(vrs)
+
+    def set_integer(self, vrs, values):
+        try:
+            self._write(vrs, values, integer=True)
+        except Exception as e:
+            self._error("fmi2SetInteger", e)
+
+    def get_boolean(self, vrs):
+        if len(vrs):
+            self._error("fmi2GetBoolean", _FmiUsageError("this FMU has no Boolean variable"))
+        return [False] * len(vrs)
+
+    def set_boolean(self, vrs, values):
+        if len(vrs):
+            self._error("fmi2SetBoolean", _FmiUsageError("this FMU has no Boolean variable"))
+
+    def get_string(self, vrs):
+        if len(vrs):
+            self._error("fmi2GetString", _FmiUsageError("this FMU has no String variable"))
+        return [""] * len(vrs)
+
+    def set_string(self, vrs, values):
+        if len(vrs):
+            self._error("fmi2SetString", _FmiUsageError("this FMU has no String variable"))
+
+    def setup_experiment(self, start_time, stop_time=None, tolerance=None):
+        try:
+            self._t0 = float(start_time)
+        except Exception as e:
+            self._error("fmi2SetupExperiment", e)
+
+    def enter_initialization_mode(self):
+        try:
+            if self._mode != INSTANTIATED:
+                raise _FmiUsageError(f"not allowed in mode {self._mode}")
+            self._mode = INITIALIZATION
+        except Exception as e:
+            self._error("fmi2EnterInitializationMode", e)
+
+    def exit_initialization_mode(self):
+        try:
+            if self._mode != INITIALIZATION:
+                raise _FmiUsageError(f"not allowed in mode {self._mode}")
+            self._ensure_unit()
+            self._mode = STEP
+        except Exception as e:
+            self._error("fmi2ExitInitializationMode", e)
+
+    def do_step(self, current_time, step_size):
+        try:
+            if self._mode != STEP:
+                raise _FmiUsageError(f"fmi2DoStep is only allowed after fmi2ExitInitializationMode "
+                                     f"(mode: {self._mode})")
+            if not (math.isfinite(step_size) and step_size >= 0):
+                raise _FmiUsageError(f"invalid communication step size {step_size!r}")
+            self._unit.t = float(current_time)       # the blocks are autonomous: time is bookkeeping
+            self._unit.do_step(step_size)
+            return True
+        except Exception as e:
+            self._error("fmi2DoStep", e)
+            return False
+
+    def terminate(self):
+        self._mode = TERMINATED
+
+    # -- FMU state --------------------------------------------------------------------------
+    def _get_fmu_state(self):
+        try:
+            unit = None
+            if self._unit is not None and self._unit_params == tuple(self._params):
+                unit = self._unit.get_state()
+            return _Snapshot(self.iface.model_identifier, self._mode, self._params, self._t0,
+                             None if unit is not None else self._inputs(), unit)
+        except Exception as e:
+            self._error("fmi2GetFMUstate", e)
+            return _InvalidState(f"the state could not be saved ({type(e).__name__}: {e})")
+
+    def _set_fmu_state(self, state):
+        try:
+            if isinstance(state, _InvalidState):
+                raise _FmiUsageError(state.message)
+            if not isinstance(state, _Snapshot) or state.model != self.iface.model_identifier:
+                raise _FmiUsageError("the FMU state belongs to another FMU")
+            self._params, self._t0 = list(state.params), state.t0
+            if state.unit is not None:
+                if self._unit is None or self._unit_params != state.params:
+                    self._unit = None
+                    self._pending = np.array(state.unit[2])
+                    self._ensure_unit()
+                self._unit.set_state(state.unit)
+            else:
+                self._unit, self._unit_params = None, None
+                self._pending = state.inputs.copy()
+            self._mode = state.mode
+        except Exception as e:
+            self._error("fmi2SetFMUstate", e)
+
+    @staticmethod
+    def _fmu_state_to_bytes(state) -> bytes:
+        if isinstance(state, _Snapshot):
+            return json.dumps(state.to_json()).encode("utf-8")
+        return json.dumps({"format": "invalid", "message": getattr(state, "message", "")}).encode("utf-8")
+
+    @staticmethod
+    def _fmu_state_from_bytes(data: bytes):
+        try:
+            d = json.loads(bytes(data).decode("utf-8"))
+            if d.get("format") == "invalid":
+                return _InvalidState(d.get("message") or "invalid FMU state")
+            return _Snapshot.from_json(d)
+        except Exception as e:
+            return _InvalidState(f"the bytes are not a serialized TITOP FMU state ({type(e).__name__}: {e})")
+
+
+class _FmiUsageError(Exception):
+    """The host called a function in a way FMI 2.0 does not allow."""
