@@ -233,17 +233,18 @@ def P_18(P_ab):
     return out
 
 
-def motion_in_frame(m_b, P_ab):
+def motion_in_frame(m_b, P_ab, angles=True):
     """``([m_P]_Ra, P_a/i)`` from ``[m_P]_Rb`` for a frame ``R_a`` with ``[v]_Rb = P_a/b [v]_Ra``.
 
     Components 1-15 are ``(P_a/b^18)^T m``; the attitude becomes
     ``Theta^A = Theta(P_./i(Theta^B) P_a/b)`` (section 3.1). The DCM
     ``P_a/i = P_b/i P_a/b`` is returned as well (gravity needs it).
+    ``angles=False`` skips ``Theta^A`` (left NaN) when only the dynamics is needed.
     """
     m_a = np.empty(18)
     m_a[0:15] = (m_b[0:15].reshape(5, 3) @ P_ab).ravel()            # (P_a/b^18)^T m, rows 1-15
     P_ai = dcm_from_euler(m_b[15:18]) @ P_ab
-    m_a[15:18] = euler_from_dcm(P_ai)
+    m_a[15:18] = euler_from_dcm(P_ai) if angles else np.nan
     return m_a, P_ai
 
 

@@ -55,10 +55,11 @@ class Block:
     def initial_state(self) -> np.ndarray:
         return np.zeros(0)
 
-    def kinematics(self, x, m_parents: dict) -> SimpleNamespace:
+    def kinematics(self, x, m_parents: dict, outputs: bool = True) -> SimpleNamespace:
         """State-level quantities. ``m_parents[port]`` is the 18-vector at each parent
         port (its acceleration part is ignored). Must set ``kin.m_out``: the
-        twist/pose part of every motion output (accelerations left at 0)."""
+        twist/pose part of every motion output (accelerations left at 0); with
+        ``outputs=False`` only what the state derivatives need (``m_out`` may be empty)."""
         raise NotImplementedError
 
     def accelerations(self, kin, u: dict) -> dict:
@@ -108,9 +109,9 @@ class Block:
         a.update({n: col(u[n]) for n in self.extra_inputs})
         return a
 
-    def evaluate(self, x, u: dict):
+    def evaluate(self, x, u: dict, outputs: bool = True):
         """``(kin, acc)`` for full inputs ``u`` (1-D arrays, one per input name)."""
-        kin = self.kinematics(x, {p: u[f"{p}.m"] for p in self.parent_ports})
+        kin = self.kinematics(x, {p: u[f"{p}.m"] for p in self.parent_ports}, outputs)
         acc = {k: v[:, 0] for k, v in self.accelerations(kin, self.acceleration_inputs(u)).items()}
         return kin, acc
 
@@ -132,7 +133,7 @@ class Block:
 
     def state_derivatives(self, x, u: dict) -> np.ndarray:
         """``xdot`` for states ``x`` and full inputs ``u``."""
-        kin, acc = self.evaluate(x, u)
+        kin, acc = self.evaluate(x, u, outputs=False)
         return self.derivatives(x, kin, acc)
 
     def default_inputs(self) -> dict:

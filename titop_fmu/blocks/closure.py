@@ -49,7 +49,7 @@ class LoopClosure(Block):
         self.K = _psd("K", K)
         self.D = _psd("D", D)
 
-    def kinematics(self, x, m_parents):
+    def kinematics(self, x, m_parents, outputs=True):
         m_l, m_r = m_parents["l"], m_parents["r"]
         R_lr = dcm_from_euler(m_l[15:18]).T @ dcm_from_euler(m_r[15:18])   # P_ar/al
         dr = R_lr @ m_r[12:15] - m_l[12:15]

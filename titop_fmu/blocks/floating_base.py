@@ -36,17 +36,18 @@ class _Base(Block):
     def initial_state(self):
         return np.concatenate([self.twist0, self.r0, quat_from_dcm(dcm_from_euler(self.Theta0))])
 
-    def kinematics(self, x, m_parents):
+    def kinematics(self, x, m_parents, outputs=True):
         twist, r_i, q = x[0:6], x[6:9], x[9:13]
         P_bi = dcm_from_quat(q)
         m_P = np.zeros(18)
         m_P[6:12] = twist
         m_P[12:15] = P_bi.T @ r_i
-        m_P[15:18] = euler_from_dcm(P_bi)
+        m_P[15:18] = euler_from_dcm(P_bi) if outputs else np.nan
         D = self.body.D_P
         m_out = {"p.m": m_P}
-        m_out.update({f"{c}.m": upsilon(-PC, m_P, t)
-                      for c, PC, t in zip(self.child_ports, self.body.children, self.body.tau_c)})
+        if outputs:
+            m_out.update({f"{c}.m": upsilon(-PC, m_P, t)
+                          for c, PC, t in zip(self.child_ports, self.body.children, self.body.tau_c)})
         return SimpleNamespace(
             P_bi=P_bi, P_ai=P_bi, m_A=m_P, twist=twist, m_out=m_out,
             g6=col(gravity6(P_bi, self.g)),

@@ -33,12 +33,13 @@ class _MountedBody(Block):
         self.P_a0b = dcm_from_euler(self.mount)
         self.child_ports = body.child_ports()
 
-    def _body_kinematics(self, m_A, P_ai, P_ab, **extra):
-        """Quantities of eq. (11) for body ``A`` with motion ``m_A`` at its port point."""
+    def _body_kinematics(self, m_A, P_ai, P_ab, outputs, **extra):
+        """Quantities of eq. (11) for body ``A`` with motion ``m_A`` at its port point
+        (and the child motion vectors, eq. 23, when ``outputs``)."""
         twist = m_A[6:12]
         D = self.body.D_P
         m_out = {f"{c}.m": upsilon(-PC, m_A, t)
-                 for c, PC, t in zip(self.child_ports, self.body.children, self.body.tau_c)}
+                 for c, PC, t in zip(self.child_ports, self.body.children, self.body.tau_c)} if outputs else {}
         return SimpleNamespace(
             m_A=m_A, P_ai=P_ai, twist=twist, P2=P_x2(P_ab), m_out=m_out,
             g6=col(gravity6(P_ai, self.g)),
@@ -54,10 +55,10 @@ class WeldedBody(_MountedBody):
     Static: no state.
     """
 
-    def kinematics(self, x, m_parents):
+    def kinematics(self, x, m_parents, outputs=True):
         P_ab = self.P_a0b
-        m_A, P_ai = motion_in_frame(m_parents["p"], P_ab)
-        return self._body_kinematics(m_A, P_ai, P_ab)
+        m_A, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)
+        return self._body_kinematics(m_A, P_ai, P_ab, outputs)
 
     def accelerations(self, kin, u):
         a_A = kin.P2.T @ u["p.a"]
@@ -146,15 +147,15 @@ class RevoluteBody(_JointBody):
             raise ParameterError("inertia", "the apparent inertia J_r about the revolute axis "
                                             "is zero: the joint acceleration is undefined")
 
-    def kinematics(self, x, m_parents):
+    def kinematics(self, x, m_parents, outputs=True):
         theta, thetad = x
         r = self.axis
         P_ab = self.P_a0b @ axis_rotation(r, theta)                        # eq. (16)
-        m_A, P_ai = motion_in_frame(m_parents["p"], P_ab)                  # [m^B_P]_Ra, Theta^A
+        m_A, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)         # [m^B_P]_Ra, Theta^A
         v_B, w_B = m_A[6:9].copy(), m_A[9:12].copy()
         m_A[9:12] += thetad * r                                            # eq. (17), twist
         e = np.concatenate([-thetad * skew(r) @ v_B, -thetad * skew(r) @ w_B])  # eq. (17)
-        return self._body_kinematics(m_A, P_ai, P_ab, e=col(e), s=self.r6,
+        return self._body_kinematics(m_A, P_ai, P_ab, outputs, e=col(e), s=self.r6,
                                      spring=self.joint_effort(x))
 
     def accelerations(self, kin, u):
@@ -186,11 +187,11 @@ class PrismaticBody(_JointBody):
         if body.mass <= 0:
             raise ParameterError("mass", "a prismatic body needs a positive mass (eq. 28 divides by it)")
 
-    def kinematics(self, x, m_parents):
+    def kinematics(self, x, m_parents, outputs=True):
         xq, xd = x
         t = self.axis
         P_ab = self.P_a0b
-        m_P0, P_ai = motion_in_frame(m_parents["p"], P_ab)                 # [m^A_P0]_Ra
+        m_P0, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)        # [m^A_P0]_Ra
         T = tau(-xq * t)                                                   # tau_{-x t~} = tau_PP0
         m_A = m_P0.copy()
         m_A[6:12] = T @ m_P0[6:12]
@@ -198,7 +199,7 @@ class PrismaticBody(_JointBody):
         m_A[12:15] += xq * t                                               # eq. (24), pose
         w_A = m_A[9:12]
         e = np.concatenate([-xd * skew(t) @ w_A, np.zeros(3)])             # eq. (24), xdot term
-        return self._body_kinematics(m_A, P_ai, P_ab, T=T, e=col(e), s=self.t6,
+        return self._body_kinematics(m_A, P_ai, P_ab, outputs, T=T, e=col(e), s=self.t6,
                                      spring=self.joint_effort(x))
 
     def accelerations(self, kin, u):
