@@ -54,6 +54,7 @@ class BlockUnit:
         self.u = np.zeros(len(self.input_names))
         self.h_guess = None
         self._y = None
+        self._kin = self._kin_key = None
 
     def get_state(self):
         """An opaque copy of everything that determines the future (exact restore)."""
@@ -92,9 +93,19 @@ class BlockUnit:
         return {n: self.u[s] for n, s in self._in_slices.items()}
 
     def outputs(self) -> np.ndarray:
-        """All scalar outputs (in :attr:`output_names` order) for the current inputs and states."""
+        """All scalar outputs (in :attr:`output_names` order) for the current inputs and states.
+
+        The kinematic stage depends only on the states and the twist/pose part of
+        the parent motion inputs: it is kept while they do not change, so that a
+        change of acceleration-level inputs alone (a loop iteration, a Jacobian
+        column) costs only the acceleration stage."""
         if self._y is None:
-            out = self.block.outputs(self.x, self.input_dict())
+            b, u = self.block, self.input_dict()
+            key = np.concatenate([self.x] + [u[f"{p}.m"][6:18] for p in b.parent_ports])
+            if self._kin_key is None or not np.array_equal(key, self._kin_key):
+                self._kin = b.kinematics(self.x, {p: u[f"{p}.m"] for p in b.parent_ports})
+                self._kin_key = key
+            out = b.assemble_outputs(self.x, self._kin, b.acceleration_stage(self._kin, u))
             self._y = np.concatenate([np.zeros(0)] + [np.atleast_1d(out[n]) for n in self.output_spec])
         return self._y
 

@@ -112,8 +112,11 @@ class Block:
     def evaluate(self, x, u: dict, outputs: bool = True):
         """``(kin, acc)`` for full inputs ``u`` (1-D arrays, one per input name)."""
         kin = self.kinematics(x, {p: u[f"{p}.m"] for p in self.parent_ports}, outputs)
-        acc = {k: v[:, 0] for k, v in self.accelerations(kin, self.acceleration_inputs(u)).items()}
-        return kin, acc
+        return kin, self.acceleration_stage(kin, u)
+
+    def acceleration_stage(self, kin, u: dict) -> dict:
+        """The acceleration stage for full inputs ``u`` (1-D arrays in and out)."""
+        return {k: v[:, 0] for k, v in self.accelerations(kin, self.acceleration_inputs(u)).items()}
 
     def outputs(self, x, u: dict) -> dict:
         """All outputs for states ``x`` and full inputs ``u`` (the FMU's view of the block)."""
