@@ -46,8 +46,10 @@ def write_csv(path, t, cols, header=balloon.COLUMNS):
 
 
 def cmd_simulate(args):
-    if args.system != "balloon":
-        raise SystemExit(f"titop-fmu: unknown system {args.system!r} (only 'balloon' is built in)")
+    if args.engine == "fmu" or args.system != "balloon":
+        from .master.cli import run_simulate
+        run_simulate(args)
+        return
     overrides = parse_set(args.set)
     if args.engine == "inprocess":
         s = balloon.build(overrides)
@@ -56,8 +58,6 @@ def cmd_simulate(args):
         if not args.quiet:
             print(f"in-process monolithic run: {args.stop:g} s simulated in {tr.wall:.2f} s wall, "
                   f"{tr.nfev} right-hand-side evaluations", file=sys.stderr)
-    else:
-        raise SystemExit("titop-fmu: the 'fmu' engine is not available in this version")
     write_csv(args.out, t, cols)
 
 
@@ -74,12 +74,17 @@ def cmd_validate(args):
 
 
 def main(argv=None):
+    from .master.cli import add_arguments as add_master_arguments
+
     parser = argparse.ArgumentParser(prog="titop-fmu", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("simulate", help="simulate a system and write a CSV")
-    p.add_argument("system", help="'balloon' (the paper's system, shared/balloon-scenario.md)")
-    p.add_argument("--engine", choices=["inprocess", "fmu"], default="inprocess")
+    p.add_argument("system", help="'balloon' (the paper's system, shared/balloon-scenario.md) or a "
+                                  "system file (TOML or JSON, see examples/), run by the co-simulation master")
+    p.add_argument("--engine", choices=["inprocess", "fmu"], default="inprocess",
+                   help="inprocess: the monolithic run (exact loop solve, no coupling error); "
+                        "fmu: the co-simulation master on the TITOP FMUs")
     p.add_argument("--stop", type=float, default=20.0, help="stop time [s] (default 20)")
     p.add_argument("--dt", type=float, default=0.01, help="output interval [s] (default 0.01)")
     p.add_argument("--rtol", type=float, default=1e-12, help="integration tolerance (in-process)")
@@ -87,6 +92,7 @@ def main(argv=None):
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a scenario value, SI units or e.g. theta1_0=170deg (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    add_master_arguments(p)
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("build", help="build the TITOP FMUs")
@@ -100,8 +106,8 @@ def main(argv=None):
     p.add_argument("--out", default="validation-report", help="report folder (default validation-report/)")
     p.add_argument("--stop", type=float, default=20.0, help="horizon [s] (default 20)")
     p.add_argument("--references", default=None, help="folder of reference CSVs (default validation/reference)")
-    p.add_argument("--engines", nargs="+", default=["inprocess"], choices=["inprocess"],
-                   help="engines to run (default: inprocess)")
+    p.add_argument("--engines", nargs="+", default=["inprocess", "fmu"], choices=["inprocess", "fmu"],
+                   help="engines to run (default: both; the first one's run is drawn)")
     p.set_defaults(func=cmd_validate)
 
     args = parser.parse_args(argv)

@@ -1,0 +1,631 @@
+"""The co-simulation master (``titop_fmu.master``).
+
+* algebraic loops on hand-made systems of :class:`FunctionSpec` units: the loops
+  found, a valid (and here minimal) tearing, linear loops solved to their
+  analytic value; a loop without a solution is an error naming it;
+* connection checks before any unit exists (engine ``inprocess`` and ``fmu``);
+* restart from a saved state, bit for bit, on the FMUs;
+* the balloon and the two-branch example (``examples/two_branch.toml``) through
+  the FMUs and through the in-process blocks against their in-process monolithic
+  twins (exact loop solve, DOP853 at 1e-12: no coupling error);
+* the command line; the order of the coupling (step halving).
+
+The FMU tests use the FMUs of ``fmu_fixtures`` (built once per session) and skip
+without FMPy / pythonfmu. Wall times are printed (``pytest -s`` or ``-rP``).
+"""
+
+import itertools
+import math
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_balloon
+from titop_fmu import balloon
+from titop_fmu.cli import main
+from titop_fmu.errors import ConnectionError_, ParameterWarning, SolverError
+from titop_fmu.master import (CoSystem, FunctionSpec, LoopError, Options, analyse, balloon_fmu, engines,
+                              reference, systemfile)
+from titop_fmu.master.loop import wrap
+
+try:
+    from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per session)
+except pytest.skip.Exception as _no_fmi:        # no FMPy / pythonfmu: only the FMU tests skip
+    _WHY = str(_no_fmi)
+
+    @pytest.fixture(scope="session")
+    def fmu_dir():
+        pytest.skip(_WHY)
+
+ROOT = Path(__file__).resolve().parents[1]
+TWO_BRANCH = ROOT / "examples" / "two_branch.toml"
+ANGLES = balloon_fmu.ANGLES          # phi, theta, psi among the nine CSV columns
+BALLOON_STOP = 1.0
+#: the master's default tolerance (3e-5) keeps the balloon's columns within this of the truth
+DEFAULT_BOUND = 1e-5
+#: a tight master tolerance and the error it must reach
+TIGHT_TOL, TIGHT_BOUND = 3e-8, 1e-8
+
+
+def report(what, **figures):
+    print(f"\n[master] {what}: " + ", ".join(f"{k} {v:.3g}" for k, v in figures.items()))
+
+
+def max_error(values, truth, angles):
+    d = np.asarray(values, dtype=float) - np.asarray(truth, dtype=float)
+    d[:, angles] = wrap(d[:, angles])
+    return float(np.max(np.abs(d)))
+
+
+# -- hand-made systems --------------------------------------------------------------------
+
+def unit(inputs, outputs, f, deps=None, **kw):
+    return FunctionSpec(list(inputs), list(outputs), f, dependencies=deps, **kw)
+
+
+def pair_loop(s, a="a", b="b"):
+    """``a.y = u/2 + 1``, ``b.w = 2 - v/4``, ``a.y -> b.v``, ``b.w -> a.u``:
+    ``y = 16/9``, ``w = 14/9``."""
+    s.add(a, unit(["u"], ["y"], lambda x, u: [0.5 * u[0] + 1.0]))
+    s.add(b, unit(["v"], ["w"], lambda x, u: [2.0 - 0.25 * u[0]]))
+    s.connect(f"{a}.y", f"{b}.v")
+    s.connect(f"{b}.w", f"{a}.u")
+
+
+def structure(system, engine="inprocess", fmu_dir=None):
+    types, _ = engines.unit_types(system, engine, fmu_dir)
+    return analyse(system, types)
+
+
+def coupling_graph(st):
+    """``k -> m`` when an output of coupling input ``k``'s unit depends directly on ``k``
+    (the units' declared dependencies) and feeds coupling input ``m``; built here from
+    the declarations, independently of the master's graph code."""
+    edges = {}
+    for k in range(st.n_cin):
+        j, i = int(st.cin_unit[k]), int(st.cin_local[k])
+        out = set()
+        for o, deps in enumerate(st.types[j].dependencies):
+            if i in np.asarray(deps):
+                out.update(np.flatnonzero(st.cin_src == st.out_offset[j] + o).tolist())
+        edges[k] = out
+    return edges
+
+
+def acyclic(edges, nodes, removed=()):
+    """Kahn's algorithm on ``nodes`` without ``removed`` (a torn input's value is given: no
+    edge reaches it any more)."""
+    keep = [k for k in nodes if k not in set(removed)]
+    indeg = dict.fromkeys(keep, 0)
+    for k in keep:
+        for m in edges[k]:
+            if m in indeg:
+                indeg[m] += 1
+    ready = [k for k in keep if indeg[k] == 0]
+    done = 0
+    while ready:
+        k = ready.pop()
+        done += 1
+        for m in edges[k]:
+            if m in indeg:
+                indeg[m] -= 1
+                if indeg[m] == 0:
+                    ready.append(m)
+    return done == len(keep)
+
+
+def cyclic_components(edges):
+    """The sets of coupling inputs on a common cycle (brute-force reachability)."""
+    def reach(k):
+        seen, todo = set(), list(edges[k])
+        while todo:
+            m = todo.pop()
+            if m not in seen:
+                seen.add(m)
+                todo.extend(edges[m])
+        return seen
+
+    r = {k: reach(k) for k in edges}
+    return {frozenset(m for m in edges if m in r[k] and k in r[m]) for k in edges if k in r[k]}
+
+
+def fewest_torn(edges, comp):
+    """The size of the smallest set of coupling inputs of ``comp`` whose removal breaks every
+    cycle (exhaustive search)."""
+    for size in range(1, len(comp) + 1):
+        for cut in itertools.combinations(sorted(comp), size):
+            if acyclic(edges, comp, cut):
+                return size
+    raise AssertionError("no tearing")
+
+
+def labels(st, ks):
+    return {st.cin_label(int(k)) for k in ks}
+
+
+def check_tearing(st, minimal=True):
+    """Every loop torn, the torn graph acyclic; each loop torn with the fewest inputs
+    (``minimal``: an exhaustive search, for small loops only)."""
+    edges = coupling_graph(st)
+    assert {frozenset(int(k) for k in lp.inputs) for lp in st.loops} == cyclic_components(edges)
+    assert acyclic(edges, range(st.n_cin)) == (not st.loops)
+    assert acyclic(edges, range(st.n_cin), [int(k) for k in st.torn])
+    assert sorted(int(k) for k in st.torn) == sorted(int(k) for lp in st.loops for k in lp.torn)
+    for lp in st.loops:
+        assert set(lp.torn.tolist()) <= set(lp.inputs.tolist())
+        if minimal:
+            assert len(lp.torn) == fewest_torn(edges, set(lp.inputs.tolist())), lp.label
+
+
+def initial_outputs(system, **kw):
+    """The recorded outputs after the loops are solved at t = 0."""
+    master = engines.build(system, "inprocess", Options(workers=0, sequence=(1,), **kw))
+    try:
+        return master.initialize(0.0)
+    finally:
+        master.terminate()
+
+
+# loop tolerances 1e-15: a residual below 1e-15 (1 + |z|) <= 6.2e-15 (|z| <= 5.2 below), an
+# error below that times |(I - dG/dz)^-1| (8/9, 2 and 2.87 for the loops below): under 3e-14
+EXACT = dict(loop_rtol=1e-15, loop_atol=1e-15)
+EXACT_BOUND = 3e-14
+
+
+def test_two_units_in_an_algebraic_loop():
+    s = CoSystem()
+    pair_loop(s)
+    s.record("a.y", "b.w")
+    st = structure(s)
+    assert len(st.loops) == 1
+    assert st.loops[0].units == ["a", "b"]
+    assert labels(st, st.loops[0].inputs) == {"a.u", "b.v"}
+    assert len(st.torn) == 1
+    check_tearing(st)
+    y = initial_outputs(s, **EXACT)
+    assert np.max(np.abs(y - [16 / 9, 14 / 9])) <= EXACT_BOUND
+
+
+def test_a_chain_and_a_feedback_through_a_state_have_no_loop():
+    """``src`` (state x = 3, output x: no direct feedthrough) -> ``mid`` (2 u) -> ``end``
+    (v + 1) -> back to ``src``: a cycle of connections, but no algebraic loop."""
+    s = CoSystem()
+    s.add("src", unit(["u"], ["y"], lambda x, u: [x[0]], deps=[[]], x0=(3.0,),
+                      derivative_fn=lambda x, u: np.array([-u[0]])))
+    s.add("mid", unit(["u"], ["y"], lambda x, u: [2.0 * u[0]]))
+    s.add("end", unit(["v"], ["z"], lambda x, u: [u[0] + 1.0]))
+    s.connect("src.y", "mid.u")
+    s.connect("mid.y", "end.v")
+    s.connect("end.z", "src.u")
+    s.record("src.y", "mid.y", "end.z")
+    st = structure(s)
+    assert st.loops == [] and len(st.torn) == 0
+    check_tearing(st)
+    assert np.array_equal(initial_outputs(s), [3.0, 6.0, 7.0])
+
+
+def test_independent_loops_are_found_and_solved():
+    """Three loops: the pair ``a``-``b``; ``c``-``d`` exchanging two scalars each way, fed
+    one-way by the first loop (``b.w -> c.e``); ``s`` feeding itself (``y = u/2 + 3``)."""
+    s = CoSystem()
+    pair_loop(s)
+    C = np.array([[0.5, 0.1], [0.2, -0.3]])
+    D = np.array([[1.0, 0.5], [0.25, -0.5]])
+    s.add("c", unit(["u1", "u2", "e"], ["y1", "y2"],
+                    lambda x, u: [C[0] @ u[:2] + u[2], C[1] @ u[:2] + 1.0], deps=[[0, 1, 2], [0, 1]]))
+    s.add("d", unit(["v1", "v2"], ["w1", "w2"], lambda x, u: D @ u))
+    s.add("s", unit(["u"], ["y"], lambda x, u: [0.5 * u[0] + 3.0]))
+    for out, inp in [("c.y1", "d.v1"), ("c.y2", "d.v2"), ("d.w1", "c.u1"), ("d.w2", "c.u2"),
+                     ("b.w", "c.e"), ("s.y", "s.u")]:
+        s.connect(out, inp)
+    s.record("a.y", "c.y1", "c.y2", "d.w1", "d.w2", "s.y")
+    st = structure(s)
+    assert {frozenset(lp.units) for lp in st.loops} == {frozenset("ab"), frozenset("cd"), frozenset("s")}
+    assert {frozenset(labels(st, lp.inputs)) for lp in st.loops} == {
+        frozenset({"a.u", "b.v"}), frozenset({"c.u1", "c.u2", "d.v1", "d.v2"}), frozenset({"s.u"})}
+    assert "c.e" not in set().union(*(labels(st, lp.inputs) for lp in st.loops))
+    assert sorted(len(lp.torn) for lp in st.loops) == [1, 1, 2]
+    check_tearing(st)
+    # analytic values: y = C U + [e, 1], U = D y with e = 14/9  ->  (I - C D) y = [e, 1]
+    e = 14 / 9
+    y = np.linalg.solve(np.eye(2) - C @ D, [e, 1.0])
+    expect = np.concatenate([[16 / 9], y, D @ y, [6.0]])
+    assert np.max(np.abs(initial_outputs(s, **EXACT) - expect)) <= EXACT_BOUND
+
+
+# -- loops without a solution -------------------------------------------------------------------
+
+def test_zero_loop_tolerances_are_refused():
+    s = CoSystem()
+    pair_loop(s)
+    with pytest.raises(SolverError, match=r"loop tolerances must be >= 0 and not both 0"):
+        engines.build(s, "inprocess", Options(workers=0, loop_rtol=0.0, loop_atol=0.0))
+
+
+def gain_and_wire(f, **kw):
+    s = CoSystem()
+    s.add("gain", unit(["u"], ["y"], f, **kw))
+    s.add("wire", unit(["v"], ["w"], lambda x, u: [u[0]]))
+    s.connect("gain.y", "wire.v")
+    s.connect("wire.w", "gain.u")
+    s.record("gain.y")
+    return s
+
+
+@pytest.mark.parametrize("f, least_residual", [
+    (lambda x, u: [u[0] + 1.0], 1.0),               # y = u + 1, u = y: r = 1 for every u
+    (lambda x, u: [u[0] ** 2 + 1.0], 0.75),         # u^2 - u + 1 >= 3/4: no real root
+], ids=["linear", "quadratic"])
+def test_a_loop_without_solution_is_an_error_naming_it(f, least_residual):
+    with pytest.raises(LoopError) as info:
+        engines.simulate(gain_and_wire(f), 0.1, engine="inprocess", options=Options(workers=0))
+    e = info.value
+    assert isinstance(e, SolverError)
+    msg = str(e)
+    assert e.loop == "loop 1 (gain, wire)" and e.loop in msg
+    assert "gain.u" in msg
+    assert e.time == 0.0 and "t=0 s" in msg
+    assert e.residual >= least_residual * (1 - 1e-9) and f"residual {e.residual:.3g}" in msg
+
+
+@pytest.mark.parametrize("kw", [dict(hold=True), dict(sequence=(1,), fixed=True)], ids=["hold", "midpoint"])
+def test_a_loop_losing_its_root_fails_at_that_time(kw):
+    """``y = u^2 + x`` with ``x = t`` and ``u = y``: roots ``1/2 +- sqrt(1/4 - t)`` up to
+    t = 1/4 (a double root there, where Newton may stall), none after. On a 0.01 s grid the
+    master must stop at 0.25 or 0.26."""
+    s = gain_and_wire(lambda x, u: [u[0] ** 2 + x[0]], x0=(0.0,), derivative_fn=lambda x, u: np.array([1.0]))
+    with pytest.raises(LoopError) as info:
+        engines.simulate(s, 0.5, engine="inprocess", options=Options(workers=0, h0=0.01, **kw))
+    e = info.value
+    assert 0.25 - 1e-12 <= e.time <= 0.26 + 1e-12
+    assert f"t={e.time:.9g} s" in str(e) and "loop 1 (gain, wire)" in str(e)
+    assert e.residual > 0 and f"residual {e.residual:.3g}" in str(e)
+
+
+def test_two_unit_oscillator_follows_the_exact_solution():
+    """``q'' = F``, ``F = -4 q`` split into a mass unit (state, no feedthrough) and a spring
+    unit: ``q = cos 2t``. (The first base steps converge at their first coupling iterate: the
+    error was 4e-4 when measuring the step sensitivities left the units at the step's start.)"""
+    s = CoSystem()
+    s.add("mass", unit(["F"], ["q"], lambda x, u: [x[0]], deps=[[]], x0=(1.0, 0.0),
+                       derivative_fn=lambda x, u: np.array([x[1], u[0]])))
+    s.add("spring", unit(["q"], ["F"], lambda x, u: [-4.0 * u[0]]))
+    s.connect("mass.q", "spring.q")
+    s.connect("spring.F", "mass.F")
+    s.record("mass.q")
+    res = engines.simulate(s, 1.0, engine="inprocess", output_interval=0.01, options=Options(workers=0))
+    err = float(np.max(np.abs(res.values[:, 0] - np.cos(2.0 * res.t))))
+    report("two-unit oscillator, 1 s", error=err)
+    assert err <= DEFAULT_BOUND
+
+
+# -- connection checks ------------------------------------------------------------------------------
+
+def tree(tip=True):
+    """A valid TITOP tree: base (floating_base_c1) -> arm (revolute_c1) -> tip (revolute_c0);
+    without the tip, arm.c1 is left dangling."""
+    s = CoSystem()
+    s.add("base", "floating_base_c1", mass=10.0, inertia=np.eye(3), **{"c1.r": [0.0, -1.0, 0.0]})
+    s.add("arm", "revolute_c1", mass=1.0, com=[0.0, -1.0, 0.0], **{"c1.r": [0.0, -1.0, 0.0]})
+    s.link("base.c1", "arm.p")
+    if tip:
+        s.add("tip", "revolute_c0", mass=1.0, com=[0.0, -1.0, 0.0])
+        s.link("arm.c1", "tip.p")
+    s.set_input("base.ext.w", [0.0, 12 * 9.81, 0.0, 0.0, 0.0, 0.0])
+    return s
+
+
+def ring(names):
+    """revolute_c1 units linked in a ring: every port connected, the motion links a cycle."""
+    s = CoSystem()
+    for n in names:
+        s.add(n, "revolute_c1", mass=1.0, com=[0.0, -1.0, 0.0], **{"c1.r": [0.0, -1.0, 0.0]})
+    for a, b in zip(names, names[1:] + names[:1]):
+        s.link(f"{a}.c1", f"{b}.p")
+    return s
+
+
+def size_mismatch():
+    s = tree()
+    del s.inputs["base.ext.w"]
+    s.connect("arm.c1.m", "base.ext.w")             # an 18-vector into a 6-vector
+    return s
+
+
+def with_(change):
+    def make():
+        s = tree()
+        change(s)
+        return s
+    return make
+
+
+CONNECTION_ERRORS = {
+    "dangling": (lambda: tree(tip=False), r"dangling required input\(s\): arm\.c1\.w"),
+    "size": (size_mismatch, r"size mismatch: arm\.c1\.m has 18 scalar\(s\), base\.ext\.w has 6"),
+    "unknown unit": (with_(lambda s: s.connect("base.c1.m", "ghost.p.m")), r"unknown unit 'ghost'"),
+    "unknown variable": (with_(lambda s: s.connect("arm.joint.q[3]", "tip.joint.torque")),
+                         r"'tip' \(revolute_c0\) has no input 'joint\.torque'"),
+    "output to output": (with_(lambda s: s.connect("base.c1.m", "arm.c1.m")),
+                         r"'arm\.c1\.m' is an output of 'arm'.*from an output to an input"),
+    "two sources": (with_(lambda s: s.connect("base.c1.m", "tip.p.m")),
+                    r"input tip\.p\.m\[1\] is connected twice \(from arm\.c1\.m\[1\] and base\.c1\.m\[1\]\)"),
+    "tree cycle": (lambda: ring(["x", "y", "z"]), r"cycle in the tree topology: x -> y -> z -> x"),
+    "own motion": (lambda: ring(["x"]), r"x feeds its own motion input"),
+    "unknown parameter": (with_(lambda s: s.add("more", "revolute_c0", masss=1.0)),
+                          r"'more' \(revolute_c0\) has no parameter 'masss'"),
+    "input values": (with_(lambda s: s.set_input("base.ext.w", [0.0, 1.0, 2.0])),
+                     r"input base\.ext\.w takes 6 value\(s\), got 3"),
+    "unknown recorded": (with_(lambda s: s.record("tip.joint.qq")), r"'tip' \(revolute_c0\) has no output 'joint\.qq'"),
+}
+
+
+@pytest.fixture
+def no_units(monkeypatch):
+    """Fail if the master creates a unit: every check must come before."""
+    def make_runs(*a, **kw):
+        raise AssertionError("units were created for an invalid system")
+    monkeypatch.setattr(engines, "make_runs", make_runs)
+
+
+def test_the_valid_tree_passes_the_checks():
+    st = structure(tree())
+    assert st.n_cin == 2 * (18 + 6) and len(st.loops) == 1       # the links' loop: accelerations, wrenches
+    check_tearing(st, minimal=False)
+
+
+@pytest.mark.parametrize("case", list(CONNECTION_ERRORS))
+def test_connection_errors_before_anything_runs(case, no_units):
+    make, pattern = CONNECTION_ERRORS[case]
+    with pytest.raises(ConnectionError_, match=pattern):
+        engines.build(make(), "inprocess", Options(workers=0))
+
+
+@pytest.mark.parametrize("case", ["size", "two sources", "tree cycle", "unknown variable"])
+def test_connection_errors_with_fmus(case, fmu_dir, no_units):
+    """The same checks against the FMUs' model descriptions."""
+    make, pattern = CONNECTION_ERRORS[case]
+    with pytest.raises(ConnectionError_, match=pattern):
+        engines.build(make(), "fmu", Options(workers=0), fmu_dir=fmu_dir)
+
+
+def test_unknown_model_or_engine(no_units):
+    s = tree()
+    s.add("odd", "spring_c1")
+    with pytest.raises(ConnectionError_, match=r"unit 'odd': unknown TITOP model 'spring_c1'"):
+        engines.build(s, "inprocess")
+    with pytest.raises(ConnectionError_, match=r"unknown engine 'fmi'"):
+        engines.build(tree(), "fmi")
+
+
+# -- the balloon through the master ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def balloon_truth():
+    """``(t, columns)`` of the in-process monolithic balloon over [0, 1] s, every 0.01 s."""
+    s, tr = run_balloon(stop=BALLOON_STOP)
+    return tr.t, balloon.columns(s, tr.y)
+
+
+def run_master_balloon(engine, fmu_dir=None, stop=BALLOON_STOP, output_interval=0.01, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParameterWarning)
+        system = balloon_fmu.system()
+    start = time.perf_counter()
+    res = engines.simulate(system, stop, engine=engine, output_interval=output_interval,
+                           options=balloon_fmu.options(workers=0, **kw), fmu_dir=fmu_dir)
+    return res, time.perf_counter() - start
+
+
+@pytest.fixture(scope="module")
+def balloon_inprocess():
+    return run_master_balloon("inprocess")
+
+
+@pytest.fixture(scope="module")
+def balloon_fmus(fmu_dir):
+    return run_master_balloon("fmu", fmu_dir)
+
+
+def test_balloon_inprocess_units_match_the_monolithic_run(balloon_inprocess, balloon_truth):
+    res, wall = balloon_inprocess
+    t, truth = balloon_truth
+    assert np.allclose(res.t, t, rtol=0, atol=1e-12) and res.labels == list(balloon.COLUMNS[1:])
+    err = max_error(res.values, truth, ANGLES)
+    report("balloon, in-process units, 1 s, tol 3e-5", error=err, wall_s=wall)
+    assert err <= DEFAULT_BOUND
+
+
+def test_balloon_through_fmus_matches_the_monolithic_run(balloon_fmus, balloon_truth):
+    res, wall = balloon_fmus
+    t, truth = balloon_truth
+    assert np.allclose(res.t, t, rtol=0, atol=1e-12)
+    err = max_error(res.values, truth, ANGLES)
+    report("balloon, FMUs, 1 s, tol 3e-5", error=err, wall_s=wall,
+           macro_steps=res.stats.macro_steps, doSteps=sum(res.stats.unit_steps.values()))
+    assert err <= DEFAULT_BOUND
+
+
+def test_fmus_compute_exactly_what_the_blocks_compute(balloon_fmus, balloon_inprocess):
+    """The FMUs run the same blocks: the FMI layer must not change a bit."""
+    assert np.array_equal(balloon_fmus[0].values, balloon_inprocess[0].values)
+
+
+def test_balloon_through_fmus_tight_tolerance(fmu_dir, balloon_truth):
+    res, wall = run_master_balloon("fmu", fmu_dir, tol=TIGHT_TOL)
+    err = max_error(res.values, balloon_truth[1], ANGLES)
+    report(f"balloon, FMUs, 1 s, tol {TIGHT_TOL:g}", error=err, wall_s=wall)
+    assert err <= TIGHT_BOUND
+
+
+def test_restart_from_a_saved_state_is_bit_identical(fmu_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParameterWarning)
+        system = balloon_fmu.system()
+    opt = balloon_fmu.options(workers=0, span=0.2)
+
+    def advance(master, t_end):
+        ts, vs = [], []
+        while master.t < t_end - 1e-12:
+            ts.append(master.advance(t_end))
+            vs.append(master.extrapolated())
+        return np.array(ts), np.array(vs)
+
+    start = time.perf_counter()
+    master = engines.build(system, "fmu", opt, fmu_dir=fmu_dir)
+    try:
+        master.initialize(0.0)
+        advance(master, 0.1)
+        at_save = master.extrapolated()
+        snap = master.save()
+        t1, v1 = advance(master, 0.2)
+        master.restore(snap)
+        assert master.t == pytest.approx(0.1, abs=1e-12)
+        t2, v2 = advance(master, 0.2)
+    finally:
+        master.terminate()
+    fresh = engines.build(system, "fmu", opt, fmu_dir=fmu_dir)          # the same without a restart
+    try:
+        fresh.initialize(0.0)
+        advance(fresh, 0.1)
+        t3, v3 = advance(fresh, 0.2)
+    finally:
+        fresh.terminate()
+    report("restart, FMUs, 0.2 s", wall_s=time.perf_counter() - start, intervals_after_save=len(t1))
+    assert len(t1) >= 2 and np.max(np.abs(v1[-1] - at_save)) > 1e-4        # it did move on
+    assert np.array_equal(t1, t2) and np.array_equal(v1, v2)
+    assert np.array_equal(t1, t3) and np.array_equal(v1, v3)
+
+
+# -- the second topology ----------------------------------------------------------------------------
+
+TWO_BRANCH_STOP = 0.3
+
+
+@pytest.fixture(scope="module")
+def two_branch():
+    """The file, the recorded outputs' angle mask, and the monolithic twin's ``(t, recorded)``."""
+    sf = systemfile.read(TWO_BRANCH)
+    angles = np.array([r.endswith(("m[16]", "m[17]", "m[18]")) for r in sf.system.recorded])
+    return sf, angles, reference.simulate(sf.system, TWO_BRANCH_STOP, 0.01)
+
+
+def test_two_branch_file_and_its_twin(two_branch):
+    sf, angles, (t, truth) = two_branch
+    s = sf.system
+    assert list(s.units) == ["hub", "arm", "boom", "pend", "tip", "slide"]
+    assert s.units["pend"].parameters["q0"] == pytest.approx(math.radians(70))
+    assert sf.simulation == {"stop": 10.0, "output_interval": 0.01}
+    assert angles.sum() == 3
+    # joints start at their q0; the hub's chain point hub.c1 at [0.5, -0.5, 0], attitude zero
+    assert np.allclose(truth[0], [math.radians(40), math.radians(70), math.radians(-30), 0.1,
+                                  0.5, -0.5, 0.0, 0.0, 0.0, 0.0], rtol=0, atol=1e-12)
+    assert np.ptp(truth, axis=0).min() > 1e-3                          # every recorded output moves
+    st = structure(s)
+    assert len(st.loops) == 1 and set(st.loops[0].units) == set(s.units)
+    check_tearing(st, minimal=False)
+
+
+@pytest.mark.parametrize("engine", ["inprocess", "fmu"])
+def test_two_branch_through_the_master(engine, two_branch, request):
+    sf, angles, (t, truth) = two_branch
+    fmus = request.getfixturevalue("fmu_dir") if engine == "fmu" else None
+    start = time.perf_counter()
+    res = engines.simulate(sf.system, TWO_BRANCH_STOP, engine=engine, output_interval=0.01,
+                           options=Options(workers=0), fmu_dir=fmus)
+    wall = time.perf_counter() - start
+    assert res.labels == sf.system.recorded and np.allclose(res.t, t, rtol=0, atol=1e-12)
+    err = max_error(res.values, truth, angles)
+    report(f"two_branch, {engine} units, {TWO_BRANCH_STOP:g} s, tol 3e-5", error=err, wall_s=wall)
+    assert err <= DEFAULT_BOUND
+
+
+def test_system_file_in_json_is_the_same_system(tmp_path):
+    import json
+    try:
+        import tomllib
+    except ImportError:                                 # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    data = tomllib.loads(TWO_BRANCH.read_text())
+    path = tmp_path / "two_branch.json"
+    path.write_text(json.dumps(data))
+    a, b = systemfile.read(TWO_BRANCH).system, systemfile.read(path).system
+    assert a.units == b.units and a.connections == b.connections and a.links == b.links
+    assert a.inputs == b.inputs and a.recorded == b.recorded
+
+
+@pytest.mark.parametrize("text, pattern", [
+    ('colour = "red"\n[units.a]\nmodel = "revolute_c0"\n', r"unknown key\(s\) \['colour'\]"),
+    ('[units.a]\nmass = 1.0\n', r"units\.a needs exactly one of model"),
+    ('[units.a]\nmodel = "revolute_c0"\nq0 = "ninety"\n', r"units\.a\.q0: cannot read 'ninety'"),
+])
+def test_system_file_errors_name_the_entry(tmp_path, text, pattern):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConnectionError_, match=pattern):
+        systemfile.read(path)
+
+
+# -- the command line ---------------------------------------------------------------------------------
+
+def read_csv(path):
+    lines = Path(path).read_text().splitlines()
+    return lines[0].split(","), np.array([[float(x) for x in line.split(",")] for line in lines[1:]])
+
+
+def test_cli_simulates_the_balloon_through_fmus(tmp_path, fmu_dir, balloon_truth):
+    out = tmp_path / "balloon.csv"
+    start = time.perf_counter()
+    assert main(["simulate", "balloon", "--engine", "fmu", "--stop", "0.2", "--out", str(out), "--quiet",
+                 "--workers", "0", "--fmu-dir", str(fmu_dir)]) == 0
+    wall = time.perf_counter() - start
+    header, data = read_csv(out)
+    assert header == ["t", "x", "y", "z", "phi", "theta", "psi", "p", "theta1", "theta2"]
+    assert data.shape == (21, 10) and np.allclose(data[:, 0], 0.01 * np.arange(21), rtol=0, atol=1e-12)
+    err = max_error(data[:, 1:], balloon_truth[1][:21], ANGLES)
+    report("CLI balloon, FMUs, 0.2 s", error=err, wall_s=wall)
+    assert err <= DEFAULT_BOUND
+
+
+def test_cli_simulates_a_system_file_through_fmus(tmp_path, fmu_dir, two_branch):
+    sf, angles, (t, truth) = two_branch
+    out = tmp_path / "two_branch.csv"
+    assert main(["simulate", str(TWO_BRANCH), "--engine", "fmu", "--stop", "0.1", "--out", str(out), "--quiet",
+                 "--workers", "0", "--fmu-dir", str(fmu_dir)]) == 0
+    header, data = read_csv(out)
+    assert header == ["t"] + sf.system.recorded
+    assert data.shape == (11, 11) and np.allclose(data[:, 0], 0.01 * np.arange(11), rtol=0, atol=1e-12)
+    assert max_error(data[:, 1:], truth[:11], angles) <= DEFAULT_BOUND
+
+
+# -- order of the coupling ------------------------------------------------------------------------------
+
+ORDER_STOP, ORDER_H = 0.2, 0.02
+
+
+def fixed_step_error(balloon_truth, H, **kw):
+    """Max error of the balloon's columns every 0.02 s (a macro-step end at both ``H``),
+    fixed macro step ``H``, in-process units; tight coupling-iteration and unit tolerances:
+    the coupling error alone."""
+    res, _ = run_master_balloon("inprocess", stop=ORDER_STOP, output_interval=ORDER_H, fixed=True, h0=H,
+                                h_max=H, tol=1e-9, unit_rtol=1e-13, **kw)
+    t, truth = balloon_truth
+    every = round(ORDER_H / (t[1] - t[0]))
+    n = round(ORDER_STOP / ORDER_H) + 1
+    assert np.allclose(res.t, t[::every][:n], rtol=0, atol=1e-12)
+    return max_error(res.values, truth[::every][:n], ANGLES)
+
+
+@pytest.mark.parametrize("scheme, kw, lo, hi", [
+    ("midpoint, iterated (order 2)", dict(sequence=(1,)), 3.0, math.inf),
+    ("inputs held (order 1)", dict(hold=True), 2 ** 0.75, 2 ** 1.25),
+], ids=["midpoint", "hold"])
+def test_coupling_order(balloon_truth, scheme, kw, lo, hi):
+    e1 = fixed_step_error(balloon_truth, ORDER_H, **kw)
+    e2 = fixed_step_error(balloon_truth, ORDER_H / 2, **kw)
+    report(f"{scheme}, H = {ORDER_H:g} -> {ORDER_H / 2:g}", error_H=e1, error_H_2=e2, ratio=e1 / e2)
+    assert e2 > 1e-7                     # the coupling error, far above the iteration and unit tolerances
+    assert lo <= e1 / e2 <= hi

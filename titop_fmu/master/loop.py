@@ -1,0 +1,299 @@
+"""Outputs and coupling inputs at a communication point: the algebraic loops solved.
+
+At a communication point the states are fixed; what is left is algebraic:
+evaluate the outputs that do not depend on a torn variable (the
+:attr:`~.graph.Structure.pre` schedule, once), then solve ``r(z) = 0`` by
+Newton on the torn coupling inputs ``z``, where ``r(z)`` is "what the source
+output of each torn input becomes when the loop schedule is evaluated with
+``z``, minus ``z``".
+
+The units give no directional derivatives. The Jacobian comes from input
+perturbations (set an input, read the outputs, no ``doStep``): the local
+direct-feedthrough sensitivities of each unit, ``M[m, k] = d(source of coupling
+input m) / d(coupling input k)`` for ``m``, ``k`` on the same unit (one extra
+evaluation per coupling input with a declared dependency), chained along the
+torn graph: ``dr/dz = (M (I - S M)^-1)[torn, torn] - I``, ``S`` keeping the
+non-torn rows. ``M`` is kept and reused at later points while Newton still
+converges fast (TITOP blocks are affine in the loop variables at fixed state,
+so a fresh ``M`` solves the loop in one iteration); it is also the
+feedthrough part of the step Jacobian of :mod:`.cosim`.
+
+Non-convergence is an error naming the loop, the time and the residual.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SolverError
+from .graph import Structure
+
+
+class LoopError(SolverError):
+    """An algebraic loop did not converge; ``.loop``, ``.time``, ``.residual`` say which, when, how far."""
+
+    def __init__(self, message, loop=None, time=None, residual=None):
+        super().__init__(message)
+        self.loop, self.time, self.residual = loop, time, residual
+
+
+def wrap(a):
+    """Angles to ``[-pi, pi)``."""
+    return (a + np.pi) % (2.0 * np.pi) - np.pi
+
+
+class Sensitivities:
+    """The shared local Jacobian ``M`` (coupling inputs x coupling inputs, block-sparse:
+    only same-unit pairs) and the torn-loop Jacobian derived from it. Shared by
+    the runs of a master (their states differ by their coupling error only)."""
+
+    def __init__(self, st: Structure):
+        self.st = st
+        self.M = None
+        self.age = 0
+        self._torn_lu = None
+        self.refreshes = 0
+
+    def set_M(self, M):
+        self.M = M
+        self.age = 0
+        self._torn_lu = None
+        self.refreshes += 1
+
+    def broyden(self, dz, dr):
+        """Rank-one (Broyden) update of the torn Jacobian along a Newton step."""
+        J = self.torn_jacobian()
+        n2 = float(dz @ dz)
+        if n2 > 0:
+            self._torn_lu = J + np.outer(dr - J @ dz, dz) / n2
+
+    def torn_jacobian(self):
+        if self._torn_lu is None:
+            st, M = self.st, self.M
+            n = st.n_cin
+            S = np.ones(n)
+            S[st.torn] = 0.0
+            A = np.eye(n) - S[:, None] * M
+            X = np.linalg.solve(A, np.eye(n)[:, st.torn])          # dU/dz
+            J = M[st.torn] @ X - np.eye(len(st.torn))
+            self._torn_lu = J
+        return self._torn_lu
+
+
+class LoopSolver:
+    """Solves one run's units at a communication point (see the module docstring).
+
+    ``rtol``/``atol``: convergence test ``|r_i| <= atol + rtol * scale_i`` with
+    ``scale_i`` the largest ``|z_i|`` seen so far (at least 1).
+    """
+
+    slow = 0.05         # refresh M when an iteration reduces the residual less than this
+
+    def __init__(self, st: Structure, units: list, sens: Sensitivities, rtol=1e-11, atol=1e-13,
+                 max_iter=12):
+        if not (rtol >= 0 and atol >= 0 and rtol + atol > 0):       # else |r| / 0: "not finite"
+            raise SolverError(f"loop tolerances must be >= 0 and not both 0, got rtol={rtol}, atol={atol}")
+        self.st, self.units, self.sens = st, units, sens
+        self.rtol, self.atol, self.max_iter = rtol, atol, max_iter
+        self.Y = np.zeros(st.n_out)
+        self.Ucur = np.zeros(st.n_cin)           # value each coupling input is set to on its unit
+        self.z = np.zeros(len(st.torn))
+        self.zscale = np.ones(len(st.torn))
+        self.residual = 0.0                       # last weighted residual (<= 1: converged)
+        self._tol = None
+        self.solves = 0
+        self.iterations = 0
+        self.evaluations = 0
+        # torn inputs grouped per unit
+        self._torn_by_unit = []
+        for j in range(len(units)):
+            pos = np.flatnonzero(st.cin_unit[st.torn] == j)
+            if pos.size:
+                self._torn_by_unit.append((j, st.cin_local[st.torn[pos]], pos))
+        # coupling input position of each (unit, local input) for Ucur bookkeeping
+        self._cin_pos = {}
+        for k, (j, i) in enumerate(zip(st.cin_unit, st.cin_local)):
+            self._cin_pos[(int(j), int(i))] = k
+        self._plans = {name: self._plan(ops, with_torn=name != "pre")
+                       for name, ops in (("pre", st.pre), ("loop", st.loop_ops), ("full", st.full))}
+        self._loop_of_torn = np.zeros(len(st.torn), dtype=int)
+        for lp in st.loops:
+            self._loop_of_torn[np.searchsorted(st.torn, lp.torn)] = lp.index
+        self._torn_angle = st.cin_angle[st.torn]
+        self._out_unit = np.searchsorted(st.out_offset, st.cin_src, side="right") - 1
+        self._deps = {}
+        self._loop_cols = np.unique(np.concatenate([lp.inputs for lp in st.loops])) if st.loops else \
+            np.zeros(0, dtype=int)
+
+    # -- evaluation -------------------------------------------------------------------------
+    def _plan(self, ops, with_torn):
+        """Unit calls of a schedule: each sets its inputs (sources from ``Y``, and the
+        unit's torn inputs from ``z`` at its first call) and reads its outputs."""
+        plan, done = [], set()
+        for op in ops:
+            idx, src = list(op.set_idx), list(op.set_src)
+            zpos = []
+            if with_torn and op.unit not in done:
+                done.add(op.unit)
+                for j, local, pos in self._torn_by_unit:
+                    if j == op.unit:
+                        idx += list(local)
+                        zpos = list(pos)
+            cin = np.array([self._cin_pos[(op.unit, int(i))] for i in idx], dtype=int)
+            plan.append((op.unit, np.array(idx, dtype=int), np.array(src, dtype=int), np.array(zpos, dtype=int),
+                         cin, op.get_idx, op.get_pos))
+        if with_torn:                                   # torn inputs of a unit with no call (no output)
+            for j, local, pos in self._torn_by_unit:
+                if j not in done:
+                    cin = np.array([self._cin_pos[(j, int(i))] for i in local], dtype=int)
+                    plan.insert(0, (j, np.array(local), np.zeros(0, dtype=int), np.array(pos), cin,
+                                    np.zeros(0, dtype=int), np.zeros(0, dtype=int)))
+        return plan
+
+    def _run(self, plan, z=None):
+        Y, units, Ucur = self.Y, self.units, self.Ucur
+        for j, idx, src, zpos, cin, get_idx, get_pos in plan:
+            u = units[j]
+            if idx.size:
+                v = Y[src] if not zpos.size else np.concatenate([Y[src], z[zpos]])
+                u.set_inputs(idx, v)
+                Ucur[cin] = v
+            if get_idx.size:
+                Y[get_pos] = u.get_outputs(get_idx)
+                self.evaluations += 1
+
+    def _propagate(self, z, full=False):
+        st = self.st
+        self._run(self._plans["full" if full else "loop"], z)
+        r = self.Y[st.cin_src[st.torn]] - z
+        if self._torn_angle.any():
+            r[self._torn_angle] = wrap(r[self._torn_angle])
+        return r
+
+    def solve(self, t: float, z0=None, tol=None, weights=None):
+        """Evaluate every output at the current states; returns ``(Y, U)``: all outputs
+        (global order) and every coupling input's consistent value.
+
+        Converged: ``|r_i| <= atol + rtol * scale_i``, or, given ``tol`` and ``weights``
+        (per coupling input), ``|r_i| * weights_i <= tol`` -- whichever is looser."""
+        st = self.st
+        self.solves += 1
+        if len(st.torn):
+            self._tol = None if tol is None else (tol, weights[st.torn])
+            self._newton(t, self.z if z0 is None else np.array(z0, dtype=float))
+        else:
+            self._run(self._plans["pre"])
+        return self.Y, self.Y[st.cin_src]
+
+    def _newton(self, t, z):
+        sens = self.sens
+        fresh = False
+        r = self._propagate(z, full=True)
+        prev = None
+        for it in range(self.max_iter + 1):
+            np.maximum(self.zscale, np.abs(z), out=self.zscale)
+            err = np.abs(r) / (self.atol + self.rtol * self.zscale)
+            if self._tol is not None:
+                err = np.minimum(err, np.abs(r) * self._tol[1] / self._tol[0])
+            e = float(np.max(err)) if err.size else 0.0
+            if not np.isfinite(e):
+                self._fail(t, r, err, it, "the residual is not finite")
+            if e <= 1.0:
+                self.z = z
+                self.residual = e
+                return
+            if it == self.max_iter:
+                break
+            slow = prev is not None and e > self.slow * prev
+            if sens.M is None or (slow and not fresh):
+                self.refresh_M()
+                fresh = True
+            elif fresh and prev is not None and e > 0.5 * prev and it > 6:
+                break                                       # a fresh Jacobian and no progress
+            J = sens.torn_jacobian()
+            try:
+                dz = np.linalg.solve(J, -r)
+            except np.linalg.LinAlgError:
+                self._fail(t, r, err, it, "the loop Jacobian is singular")
+            # finite differences (step 1e-6) give M to ~1e-8 relative: a step implying
+            # |J^-1| |J + I| >= 1e8 is noise (e.g. y = u + 1, u = y: no solution, and the steps
+            # run off to where z + 1 == z and the residual vanishes in rounding)
+            if np.max(np.abs(dz)) * 1e-8 * max(1.0, float(np.max(np.abs(J + np.eye(len(z)))))) \
+                    >= np.max(np.abs(r)):
+                self._fail(t, r, err, it, "the loop Jacobian is numerically singular (no solution, "
+                                          "or not a unique one)")
+            prev = e
+            z = z + dz
+            r_new = self._propagate(z)
+            sens.broyden(dz, r_new - r)
+            r = r_new
+            self.iterations += 1
+        self._fail(t, r, err, self.max_iter, "Newton did not converge")
+
+    def _fail(self, t, r, err, it, why):
+        st = self.st
+        worst = int(np.argmax(err)) if err.size and np.all(np.isfinite(err)) else 0
+        lp = st.loops[int(self._loop_of_torn[worst])] if len(st.loops) else None
+        k = st.torn[worst]
+        res = float(np.max(np.abs(r))) if np.all(np.isfinite(r)) else float("nan")
+        raise LoopError(
+            f"{lp.label if lp else 'algebraic loop'} did not converge at t={t:.9g} s: {why} after {it} "
+            f"Newton iteration(s); residual {res:.3g} (weighted {float(np.max(err)):.3g} > 1), largest at "
+            f"{st.cin_label(k)}", loop=lp.label if lp else None, time=t, residual=res)
+
+    # -- local Jacobian ---------------------------------------------------------------------
+    def local_jacobian(self, columns=None):
+        """``M``: finite differences of every unit's source outputs w.r.t. its coupling
+        inputs (all, or the coupling inputs ``columns``), around the values currently
+        set; structural zeros (no declared dependency) stay exact zeros."""
+        st = self.st
+        n = st.n_cin
+        M = np.zeros((n, n)) if self.sens.M is None else self.sens.M.copy()
+        out_unit = self._out_unit
+        cols = None if columns is None else set(int(k) for k in columns)
+        for j, u in enumerate(self.units):
+            ks = [int(k) for k in st.unit_cin[j] if cols is None or int(k) in cols]
+            rows = np.flatnonzero(out_unit == j)            # coupling inputs fed by unit j
+            if not ks or not rows.size:
+                continue
+            local_out = st.cin_src[rows] - st.out_offset[j]
+            uniq, inv = np.unique(local_out, return_inverse=True)
+            dep = self._dep_matrix(j)[uniq]                 # (outputs, local inputs) bool
+            y0 = u.get_outputs(uniq)
+            self.evaluations += 1
+            prev = None
+            for k in ks:
+                i = int(st.cin_local[k])
+                hit = dep[:, i]
+                if not hit.any():
+                    M[rows, k] = 0.0
+                    continue
+                x = self.Ucur[k]
+                d = 1e-6 * max(1.0, abs(x))
+                if prev is None:
+                    u.set_inputs(np.array([i]), np.array([x + d]))
+                else:                                       # restore the previous one, perturb this one
+                    u.set_inputs(np.array([prev[0], i]), np.array([prev[1], x + d]))
+                prev = (i, x)
+                y = u.get_outputs(uniq)
+                self.evaluations += 1
+                M[rows, k] = np.where(hit, (y - y0) / d, 0.0)[inv]
+            if prev is not None:
+                u.set_inputs(np.array([prev[0]]), np.array([prev[1]]))
+        return M
+
+    def _dep_matrix(self, j):
+        D = self._deps.get(j)
+        if D is None:
+            t = self.st.types[j]
+            D = np.zeros((len(t.output_names), len(t.input_names)), dtype=bool)
+            for o, d in enumerate(self.st.dep_in[j]):
+                D[o, d] = True
+            self._deps[j] = D
+        return D
+
+    def refresh_M(self, full=False):
+        """Re-measure ``M``: every column, or (default, once there is one) the columns of
+        the coupling inputs in algebraic loops, which the torn Jacobian uses."""
+        cols = None if full or self.sens.M is None else self._loop_cols
+        self.sens.set_M(self.local_jacobian(cols))

@@ -1,0 +1,166 @@
+"""The extrapolated runs in worker processes.
+
+The runs of the master never exchange anything but the macro interval and
+their recorded outputs, so each group of runs lives in a worker process (its
+own FMU instances) behind the two-phase interface of
+:class:`~.cosim.Stepper`: the master sends the command to every worker, then
+collects the answers, and the workers compute at the same time. A run's
+arithmetic does not depend on where it runs: the results are the same bit for
+bit as with every run in the master's process.
+
+A worker is a fresh interpreter (``python -m titop_fmu.master.parallel``)
+talking length-prefixed pickles over its stdin/stdout, so it inherits nothing
+and imports nothing of the caller's main script.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..errors import SolverError
+from .cosim import Options, Stepper, _NoConvergence, single_threaded_blas
+from .loop import LoopError
+
+
+def picklable(obj) -> bool:
+    """Whether ``obj`` can go to a worker (a FunctionSpec with lambdas cannot)."""
+    try:
+        pickle.dumps(obj)
+        return True
+    except Exception:
+        return False
+
+
+def _send(stream, obj):
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack("<Q", len(data)))
+    stream.write(data)
+    stream.flush()
+
+
+def _recv(stream):
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError
+    (n,) = struct.unpack("<Q", head)
+    data = stream.read(n)
+    if len(data) < n:
+        raise EOFError
+    return pickle.loads(data)
+
+
+class RemoteStepper:
+    """A :class:`Stepper` of the runs ``indices`` in a worker process."""
+
+    def __init__(self, system, engine, fmu_dir, opt: Options, indices, key, st=None, paths=None):
+        self.key = key
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        self.proc = subprocess.Popen([sys.executable, "-m", "titop_fmu.master.parallel"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=env)
+        self.wait = 0.0
+        _send(self.proc.stdin, (system, engine, fmu_dir, opt.stepper_options(), list(indices), key, st, paths))
+        self.start("ready")                 # the caller collects the answer with result()
+
+    def start(self, method, *args):
+        _send(self.proc.stdin, (method, args))
+
+    def result(self):
+        t = time.perf_counter()
+        try:
+            ok, value = _recv(self.proc.stdout)
+        except (EOFError, OSError):
+            raise SolverError(f"worker process {self.key} ended unexpectedly") from None
+        finally:
+            self.wait += time.perf_counter() - t
+        if not ok:
+            kind, msg, extra = value
+            if kind == "_NoConvergence":
+                raise _NoConvergence(msg)
+            if kind == "LoopError":
+                raise LoopError(msg, **extra)
+            raise SolverError(msg if kind == "SolverError" else f"worker {self.key}: {kind}: {msg}")
+        return value
+
+    def terminate(self):
+        if self.proc.poll() is None:
+            try:
+                self.start("terminate")
+                self.result()
+                _send(self.proc.stdin, ("exit", ()))
+            except (OSError, SolverError):
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+def _worker(inp, out):
+    """Worker main loop: build the runs, then serve the master's commands."""
+    from .engines import make_runs, unit_types
+    from .graph import analyse
+    system, engine, fmu_dir, opt, indices, key, st, paths = _recv(inp)
+    stepper, failure = None, None
+    saved, token, busy = {}, 0, 0.0
+    try:
+        if st is None or paths is None:
+            types, paths = unit_types(system, engine, fmu_dir)
+            st = analyse(system, types)
+        stepper = Stepper(make_runs(system, st, engine, paths, opt, indices), key)
+    except Exception as e:                       # reported at the first command
+        failure = e
+    while True:
+        try:
+            method, args = _recv(inp)
+        except (EOFError, OSError):
+            break
+        if method == "exit":
+            break
+        t = time.perf_counter()
+        try:
+            if stepper is None:
+                raise failure
+            if method == "ready":
+                value = None
+            elif method == "save":               # FMU states stay here; the master gets a token
+                token += 1
+                saved[token] = stepper.save()[key]
+                value = {key: token}
+            elif method == "restore":
+                stepper.restore({key: saved[args[0][key]]})
+                value = None
+            elif method == "counters_dict":
+                value = stepper.counters_dict()
+                value[key]["busy"] = busy
+            else:
+                value = getattr(stepper, method)(*args)
+            reply = (True, value)
+        except Exception as e:
+            extra = {}
+            if isinstance(e, LoopError):
+                extra = dict(loop=e.loop, time=e.time, residual=e.residual)
+            reply = (False, (type(e).__name__, str(e), extra))
+        busy += time.perf_counter() - t
+        _send(out, reply)
+
+
+if __name__ == "__main__":
+    # the protocol owns stdin/stdout; anything printed goes to stderr
+    _inp, _out = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr
+    with single_threaded_blas():
+        _worker(_inp, _out)

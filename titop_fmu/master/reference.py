@@ -1,0 +1,95 @@
+"""The in-process monolithic twin of a co-simulation system of TITOP units.
+
+Any :class:`~.graph.CoSystem` whose units are TITOP models wired by links
+becomes a :class:`titop_fmu.system.System` (the same blocks, built from the
+same FMI parameters as the FMUs build them, the loop solved exactly, all
+states integrated together by DOP853): the ground truth the co-simulation is
+checked against, for the balloon and for any other topology.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConnectionError_
+from ..system import System
+from .graph import CoSystem
+from .units import port_of
+
+
+def monolithic(cs: CoSystem) -> System:
+    """The :class:`System` of ``cs`` (TITOP models, links and constant inputs only)."""
+    from ..fmu import catalog
+    s = System()
+    for name, spec in cs.units.items():
+        if not isinstance(spec.model, str) or spec.model.endswith(".fmu"):
+            raise ConnectionError_(f"unit {name!r}: only TITOP model identifiers have a monolithic twin")
+        kind, n = catalog.parse_identifier(spec.model)
+        iface = catalog.interface(kind, n)
+        values = dict(zip((p[0] for p in iface.param_scalars), iface.defaults()))
+        for k, v in spec.parameters.items():
+            if k not in values:
+                raise ConnectionError_(f"{name!r} ({spec.model}) has no parameter {k!r}")
+            values[k] = v
+        v = iface.values([values[p[0]] for p in iface.param_scalars])
+        s.add(name, catalog.KINDS[kind].build(v, n))
+    linked = set()
+    for child_port, parent_port in cs.links:
+        s.connect(child_port, parent_port)
+        linked.add((f"{child_port}.m", f"{parent_port}.m"))
+        linked.add((f"{parent_port}.w", f"{child_port}.w"))
+    extra = [c for c in cs.connections if tuple(c) not in linked]
+    if extra:
+        raise ConnectionError_(f"connections other than TITOP links have no monolithic twin: {extra[:3]}")
+    for ref, value in cs.inputs.items():
+        s.set_input(ref, value)
+    return s
+
+
+def recorded(cs: CoSystem, system: System, y) -> np.ndarray:
+    """The recorded outputs of ``cs`` (:meth:`CoSystem.record`, in order) at the states ``y``
+    (one state or ``(n, n_states)``) of its monolithic twin."""
+    refs = []
+    for ref in cs.recorded:
+        name, _, var = ref.partition(".")
+        port, k = port_of(var)
+        refs.append((name, port, k))
+    Y = np.atleast_2d(y)
+    rows = []
+    for yy in Y:
+        outs = system.outputs(yy)
+        row = []
+        for name, port, k in refs:
+            v = np.atleast_1d(outs[name][port])
+            row.extend(v.tolist() if k == 0 and v.size > 1 else [v[k - 1] if k else v[0]])
+        rows.append(row)
+    return np.array(rows)
+
+
+def simulate(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12):
+    """``(t, recorded outputs)`` of the monolithic twin every ``dt`` from 0 to ``stop``."""
+    s = monolithic(cs)
+    tr = s.simulate(stop, dt, rtol=rtol, atol=atol)
+    return tr.t, recorded(cs, s, tr.y)
+
+
+def started_at(cs: CoSystem, system: System, y) -> CoSystem:
+    """A copy of ``cs`` whose units start from the states ``y`` of its monolithic twin
+    (bases: ``r0``, ``Theta0``, ``twist0``; joints: ``q0``, ``qd0``)."""
+    import copy
+    from ..blocks.floating_base import _Base
+    from ..blocks.joints import _JointBody
+    from ..spatial import dcm_from_quat, euler_from_dcm
+    out = copy.deepcopy(cs)
+    for name, spec in out.units.items():
+        block = system.blocks[name]
+        x = np.asarray(y)[system.state_slice(name)]
+        p = spec.parameters
+        if isinstance(block, _Base):
+            p.update({f"twist0[{i + 1}]": float(x[i]) for i in range(6)})
+            p.update({f"r0[{i + 1}]": float(x[6 + i]) for i in range(3)})
+            Theta = euler_from_dcm(dcm_from_quat(x[9:13]))
+            p.update({f"Theta0[{i + 1}]": float(Theta[i]) for i in range(3)})
+        elif isinstance(block, _JointBody):
+            p["q0"], p["qd0"] = float(x[0]), float(x[1])
+    return out

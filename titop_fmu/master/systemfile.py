@@ -1,0 +1,162 @@
+"""The declarative system file: TOML (``.toml``) or JSON (``.json``), same structure.
+
+Example (``examples/balloon.toml`` is the full balloon)::
+
+    # connections: output -> input, scalars or whole ports (sizes must match)
+    connections = [["ctrl.y", "arm.joint.tau"]]
+    # TITOP links: child port -> parent port, i.e. A.ci.m -> B.p.m and B.p.w -> A.ci.w
+    links = [["base.c1", "arm.p"]]
+    # outputs written to the CSV, in order (scalars or ports)
+    record = ["arm.joint.q[3]", "base.c1.m[16]"]
+
+    [simulation]                       # defaults of the command-line options (all optional)
+    stop = 10.0
+    output_interval = 0.01
+    tolerance = 3e-5
+
+    [units.base]
+    model = "floating_base_c1"         # a TITOP FMU of ``titop-fmu build`` ...
+    mass = 10.0
+    inertia = [[5, 0, 0], [0, 10, -7], [0, -7, 10]]
+    "c1.r" = [0, -2, 0]
+
+    [units.arm]
+    fmu = "fmus/revolute_c0.fmu"       # ... or any FMI 2.0 co-simulation FMU (path relative to this file)
+    mass = 2.0
+    com = [0, -1.2, 0]
+    q0 = "170 deg"                     # a string "<number> deg" is converted to radians
+
+    [inputs]                           # constant values of unconnected inputs
+    "base.ext.w" = [0, 117.72, 0, 0, 0, 0]
+
+Every other key of a ``[units.NAME]`` table is an FMI parameter; a vector or
+matrix value sets ``name[i]`` / ``name[i,j]`` (1-based, FMI structured names).
+Keys unknown to the format are errors, so are unknown parameters, variables
+and units (checked by :func:`~titop_fmu.master.graph.analyse` before
+anything runs).
+
+Towards SSP: a unit is an ``ssd:Component`` (its FMU the ``source``), its
+parameters an ``ssv:ParameterSet``, a connection an ``ssd:Connection``
+(``startElement.startConnector -> endElement.endConnector``), a link two of them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ConnectionError_
+from .graph import CoSystem
+
+TOP_KEYS = {"connections", "links", "record", "simulation", "units", "inputs"}
+SIMULATION_KEYS = {"stop": float, "output_interval": float, "tolerance": float, "start": float}
+
+
+@dataclass
+class SystemFile:
+    """A system read from a file, with the simulation defaults it gives."""
+
+    system: CoSystem
+    path: Path
+    simulation: dict = field(default_factory=dict)
+
+
+def _load(path: Path) -> dict:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConnectionError_(f"{path}: not valid JSON: {e}") from None
+    try:
+        import tomllib
+    except ImportError:                               # Python 3.10
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise ConnectionError_(f"{path}: reading TOML needs Python 3.11 or the tomli package; "
+                                   "or write the system as JSON") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConnectionError_(f"{path}: not valid TOML: {e}") from None
+
+
+def _value(where, v):
+    """Numbers, nested lists of numbers; ``"<x> deg"`` strings in radians."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, (int, float)):
+        return v
+    if isinstance(v, str):
+        text = v.strip()
+        if text.endswith("deg"):
+            try:
+                return math.radians(float(text[:-3]))
+            except ValueError:
+                pass
+        raise ConnectionError_(f"{where}: cannot read {v!r} (a number, a list, or '<number> deg')")
+    if isinstance(v, list):
+        return [_value(where, x) for x in v]
+    raise ConnectionError_(f"{where}: unsupported value {v!r}")
+
+
+def _pairs(path, d, key):
+    items = d.get(key, [])
+    if not isinstance(items, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                                              for p in items):
+        raise ConnectionError_(f'{path}: "{key}" must be a list of ["from", "to"] pairs of strings')
+    return items
+
+
+def read(path) -> SystemFile:
+    """Read a system file; errors name the file and the offending entry."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConnectionError_(f"no system file {path}")
+    d = _load(path)
+    unknown = set(d) - TOP_KEYS
+    if unknown:
+        raise ConnectionError_(f"{path}: unknown key(s) {sorted(unknown)}; known: {sorted(TOP_KEYS)}")
+    units = d.get("units")
+    if not isinstance(units, dict) or not units:
+        raise ConnectionError_(f"{path}: no [units.NAME] table")
+    s = CoSystem()
+    for name, spec in units.items():
+        if not isinstance(spec, dict):
+            raise ConnectionError_(f"{path}: units.{name} must be a table")
+        spec = dict(spec)
+        model, fmu = spec.pop("model", None), spec.pop("fmu", None)
+        if (model is None) == (fmu is None):
+            raise ConnectionError_(f"{path}: units.{name} needs exactly one of model = \"<TITOP model>\" "
+                                   "or fmu = \"<file.fmu>\"")
+        if fmu is not None:
+            fmu_path = Path(fmu)
+            model = str(fmu_path if fmu_path.is_absolute() else (path.parent / fmu_path).resolve())
+        elif not isinstance(model, str):
+            raise ConnectionError_(f"{path}: units.{name}.model must be a string")
+        params = {k: _value(f"{path}: units.{name}.{k}", v) for k, v in spec.items()}
+        s.add(name, model, params)
+    for a, b in _pairs(path, d, "connections"):
+        s.connect(a, b)
+    for a, b in _pairs(path, d, "links"):
+        s.link(a, b)
+    inputs = d.get("inputs", {})
+    if not isinstance(inputs, dict):
+        raise ConnectionError_(f"{path}: [inputs] must be a table of \"unit.input\" = value")
+    for ref, v in inputs.items():
+        s.set_input(ref, _value(f"{path}: inputs.{ref}", v))
+    record = d.get("record", [])
+    if not isinstance(record, list) or not all(isinstance(r, str) for r in record):
+        raise ConnectionError_(f'{path}: "record" must be a list of "unit.output" strings')
+    s.record(*record)
+    sim = d.get("simulation", {})
+    if not isinstance(sim, dict) or set(sim) - set(SIMULATION_KEYS):
+        raise ConnectionError_(f"{path}: [simulation] keys are {sorted(SIMULATION_KEYS)}")
+    try:
+        sim = {k: SIMULATION_KEYS[k](v) for k, v in sim.items()}
+    except (TypeError, ValueError):
+        raise ConnectionError_(f"{path}: [simulation] values must be numbers") from None
+    return SystemFile(s, path, sim)
