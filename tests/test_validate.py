@@ -39,5 +39,9 @@ def test_validate_writes_figures_and_table(tmp_path):
     row = next(line for line in report.splitlines() if line.startswith("| inprocess vs pinocchio"))
     values = [float(v) for v in row.strip("|").split("|")[2:]]
     assert len(values) == 10 and max(values) <= 1e-9
+    row = next(line for line in report.splitlines() if line.startswith("| fmu vs pinocchio"))
+    values = [float(v) for v in row.strip("|").split("|")[2:]]
+    assert len(values) == 10 and max(values) <= 1e-5          # the master's default tolerance
+    assert "| fmu vs inprocess | [0, 2] s |" in report
     assert "centre of mass drift" in report
     assert default_reference_dir().is_dir()

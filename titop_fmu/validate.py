@@ -95,6 +95,16 @@ def run_inprocess(stop: float, overrides=None, tol=1e-12):
     return s, tr
 
 
+def run_fmu(stop: float, overrides=None, options=None, progress=False):
+    """The balloon through the TITOP FMUs and the co-simulation master (:mod:`titop_fmu.master`)."""
+    from .master import balloon_fmu, engines
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParameterWarning)
+        system = balloon_fmu.system(overrides)
+    opt = options or balloon_fmu.options(overrides)
+    return engines.simulate(system, stop, engine="fmu", output_interval=0.01, options=opt, progress=progress)
+
+
 def invariant_checks(stop: float, damped=None):
     """Centre-of-mass drift and energy behaviour of the in-process runs."""
     s, tr = damped or run_inprocess(stop)
@@ -201,6 +211,12 @@ def validate(out_dir, stop=20.0, reference_dir=None, engines=("inprocess",), log
             damped = run_inprocess(stop)
             s, tr = damped
             runs.append(Series("inprocess", tr.t, balloon.columns(s, tr.y)))
+        elif engine == "fmu":
+            res = run_fmu(stop)
+            runs.append(Series("fmu", res.t, res.values))
+            st = res.stats
+            notes.append(f"- `fmu` master: {st.macro_steps} macro steps ({st.rejected} rejected), "
+                         f"{st.step_iterations} coupling iterations, {sum(st.unit_steps.values())} doSteps")
         else:
             raise ValueError(f"unknown engine {engine!r}")
         notes.append(f"- `{engine}`: {stop:g} s simulated in {time.perf_counter() - t0:.1f} s wall")
