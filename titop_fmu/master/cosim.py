@@ -81,7 +81,7 @@ class Options:
     hold: bool = False
     span: float | None = None
     kappa: float | None = None      # local error / estimate (default: error_factor(sequence))
-    accept: float = 0.5
+    accept: float = 1.0
     reject: float = 1.5
     growth: float = 2.0
     work: float = 0.0               # target coupling iterations per base step (cost cap; 0: none)
