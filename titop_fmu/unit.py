@@ -117,7 +117,7 @@ class BlockUnit:
         """Advance the states by ``h`` with the current inputs held constant."""
         if self.block.n_states:
             u = self.input_dict()
-            f = lambda x: self.block.state_derivatives(x, u)
+            f = self.block.derivative_function(u)
             self.x, self.h_guess, _ = dopri5(f, self.x, h, self.rtol, self.atol, self.h_guess)
             self.x = self.block.project_state(self.x)
         self.t += h

@@ -59,7 +59,8 @@ class Block:
         """State-level quantities. ``m_parents[port]`` is the 18-vector at each parent
         port (its acceleration part is ignored). Must set ``kin.m_out``: the
         twist/pose part of every motion output (accelerations left at 0); with
-        ``outputs=False`` only what the state derivatives need (``m_out`` may be empty)."""
+        ``outputs=False`` only what the state derivatives need (``m_out`` may be empty,
+        and :meth:`accelerations` may then give only what :meth:`derivatives` uses)."""
         raise NotImplementedError
 
     def accelerations(self, kin, u: dict) -> dict:
@@ -136,8 +137,18 @@ class Block:
 
     def state_derivatives(self, x, u: dict) -> np.ndarray:
         """``xdot`` for states ``x`` and full inputs ``u``."""
-        kin, acc = self.evaluate(x, u, outputs=False)
-        return self.derivatives(x, kin, acc)
+        return self.derivative_function(u)(x)
+
+    def derivative_function(self, u: dict):
+        """``f(x) = xdot`` with the inputs ``u`` held (a communication step); what depends
+        on the inputs alone is prepared once."""
+        m_parents = {p: u[f"{p}.m"] for p in self.parent_ports}
+        a_in = self.acceleration_inputs(u)
+
+        def f(x):
+            kin = self.kinematics(x, m_parents, outputs=False)
+            return self.derivatives(x, kin, {k: v[:, 0] for k, v in self.accelerations(kin, a_in).items()})
+        return f
 
     def default_inputs(self) -> dict:
         """Zero value for every input."""

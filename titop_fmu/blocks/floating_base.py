@@ -49,9 +49,9 @@ class _Base(Block):
             m_out.update({f"{c}.m": upsilon(-PC, m_P, t)
                           for c, PC, t in zip(self.child_ports, self.body.children, self.body.tau_c)})
         return SimpleNamespace(
-            P_bi=P_bi, P_ai=P_bi, m_A=m_P, twist=twist, m_out=m_out,
+            P_bi=P_bi, P_ai=P_bi, m_A=m_P, twist=twist, m_out=m_out, outputs=outputs,
             g6=col(gravity6(P_bi, self.g)),
-            bias=col(C(twist) @ D @ twist),                                 # C(x') D x', eq. (7)
+            bias=col(C(twist) @ (D @ twist)),                                 # C(x') D x', eq. (7)
         )
 
     def project_state(self, x):
@@ -99,7 +99,8 @@ class FloatingBase(_Base):
         total = w_ext + sum_child_wrenches(self.body, u, self.child_ports)
         a_P = self.D_inv @ (total - kin.bias) + kin.g6                     # eq. (11) solved, Fig. 2
         acc = {"p.a": a_P}
-        acc.update(child_accelerations(self.body, a_P, self.child_ports))
+        if kin.outputs:
+            acc.update(child_accelerations(self.body, a_P, self.child_ports))
         return acc
 
 

@@ -41,9 +41,9 @@ class _MountedBody(Block):
         m_out = {f"{c}.m": upsilon(-PC, m_A, t)
                  for c, PC, t in zip(self.child_ports, self.body.children, self.body.tau_c)} if outputs else {}
         return SimpleNamespace(
-            m_A=m_A, P_ai=P_ai, twist=twist, P2=P_x2(P_ab), m_out=m_out,
+            m_A=m_A, P_ai=P_ai, twist=twist, P2=P_x2(P_ab), m_out=m_out, outputs=outputs,
             g6=col(gravity6(P_ai, self.g)),
-            bias=col(C(twist) @ D @ twist),                                 # C(x'_P) D_P x'_P
+            bias=col(C(twist) @ (D @ twist)),                                 # C(x'_P) D_P x'_P
             **extra)
 
 
@@ -142,6 +142,7 @@ class RevoluteBody(_JointBody):
         super().__init__(body, axis, **kw)
         r6 = np.concatenate([np.zeros(3), self.axis])
         self.r6 = r6
+        self.skew_r = skew(self.axis)                                      # (*r~)
         self.J_r = float(r6 @ body.D_P @ r6)                               # eq. (20)
         if self.J_r <= 1e-12 * max(1.0, body.mass):
             raise ParameterError("inertia", "the apparent inertia J_r about the revolute axis "
@@ -154,7 +155,7 @@ class RevoluteBody(_JointBody):
         m_A, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)         # [m^B_P]_Ra, Theta^A
         v_B, w_B = m_A[6:9].copy(), m_A[9:12].copy()
         m_A[9:12] += thetad * r                                            # eq. (17), twist
-        e = np.concatenate([-thetad * skew(r) @ v_B, -thetad * skew(r) @ w_B])  # eq. (17)
+        e = -thetad * np.concatenate([self.skew_r @ v_B, self.skew_r @ w_B])   # eq. (17)
         return self._body_kinematics(m_A, P_ai, P_ab, outputs, e=col(e), s=self.r6,
                                      spring=self.joint_effort(x))
 
@@ -164,6 +165,8 @@ class RevoluteBody(_JointBody):
         W_c = sum_child_wrenches(self.body, u, self.child_ports)
         beta = D @ (a_B - kin.g6 + kin.e) + kin.bias - W_c                 # bracket of eq. (21)
         thetadd, extra = self._solve_joint(kin, u, self.J_r, beta)         # eq. (22) / (21)
+        if not kin.outputs:                                                # state derivatives only
+            return {"joint.qdd": thetadd[None, :]}
         a_A = a_B + kin.e + self.r6[:, None] * thetadd                     # eq. (17)
         W = W_c - newton_euler(D, a_A, kin.g6, kin.bias)                   # eq. (18): W_A/B,P
         acc = {"p.w": kin.P2 @ W, "joint.qdd": thetadd[None, :], **extra}
@@ -209,6 +212,8 @@ class PrismaticBody(_JointBody):
         W_c = sum_child_wrenches(self.body, u, self.child_ports)
         beta = D @ (a_T - kin.g6 + kin.e) + kin.bias - W_c                 # bracket of eq. (27)
         xdd, extra = self._solve_joint(kin, u, self.body.mass, beta)      # eq. (28) / (27)
+        if not kin.outputs:                                                # state derivatives only
+            return {"joint.qdd": xdd[None, :]}
         a_A = a_T + kin.e + self.t6[:, None] * xdd                         # eq. (24)
         W_P = W_c - newton_euler(D, a_A, kin.g6, kin.bias)                 # eq. (25): W_A/B,P
         W_P0 = kin.T.T @ W_P                                               # eq. (29)
