@@ -235,3 +235,39 @@ def test_triangle_inequality_only_warns():
     with pytest.warns(ParameterWarning, match="triangle"):
         b = RigidBody(10.0, [[5, 0, 0], [0, 10, -7], [0, -7, 10]])
     assert np.allclose(np.linalg.eigvalsh(b.inertia), [3, 5, 17])
+
+
+def stateful_blocks():
+    return [FloatingBase(RigidBody(2.0, np.diag([1.0, 2.0, 2.5]), children=[rng.standard_normal(3)]), gravity=G),
+            ImposedMotionBase(rand_body(1), gravity=G),
+            RevoluteBody(rand_body(), axis=rng.standard_normal(3), gravity=G, mount=[0.2, -0.5, 1.0], k=3.0, d=0.4),
+            PrismaticBody(rand_body(), axis=rng.standard_normal(3), gravity=G, mount=[0.1, 0.4, -0.3], k=2.0, d=0.1),
+            RevoluteBody(rand_body(), axis=rng.standard_normal(3), gravity=G, mode="inverse")]
+
+
+def random_state(blk):
+    return blk.project_state(blk.initial_state() + 0.3 * rng.standard_normal(blk.n_states))
+
+
+@pytest.mark.parametrize("blk", stateful_blocks(), ids=lambda b: type(b).__name__)
+def test_state_derivatives_skip_only_outputs(blk):
+    """The derivative path (no child motion, no Euler angles, joint or base acceleration
+    only) gives exactly the derivatives of the full evaluation."""
+    for _ in range(5):
+        x, u = random_state(blk), rand_inputs(blk)
+        assert np.array_equal(blk.state_derivatives(x, u), blk.derivatives(x, *blk.evaluate(x, u)))
+
+
+@pytest.mark.parametrize("cls", [FloatingBase, ImposedMotionBase])
+def test_bases_output_their_own_motion_vector(cls):
+    """``p.m`` of a base: its spatial acceleration, its twist (states) and its pose at P."""
+    blk = cls(RigidBody(2.0, np.diag([1.0, 2.0, 2.5]), children=[rng.standard_normal(3)]), gravity=G)
+    x, u = random_state(blk), rand_inputs(blk)
+    kin, acc = blk.evaluate(x, u)
+    m = blk.outputs(x, u)["p.m"]
+    P_bi = sp.dcm_from_quat(x[9:13])
+    assert np.array_equal(m[0:6], acc["p.a"]) and np.array_equal(m[6:12], x[0:6])
+    assert np.allclose(m[12:15], P_bi.T @ x[6:9], atol=1e-14)
+    assert np.allclose(sp.dcm_from_euler(m[15:18]), P_bi, atol=1e-13)
+    assert np.allclose(blk.outputs(x, u)["c1.m"], sp.upsilon(-blk.body.children[0], m, blk.body.tau_c[0]),
+                       atol=1e-13)

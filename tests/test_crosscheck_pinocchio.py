@@ -31,6 +31,8 @@ def test_accelerations_agree_at_random_states():
                                        jq[:, 0], jq[:, 1])
         mine = np.concatenate([ydot[s.state_slice("balloon")][0:6], [ydot[s.state_slice(n)][1] for n in JOINTS]])
         worst = max(worst, np.max(np.abs(mine - np.concatenate([vd, wd, qdd]))))
+    print(f"\n[crosscheck] TITOP vs Pinocchio ABA, 20 random balloon states: max acceleration difference "
+          f"{worst:.2e}")
     assert worst <= 1e-9
 
 
