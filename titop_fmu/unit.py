@@ -66,13 +66,18 @@ class BlockUnit:
         self._y = None
 
     # -- inputs / outputs ----------------------------------------------------------
-    def set_inputs(self, values):
-        """Set all scalar inputs at once (array in :attr:`input_names` order)."""
+    def set_inputs(self, values, idx=None):
+        """Set all scalar inputs (array in :attr:`input_names` order), or those at the
+        positions ``idx``. A non-finite value raises and changes nothing."""
         values = np.asarray(values, dtype=float)
         if not np.all(np.isfinite(values)):
-            bad = [n for n, v in zip(self.input_names, values) if not np.isfinite(v)]
+            names = self.input_names if idx is None else [self.input_names[i] for i in np.atleast_1d(idx)]
+            bad = [n for n, v in zip(names, np.atleast_1d(values)) if not np.isfinite(v)]
             raise SolverError(f"non-finite input(s) {bad}")
-        self.u = values.copy()
+        if idx is None:
+            self.u = values.copy()
+        else:
+            self.u[idx] = values
         self._y = None
 
     def set_input(self, name: str, value):
@@ -105,7 +110,7 @@ class BlockUnit:
             if self._kin_key is None or not np.array_equal(key, self._kin_key):
                 self._kin = b.kinematics(self.x, {p: u[f"{p}.m"] for p in b.parent_ports})
                 self._kin_key = key
-            out = b.assemble_outputs(self.x, self._kin, b.acceleration_stage(self._kin, u))
+            out = b.assemble_outputs(self.x, self._kin, b.acceleration_stage(self._kin, b.acceleration_inputs(u)))
             self._y = np.concatenate([np.zeros(0)] + [np.atleast_1d(out[n]) for n in self.output_spec])
         return self._y
 

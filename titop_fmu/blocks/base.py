@@ -113,11 +113,12 @@ class Block:
     def evaluate(self, x, u: dict, outputs: bool = True):
         """``(kin, acc)`` for full inputs ``u`` (1-D arrays, one per input name)."""
         kin = self.kinematics(x, {p: u[f"{p}.m"] for p in self.parent_ports}, outputs)
-        return kin, self.acceleration_stage(kin, u)
+        return kin, self.acceleration_stage(kin, self.acceleration_inputs(u))
 
-    def acceleration_stage(self, kin, u: dict) -> dict:
-        """The acceleration stage for full inputs ``u`` (1-D arrays in and out)."""
-        return {k: v[:, 0] for k, v in self.accelerations(kin, self.acceleration_inputs(u)).items()}
+    def acceleration_stage(self, kin, a_in: dict) -> dict:
+        """The acceleration stage for one column of inputs (:meth:`acceleration_inputs`),
+        as 1-D arrays."""
+        return {k: v[:, 0] for k, v in self.accelerations(kin, a_in).items()}
 
     def outputs(self, x, u: dict) -> dict:
         """All outputs for states ``x`` and full inputs ``u`` (the FMU's view of the block)."""
@@ -147,7 +148,7 @@ class Block:
 
         def f(x):
             kin = self.kinematics(x, m_parents, outputs=False)
-            return self.derivatives(x, kin, {k: v[:, 0] for k, v in self.accelerations(kin, a_in).items()})
+            return self.derivatives(x, kin, self.acceleration_stage(kin, a_in))
         return f
 
     def default_inputs(self) -> dict:

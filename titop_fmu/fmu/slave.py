@@ -215,11 +215,11 @@ class TitopSlave(Fmi2Slave):
             self._set_inputs(np.array(inputs_i), inputs_v)
 
     def _set_inputs(self, idx, values):
-        u = self._inputs().copy()
-        u[idx] = values
         if self._unit is not None:
-            self._unit.set_inputs(u)              # checks every value is finite, else unchanged
+            self._unit.set_inputs(values, idx)    # checks every value is finite, else unchanged
             return
+        u = self._pending.copy()
+        u[idx] = values
         bad = [self.iface.input_names[i] for i, v in zip(np.atleast_1d(idx), values) if not math.isfinite(v)]
         if bad:
             raise SolverError(f"non-finite input(s) {bad}")
@@ -317,7 +317,7 @@ class TitopSlave(Fmi2Slave):
             if self._unit is not None and self._unit_params == tuple(self._params):
                 unit = self._unit.get_state()
             return _Snapshot(self.iface.model_identifier, self._mode, self._params, self._t0,
-                             None if unit is not None else self._inputs(), unit)
+                             None if unit is not None else self._inputs().copy(), unit)
         except Exception as e:
             self._error("fmi2GetFMUstate", e)
             return _InvalidState(f"the state could not be saved ({type(e).__name__}: {e})")

@@ -91,7 +91,7 @@ def run_simulate(args) -> int:
         if not system.recorded:
             raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
         opt = options_from(args)
-        header = ["t"] + [lab for lab in _labels(system, engine, fmu_dir)]
+        header = None                       # the recorded scalars, known once the system is analysed
         # the file's [simulation] table replaces the options left at their defaults
         stop = sf.simulation.get("stop", args.stop) if args.stop == CLI_DEFAULTS["stop"] else args.stop
         dt = sf.simulation.get("output_interval", args.dt) if args.dt == CLI_DEFAULTS["dt"] else args.dt
@@ -100,6 +100,7 @@ def run_simulate(args) -> int:
     if not (stop > 0 and dt > 0):
         raise TitopError(f"need --stop > 0 and --dt > 0, got {stop}, {dt}")
     master = engines.build(system, engine, opt, fmu_dir)
+    header = header or ["t"] + [lab for lab, _ in master.st.recorded]
     try:
         res = master.simulate(stop, dt, progress=not quiet)
     finally:
@@ -112,12 +113,3 @@ def run_simulate(args) -> int:
         print(res.stats.summary(), file=sys.stderr)
         print(f"wrote {args.out} ({len(res.t)} rows)", file=sys.stderr)
     return 0
-
-
-def _labels(system, engine, fmu_dir):
-    from .engines import unit_types
-    from .graph import analyse
-    types, _ = unit_types(system, engine, fmu_dir)
-    return [lab for lab, _ in analyse(system, types).recorded]
-
-

@@ -189,13 +189,10 @@ class BlockUnitAdapter(Unit):
         self.unit = self._factory(parameters)
         self.unit.reset(t0)
         if inputs:
-            idx = [self.type.input_index[n] for n in inputs]
-            self.unit.u[idx] = np.array(list(inputs.values()), dtype=float)
+            self.unit.set_inputs(list(inputs.values()), [self.type.input_index[n] for n in inputs])
 
     def _set_inputs(self, idx, values):
-        u = self.unit
-        u.u[idx] = values
-        u._y = None
+        self.unit.set_inputs(values, idx)
 
     def _get_outputs(self, idx):
         return self.unit.outputs()[idx]
