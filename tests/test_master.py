@@ -403,6 +403,36 @@ def test_unknown_model_or_engine(no_units):
     with pytest.raises(ConnectionError_, match=r"unknown engine 'fmi'"):
         engines.build(tree(), "fmi")
 
+def test_an_fmu_failing_a_call_is_an_error_quoting_its_log(fmu_dir):
+    """A status above fmi2Warning from an FMU is a SolverError naming the unit, the call and
+    what the FMU logged; the unit stays usable after a refused input."""
+    system = balloon_fmu.system()
+    paths = engines.ensure_fmus(["revolute_c1"], fmu_dir)
+    spec = system.units["pendulum1"]
+    u = engines.make_unit("pendulum1", spec, "fmu", paths)
+    try:
+        with pytest.raises(SolverError, match=r"'pendulum1#0' \(revolute_c1\): fmi2ExitInitialization"
+                                              r"Mode failed: .*invalid parameter 'mass'"):
+            u.setup({**spec.parameters, "mass": -1.0}, {}, 0.0)
+    finally:
+        u.terminate()
+    u = engines.make_unit("pendulum1", spec, "fmu", paths)
+    try:
+        u.setup(dict(spec.parameters), {}, 0.0)
+        k = u.type.input_index["c1.w[4]"]
+        u.set_inputs(np.array([k]), np.array([0.5]))
+        y0 = u.get_outputs(np.arange(6))
+        with pytest.raises(SolverError, match=r"fmi2SetReal failed: .*non-finite input.*c1\.w\[4\]"):
+            u.set_inputs(np.array([k]), np.array([math.nan]))
+        u.do_step(0.0, 0.01)
+        assert np.all(np.isfinite(u.get_outputs(np.arange(6)))) and not np.array_equal(y0, u.get_outputs(
+            np.arange(6)))
+        with pytest.raises(SolverError, match=r"fmi2DoStep failed: .*invalid communication step size"):
+            u.do_step(0.01, -1.0)
+    finally:
+        u.terminate()
+
+
 
 # -- the balloon through the master ---------------------------------------------------------------
 

@@ -317,7 +317,8 @@ class FMUUnit(Unit):
         self._all_out = np.arange(len(self._out_vr))
         self._out_buf = np.zeros(len(self._out_vr))
         self._vr_cache = {}
-        self.log = []
+        self.log = []                # the last 50 messages: (status, category, text)
+        self.logged = 0              # messages so far
         self.fmu = FMU2Slave(guid=md.guid, unzipDirectory=unzipdir,
                              modelIdentifier=md.coSimulation.modelIdentifier, instanceName=name)
         cb = fmi2CallbackFunctions()
@@ -328,24 +329,35 @@ class FMUUnit(Unit):
         self._callbacks = cb
         self._call("fmi2Instantiate", self.fmu.instantiate, callbacks=cb)
         self._instantiated = True
+        # the per-step functions called bare (no FMPy wrapper): preallocated value-reference
+        # arrays per index set, one value buffer, the status checked here
         self._c = self.fmu.component
-        self._set_real = self.fmu.fmi2SetReal
-        self._get_real = self.fmu.fmi2GetReal
-        self._do = self.fmu.fmi2DoStep
-        self._dbl = ctypes.POINTER(ctypes.c_double)
-        self._uint = ctypes.POINTER(ctypes.c_uint)
+        vp, sz = ctypes.c_void_p, ctypes.c_size_t
+        rw = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp, sz, vp)
+        self._set_real = rw(("fmi2SetReal", self.fmu.dll))
+        self._get_real = rw(("fmi2GetReal", self.fmu.dll))
+        self._do = ctypes.CFUNCTYPE(ctypes.c_int, vp, ctypes.c_double, ctypes.c_double, ctypes.c_int)(
+            ("fmi2DoStep", self.fmu.dll))
+        self._buf = np.zeros(max(len(self._in_vr), len(self._out_vr), 1))
+        self._buf_at = self._buf.ctypes.data
 
     def _logger(self, env, instance, status, category, message):
         self.log.append((status, (category or b"").decode(errors="replace"), message.decode(errors="replace")))
+        self.logged += 1
         del self.log[:-50]
+
+    def _since(self, logged):
+        """The error messages the FMU logged since the count was ``logged``."""
+        new = self.log[len(self.log) - min(len(self.log), self.logged - logged):]
+        return "; ".join(m for s, _, m in new if s >= 2)
 
     def _call(self, what, f, *args, **kw):
         from fmpy.fmi1 import FMICallException
-        n = len(self.log)
+        logged = self.logged
         try:
             return f(*args, **kw)
         except FMICallException as e:
-            msgs = "; ".join(m for s, _, m in self.log[n:] if s >= 2) or str(e)
+            msgs = self._since(logged) or str(e)
             raise SolverError(f"FMU {self.name!r} ({self.type.name}): {what} failed: {msgs}") from None
 
     def _setup(self, parameters, inputs, t0):
@@ -377,29 +389,36 @@ class FMUUnit(Unit):
                 self._call("fmi2SetString", self.fmu.setString, vrs, [str(v) for v in vals])
 
     def _vrs(self, which, idx):
+        """``(value-reference array, its address, its length)`` for input or output positions."""
         key = (which, idx.tobytes() if isinstance(idx, np.ndarray) else tuple(idx))
-        arr = self._vr_cache.get(key)
-        if arr is None:
+        vrs = self._vr_cache.get(key)
+        if vrs is None:
             src = self._in_vr if which == "in" else self._out_vr
             arr = np.ascontiguousarray(src[np.asarray(idx, dtype=int)], dtype=np.uint32)
-            self._vr_cache[key] = arr
-        return arr
+            vrs = self._vr_cache[key] = (arr, arr.ctypes.data, len(arr))
+        return vrs
+
+    def _checked(self, what, status, logged):
+        """Above ``fmi2Warning``: an error quoting what the FMU logged during the call."""
+        if status > 1:
+            msgs = self._since(logged) or f"status {status}"
+            raise SolverError(f"FMU {self.name!r} ({self.type.name}): {what} failed: {msgs}")
 
     def _set_inputs(self, idx, values):
-        vrs = self._vrs("in", idx)
-        vals = np.ascontiguousarray(values, dtype=float)
-        self._call("fmi2SetReal", self._set_real, self._c, vrs.ctypes.data_as(self._uint), len(vrs),
-                   vals.ctypes.data_as(self._dbl))
+        _, at, n = self._vrs("in", idx)
+        self._buf[:n] = values
+        logged = self.logged
+        self._checked("fmi2SetReal", self._set_real(self._c, at, n, self._buf_at), logged)
 
     def _get_outputs(self, idx):
-        vrs = self._vrs("out", idx)
-        out = np.empty(len(vrs))
-        self._call("fmi2GetReal", self._get_real, self._c, vrs.ctypes.data_as(self._uint), len(vrs),
-                   out.ctypes.data_as(self._dbl))
-        return out
+        _, at, n = self._vrs("out", idx)
+        logged = self.logged
+        self._checked("fmi2GetReal", self._get_real(self._c, at, n, self._buf_at), logged)
+        return self._buf[:n].copy()
 
     def _do_step(self, t, h):
-        self._call("fmi2DoStep", self._do, self._c, t, h, 0)
+        logged = self.logged
+        self._checked("fmi2DoStep", self._do(self._c, t, h, 0), logged)
 
     def _get_state(self):
         return self._call("fmi2GetFMUstate", self.fmu.getFMUstate)
