@@ -114,6 +114,7 @@ class TitopSlave(Fmi2Slave):
         self._in0, self._out0 = n_par, n_par + n_in
         self._end = self._out0 + len(iface.output_names)
         self._is_int = np.array([v.type == "Integer" for v in iface.variables])
+        self._known = {}                    # value-reference sets -> positions (_positions)
         self._params = list(iface.defaults())
         self._pending = np.zeros(n_in)      # inputs while there is no unit
         self._unit = None
@@ -177,12 +178,25 @@ class TitopSlave(Fmi2Slave):
         if self._is_int[vr] != integer:
             raise _FmiUsageError(f"{self._name(vr)} is {'not ' if integer else ''}an Integer variable")
 
+    def _positions(self, vrs, lo, hi):
+        """Positions ``vr - lo`` of value references that all lie in ``[lo, hi)``, or None.
+        The hosts repeat a few sets of value references: the answer is kept per set."""
+        key = (lo, tuple(vrs))
+        idx = self._known.get(key, False)
+        if idx is False:
+            idx = np.array(key[1], dtype=np.int64) - lo if key[1] and lo <= min(key[1]) and \
+                max(key[1]) < hi else None
+            if len(self._known) < 1024:
+                self._known[key] = idx
+        return idx
+
     def _read(self, vrs, integer=False):
-        vrs = np.asarray(vrs, dtype=np.int64)
-        if not integer and vrs.size and vrs.min() >= self._out0 and vrs.max() < self._end:
-            return self._outputs()[vrs - self._out0].tolist()           # the usual call
+        if not integer:
+            idx = self._positions(vrs, self._out0, self._end)
+            if idx is not None:
+                return self._outputs()[idx].tolist()                   # the usual call
         out = []
-        for vr in vrs.tolist():
+        for vr in np.asarray(vrs, dtype=np.int64).tolist():
             self._check(vr, integer)
             if vr < self._in0:
                 out.append(self._params[vr])
@@ -193,13 +207,14 @@ class TitopSlave(Fmi2Slave):
         return out
 
     def _write(self, vrs, values, integer=False):
-        vrs = np.asarray(vrs, dtype=np.int64)
         values = [float(v) for v in values]
-        if not integer and vrs.size and vrs.min() >= self._in0 and vrs.max() < self._out0:
-            self._set_inputs(vrs - self._in0, values)                      # the usual call
-            return
+        if not integer:
+            idx = self._positions(vrs, self._in0, self._out0)
+            if idx is not None:
+                self._set_inputs(idx, values)                              # the usual call
+                return
         inputs_i, inputs_v = [], []
-        for vr, value in zip(vrs.tolist(), values):
+        for vr, value in zip(np.asarray(vrs, dtype=np.int64).tolist(), values):
             self._check(vr, integer)
             if vr >= self._out0:
                 raise _FmiUsageError(f"{self._name(vr)} is an output and cannot be set")
