@@ -13,15 +13,19 @@ direct-feedthrough sensitivities of each unit, ``M[m, k] = d(source of coupling
 input m) / d(coupling input k)`` for ``m``, ``k`` on the same unit (one extra
 evaluation per coupling input with a declared dependency), chained along the
 torn graph: ``dr/dz = (M (I - S M)^-1)[torn, torn] - I``, ``S`` keeping the
-non-torn rows. ``M`` is kept and reused at later points while Newton still
-converges fast (TITOP blocks are affine in the loop variables at fixed state,
-so a fresh ``M`` solves the loop in one iteration); it is also the
+non-torn rows. ``M`` is kept, corrected by Broyden updates along the Newton
+steps, and reused at later points; it is measured again only when the
+iterations still needed at the observed rate would cost more unit evaluations
+than measuring it (TITOP blocks are affine in the loop variables at fixed
+state, so a fresh ``M`` solves the loop in one iteration). It is also the
 feedthrough part of the step Jacobian of :mod:`.cosim`.
 
 Non-convergence is an error naming the loop, the time and the residual.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -87,8 +91,6 @@ class LoopSolver:
     ``scale_i`` the largest ``|z_i|`` seen so far (at least 1).
     """
 
-    slow = 0.05         # refresh M when an iteration reduces the residual less than this
-
     def __init__(self, st: Structure, units: list, sens: Sensitivities, rtol=1e-11, atol=1e-13,
                  max_iter=12):
         if not (rtol >= 0 and atol >= 0 and rtol + atol > 0):       # else |r| / 0: "not finite"
@@ -124,6 +126,9 @@ class LoopSolver:
         self._deps = {}
         self._loop_cols = np.unique(np.concatenate([lp.inputs for lp in st.loops])) if st.loops else \
             np.zeros(0, dtype=int)
+        # a fresh M costs about as many unit evaluations as this many Newton iterations
+        per_iteration = max(1, sum(1 for p in self._plans["loop"] if p[5].size))
+        self._refresh_cost = (len(self._loop_cols) + len(units)) / per_iteration
 
     # -- evaluation -------------------------------------------------------------------------
     def _plan(self, ops, with_torn):
@@ -204,8 +209,7 @@ class LoopSolver:
                 return
             if it == self.max_iter:
                 break
-            slow = prev is not None and e > self.slow * prev
-            if sens.M is None or (slow and not fresh):
+            if sens.M is None or (not fresh and prev is not None and self._worth_refreshing(e, prev, it)):
                 self.refresh_M()
                 fresh = True
             elif fresh and prev is not None and e > 0.5 * prev and it > 6:
@@ -229,6 +233,15 @@ class LoopSolver:
             r = r_new
             self.iterations += 1
         self._fail(t, r, err, self.max_iter, "Newton did not converge")
+
+    def _worth_refreshing(self, e, prev, it):
+        """Whether to re-measure ``M``: the iterations still needed at the rate of the last
+        one (residual ``prev`` -> ``e``, both above the tolerance 1) cost more unit
+        evaluations than a fresh ``M`` (with which an affine loop converges in one), or
+        would not fit in the iterations left."""
+        rate = e / prev
+        left = math.inf if rate >= 1.0 else math.log(e) / -math.log(rate)
+        return left > min(self._refresh_cost, self.max_iter - it - 1)
 
     def _fail(self, t, r, err, it, why):
         st = self.st
