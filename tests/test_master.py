@@ -547,6 +547,23 @@ def test_restart_from_a_saved_state_is_bit_identical(fmu_dir):
     assert np.array_equal(t1, t3) and np.array_equal(v1, v3)
 
 
+def test_worker_processes_end_with_the_master():
+    """Two worker processes, a short run, terminate: both processes have exited and their
+    pipes are closed (no process left behind)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParameterWarning)
+        system = balloon_fmu.system()
+    master = engines.build(system, "inprocess", balloon_fmu.options(workers=2, span=20.0))
+    procs = [s.proc for s in master.steppers]
+    try:
+        assert len(procs) == 2
+        master.simulate(0.02, 0.01)
+    finally:
+        master.terminate()
+    assert all(p.poll() is not None for p in procs)
+    assert all(p.stdin.closed and p.stdout.closed for p in procs)
+
+
 # -- the second topology ----------------------------------------------------------------------------
 
 TWO_BRANCH_STOP = 0.3

@@ -804,7 +804,15 @@ class Master:
         self.grid, self.span = snap["grid"], snap["span"]
 
     def terminate(self):
-        self._all("terminate")
+        """End the units, and the worker processes with them; also after a failure."""
+        err = None
+        for s in self.steppers:
+            try:
+                s.terminate()
+            except SolverError as e:
+                err = err or e
+        if err is not None:
+            raise err
 
 
 # -- output -------------------------------------------------------------------------------------

@@ -133,10 +133,16 @@ def build(system: CoSystem, engine: str = "fmu", options: Options | None = None,
     if opt.workers and len(groups) > 1:
         from .parallel import RemoteStepper, picklable
         if picklable(system):
-            steppers = [RemoteStepper(system, engine, fmu_dir, opt, g, key=k, st=st, paths=paths)
-                        for k, g in enumerate(groups)]
-            for s in steppers:                  # the workers start up together
-                s.result()
+            steppers = []
+            try:
+                for k, g in enumerate(groups):
+                    steppers.append(RemoteStepper(system, engine, fmu_dir, opt, g, key=k, st=st, paths=paths))
+                for s in steppers:              # the workers start up together
+                    s.result()
+            except BaseException:
+                for s in steppers:
+                    s.terminate()
+                raise
             return Master(st, steppers, opt)
     opt = dataclasses.replace(opt, workers=0)
     return Master(st, [Stepper(make_runs(system, st, engine, paths, opt, range(len(opt.sequence)), t0))], opt)
