@@ -13,16 +13,15 @@ import numpy as np
 
 from .errors import SolverError
 
-_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
-_A = [
-    [],
-    [1 / 5],
-    [3 / 40, 9 / 40],
-    [44 / 45, -56 / 15, 32 / 9],
-    [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729],
-    [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656],
-    [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84],
-]
+# Butcher tableau: row i of _A gives stage i + 1 from stages 0..i (lower triangular)
+_A = np.array([
+    [1 / 5, 0, 0, 0, 0, 0],
+    [3 / 40, 9 / 40, 0, 0, 0, 0],
+    [44 / 45, -56 / 15, 32 / 9, 0, 0, 0],
+    [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729, 0, 0],
+    [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656, 0],
+    [35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84],
+])
 _B = np.array([35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0.0])
 _E = _B - np.array([5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40])
 
@@ -40,23 +39,24 @@ def dopri5(f, x, h, rtol=1e-10, atol=1e-10, h_guess=None, max_steps=100_000):
     t, hs = 0.0, min(h, h_guess) if h_guess else h
     k1 = f(x)
     n = 1
+    K = np.empty((7, x.size))                         # the stages' derivatives
     for _ in range(max_steps):
         if t + hs >= h * (1 - 1e-12):
             hs = h - t
-        K = [k1]
+        K[0] = k1
         for i in range(1, 7):
-            xi = x + hs * sum(a * k for a, k in zip(_A[i], K) if a)
-            K.append(f(xi))
+            xi = x + hs * (_A[i - 1, :i] @ K[:i])
+            K[i] = f(xi)
         n += 6
         x_new = xi                                    # stage 7 is the 5th-order solution (FSAL)
-        err_vec = hs * sum(e * k for e, k in zip(_E, K) if e)
+        err_vec = hs * (_E @ K)
         scale = atol + rtol * np.maximum(np.abs(x), np.abs(x_new))
         err = np.sqrt(np.mean((err_vec / scale) ** 2))
         if not np.isfinite(err):
             raise SolverError("non-finite state derivative during a step")
         if err <= 1.0:
             t += hs
-            x, k1 = x_new, K[6]
+            x, k1 = x_new, K[6].copy()
             factor = 5.0 if err == 0 else min(5.0, 0.9 * err ** -0.2)
             h_last = hs
             hs *= factor

@@ -33,7 +33,7 @@ import numpy as np
 
 def col(v):
     """A vector as a ``(n, 1)`` column, so that it broadcasts against ``(n, k)`` batches."""
-    return np.reshape(v, (-1, 1))
+    return np.asarray(v).reshape(-1, 1)
 
 
 class Block:
