@@ -361,7 +361,7 @@ class Run:
                     raise _NoConvergence(
                         f"the coupling iteration did not converge at t={t:.9g} s, step {h:.3g} s: predicted "
                         f"change {e:.3g} (> {tol:.3g}) after {k + 1} steps")
-                if slow and not refreshed and self._worth_measuring_P(e, e_prev, tol, k):
+                if slow and not refreshed:          # a fresh step Jacobian, once per base step
                     self.measure_P(saved, ubar, t, h, Y)
                     corr = np.linalg.solve(eye - self.jac.at(h), r)
                     refreshed = True
@@ -377,17 +377,6 @@ class Run:
         if len(self.hist_t) > self.degree + 1:
             del self.hist_t[0], self.hist_U[0]
         return est
-
-    def _worth_measuring_P(self, e, e_prev, tol, k):
-        """Whether to measure a fresh step Jacobian (once per base step): the iterations
-        still needed at the rate of the last one cost more ``doStep``s than measuring it
-        (one per coupling input, an iteration being one per unit), or would not fit in the
-        iterations left. (Measuring it at every slow iteration made it a sixth of the
-        ``doStep``s of the coarsest run of the balloon.)"""
-        rate = e / e_prev
-        left = math.inf if rate >= 1.0 else math.log(e / tol) / -math.log(rate)
-        cost = self.st.n_cin / max(1, len(self.units))
-        return left > min(cost, self.opt.max_iterations - k - 1)
 
     def measure_P(self, saved, ubar, t, h, Y):
         """Step sensitivities: per unit and coupling input, one step of that unit with the
