@@ -27,7 +27,7 @@ def add_arguments(parser):
     """The master's options, for the ``simulate`` sub-parser."""
     g = parser.add_argument_group("co-simulation master (--engine fmu)")
     g.add_argument("--tol", type=float, default=DEFAULTS["tol"],
-                   help=f"coupling tolerance (default {DEFAULTS['tol']:g}; on the balloon 1e-7 with --dt-max 0.01 "
+                   help=f"coupling tolerance (default {DEFAULTS['tol']:g}; on the balloon 5e-8 with --dt-max 0.01 "
                         "gives below 1e-8)")
     g.add_argument("--dt-max", type=float, default=DEFAULTS["dt_max"],
                    help=f"largest macro step [s] (default {DEFAULTS['dt_max']:g})")
