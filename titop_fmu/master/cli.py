@@ -78,7 +78,6 @@ def run_simulate(args) -> int:
             system = balloon_fmu.system(overrides)
         opt = options_from(args, observe=balloon_fmu.observer(overrides), labels=list(balloon_fmu.COLUMNS[1:]),
                            angles=balloon_fmu.ANGLES)
-        header = list(balloon_fmu.COLUMNS)
         stop, dt = args.stop, args.dt
     else:
         path = Path(args.system)
@@ -91,7 +90,6 @@ def run_simulate(args) -> int:
         if not system.recorded:
             raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
         opt = options_from(args)
-        header = None                       # the recorded scalars, known once the system is analysed
         # the file's [simulation] table replaces the options left at their defaults
         stop = sf.simulation.get("stop", args.stop) if args.stop == CLI_DEFAULTS["stop"] else args.stop
         dt = sf.simulation.get("output_interval", args.dt) if args.dt == CLI_DEFAULTS["dt"] else args.dt
@@ -100,12 +98,11 @@ def run_simulate(args) -> int:
     if not (stop > 0 and dt > 0):
         raise TitopError(f"need --stop > 0 and --dt > 0, got {stop}, {dt}")
     master = engines.build(system, engine, opt, fmu_dir)
-    header = header or ["t"] + [lab for lab, _ in master.st.recorded]
     try:
         res = master.simulate(stop, dt, progress=not quiet)
     finally:
         master.terminate()
-    write_csv(args.out, res.t, res.values, header)
+    write_csv(args.out, res.t, res.values, ["t"] + res.labels)
     if not quiet and _get(args, "stats"):
         total = time.perf_counter() - start
         print(f"co-simulation ({engine} units, sequence {opt.sequence}, tol {opt.tol:g}): "

@@ -127,7 +127,7 @@ class LoopSolver:
         self._loop_cols = np.unique(np.concatenate([lp.inputs for lp in st.loops])) if st.loops else \
             np.zeros(0, dtype=int)
         # a fresh M costs about as many unit evaluations as this many Newton iterations
-        per_iteration = max(1, sum(1 for p in self._plans["loop"] if p[5].size))
+        per_iteration = max(1, sum(1 for *_, get_idx, _ in self._plans["loop"] if get_idx.size))
         self._refresh_cost = (len(self._loop_cols) + len(units)) / per_iteration
 
     # -- evaluation -------------------------------------------------------------------------

@@ -351,14 +351,19 @@ class FMUUnit(Unit):
         new = self.log[len(self.log) - min(len(self.log), self.logged - logged):]
         return "; ".join(m for s, _, m in new if s >= 2)
 
+    def _failure(self, what, logged, fallback):
+        """The error of a failed call: what the FMU logged since the count was ``logged``,
+        else ``fallback``."""
+        return SolverError(f"FMU {self.name!r} ({self.type.name}): {what} failed: "
+                           f"{self._since(logged) or fallback}")
+
     def _call(self, what, f, *args, **kw):
         from fmpy.fmi1 import FMICallException
         logged = self.logged
         try:
             return f(*args, **kw)
         except FMICallException as e:
-            msgs = self._since(logged) or str(e)
-            raise SolverError(f"FMU {self.name!r} ({self.type.name}): {what} failed: {msgs}") from None
+            raise self._failure(what, logged, str(e)) from None
 
     def _setup(self, parameters, inputs, t0):
         self._call("fmi2SetupExperiment", self.fmu.setupExperiment, startTime=t0)
@@ -401,8 +406,7 @@ class FMUUnit(Unit):
     def _checked(self, what, status, logged):
         """Above ``fmi2Warning``: an error quoting what the FMU logged during the call."""
         if status > 1:
-            msgs = self._since(logged) or f"status {status}"
-            raise SolverError(f"FMU {self.name!r} ({self.type.name}): {what} failed: {msgs}")
+            raise self._failure(what, logged, f"status {status}")
 
     def _set_inputs(self, idx, values):
         _, at, n = self._vrs("in", idx)
