@@ -239,6 +239,26 @@ def test_independent_loops_are_found_and_solved():
     assert np.max(np.abs(initial_outputs(s, **EXACT) - expect)) <= EXACT_BOUND
 
 
+def test_loop_jacobian_is_measured_again_only_when_it_pays():
+    """A fresh feedthrough M costs (loop columns + units) evaluations; Newton keeps the old
+    one (Broyden-corrected) while the iterations still needed at the observed rate cost less,
+    and fit in the iterations left. Residuals are weighted: the tolerance is 1."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParameterWarning)
+        system = balloon_fmu.system()
+    master = engines.build(system, "inprocess", balloon_fmu.options(workers=0))
+    try:
+        solver = master.steppers[0].runs[0].solver
+        assert solver._refresh_cost > 3
+        assert not solver._worth_refreshing(100.0, 1000.0, it=1)      # 2 more at 10x each: keep M
+        assert solver._worth_refreshing(100.0, 100.0, it=1)           # stalled
+        assert solver._worth_refreshing(100.0, 50.0, it=1)            # diverging
+        assert solver._worth_refreshing(100.0, 110.0, it=1)           # ~48 more at this rate
+        assert solver._worth_refreshing(100.0, 1000.0, it=solver.max_iter - 2)  # no room left
+    finally:
+        master.terminate()
+
+
 # -- loops without a solution -------------------------------------------------------------------
 
 def test_zero_loop_tolerances_are_refused():
