@@ -9,6 +9,8 @@ unit's state).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .errors import SolverError
@@ -45,14 +47,13 @@ def dopri5(f, x, h, rtol=1e-10, atol=1e-10, h_guess=None, max_steps=100_000):
             hs = h - t
         K[0] = k1
         for i in range(1, 7):
-            xi = x + hs * (_A[i - 1, :i] @ K[:i])
+            xi = x + hs * _A[i - 1, :i].dot(K[:i])
             K[i] = f(xi)
         n += 6
         x_new = xi                                    # stage 7 is the 5th-order solution (FSAL)
-        err_vec = hs * (_E @ K)
-        scale = atol + rtol * np.maximum(np.abs(x), np.abs(x_new))
-        err = np.sqrt(np.mean((err_vec / scale) ** 2))
-        if not np.isfinite(err):
+        q = hs * _E.dot(K) / (atol + rtol * np.maximum(np.abs(x), np.abs(x_new)))
+        err = math.sqrt(q.dot(q) / q.size)                 # RMS of the scaled error
+        if not math.isfinite(err):
             raise SolverError("non-finite state derivative during a step")
         if err <= 1.0:
             t += hs

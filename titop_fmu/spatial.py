@@ -16,6 +16,10 @@ Conventions (shared/paper/titop-nonlinear.md, shared/balloon-scenario.md):
 * Euler angles ``Theta = [phi, theta, psi]``, sequence 3-2-1 (intrinsic
   z-y-x): ``P_b/i = Rz(psi) Ry(theta) Rx(phi)``.
 * Quaternions are scalar first, ``q = [w, x, y, z]``, with ``P_b/i = R(q)``.
+
+Products in the functions that run at every derivative evaluation are written
+``A.dot(x)``: on 6x6 and 3x3 arrays numpy's ``A @ x`` costs twice as much
+(about 1.1 against 0.5 microseconds), for the same product.
 """
 
 from __future__ import annotations
@@ -86,7 +90,7 @@ def newton_euler(D_P, acc, g6, bias):
     be a 6-vector or a ``(6, k)`` batch of spatial accelerations (``g6`` and
     ``bias`` then are ``(6, 1)`` columns).
     """
-    return D_P @ (acc - g6) + bias
+    return D_P.dot(acc - g6) + bias
 
 
 # --- attitude ---------------------------------------------------------------
@@ -257,8 +261,8 @@ def motion_in_frame(m_b, P_ab, angles=True):
     ``angles=False`` skips ``Theta^A`` (left NaN) when only the dynamics is needed.
     """
     m_a = np.empty(18)
-    m_a[0:15] = (m_b[0:15].reshape(5, 3) @ P_ab).ravel()            # (P_a/b^18)^T m, rows 1-15
-    P_ai = dcm_from_euler(m_b[15:18]) @ P_ab
+    m_a[0:15] = m_b[0:15].reshape(5, 3).dot(P_ab).ravel()           # (P_a/b^18)^T m, rows 1-15
+    P_ai = dcm_from_euler(m_b[15:18]).dot(P_ab)
     m_a[15:18] = euler_from_dcm(P_ai) if angles else np.nan
     return m_a, P_ai
 
@@ -272,8 +276,8 @@ def upsilon(CP, m_P, t=None):
     """
     t = tau(CP) if t is None else t
     m_C = np.empty(18)
-    m_C[0:6] = t @ m_P[0:6]
-    m_C[6:12] = t @ m_P[6:12]
+    m_C[0:6] = t.dot(m_P[0:6])
+    m_C[6:12] = t.dot(m_P[6:12])
     m_C[12:15] = m_P[12:15] - CP
     m_C[15:18] = m_P[15:18]
     return m_C
@@ -282,5 +286,5 @@ def upsilon(CP, m_P, t=None):
 def gravity6(P_ai, g_i):
     """``[g; 0]`` projected in the body frame ``R_a`` from ``[g]_Ri`` (Fig. 2)."""
     g6 = np.zeros(6)
-    g6[0:3] = g_i @ P_ai                                            # P_a/i^T g
+    g6[0:3] = g_i.dot(P_ai)                                         # P_a/i^T g
     return g6

@@ -106,8 +106,8 @@ class BlockUnit:
         column) costs only the acceleration stage."""
         if self._y is None:
             b, u = self.block, self.input_dict()
-            key = np.concatenate([self.x] + [u[f"{p}.m"][6:18] for p in b.parent_ports])
-            if self._kin_key is None or not np.array_equal(key, self._kin_key):
+            key = np.concatenate([self.x] + [u[f"{p}.m"][6:18] for p in b.parent_ports]).tobytes()
+            if key != self._kin_key:
                 self._kin = b.kinematics(self.x, {p: u[f"{p}.m"] for p in b.parent_ports})
                 self._kin_key = key
             out = b.assemble_outputs(self.x, self._kin, b.acceleration_stage(self._kin, b.acceleration_inputs(u)))

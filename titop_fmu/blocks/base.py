@@ -160,10 +160,10 @@ def sum_child_wrenches(body, u, child_ports):
     """``sum_i tau_CiP^T W_./A,Ci``: child wrenches transported to ``P`` (eq. 13)."""
     total = 0.0
     for tT, c in zip(body.tau_cT, child_ports):
-        total = total + tT @ u[f"{c}.w"]
+        total = total + tT.dot(u[f"{c}.w"])
     return total
 
 
 def child_accelerations(body, a_P, child_ports):
     """``x'dot_Ci = tau_CiP x'dot_P`` for every child port (Definition 1)."""
-    return {f"{c}.a": t @ a_P for t, c in zip(body.tau_c, child_ports)}
+    return {f"{c}.a": t.dot(a_P) for t, c in zip(body.tau_c, child_ports)}

@@ -41,7 +41,7 @@ class _Base(Block):
         P_bi = dcm_from_quat(q)
         m_P = np.zeros(18)
         m_P[6:12] = twist
-        m_P[12:15] = P_bi.T @ r_i
+        m_P[12:15] = r_i.dot(P_bi)                                       # P_b/i^T [IP]_Ri
         m_P[15:18] = euler_from_dcm(P_bi) if outputs else np.nan
         D = self.body.D_P
         m_out = {"p.m": m_P}
@@ -51,7 +51,7 @@ class _Base(Block):
         return SimpleNamespace(
             P_bi=P_bi, P_ai=P_bi, m_A=m_P, twist=twist, m_out=m_out, outputs=outputs,
             g6=col(gravity6(P_bi, self.g)),
-            bias=col(C(twist) @ (D @ twist)),                                 # C(x') D x', eq. (7)
+            bias=col(C(twist).dot(D.dot(twist))),                             # C(x') D x', eq. (7)
         )
 
     def project_state(self, x):
@@ -61,7 +61,7 @@ class _Base(Block):
 
     def derivatives(self, x, kin, acc):
         twist, q = x[0:6], x[9:13]
-        return np.concatenate([acc["p.a"], kin.P_bi @ twist[0:3], quat_derivative(q, twist[3:6])])
+        return np.concatenate([acc["p.a"], kin.P_bi.dot(twist[0:3]), quat_derivative(q, twist[3:6])])
 
 
 class FloatingBase(_Base):
@@ -95,9 +95,9 @@ class FloatingBase(_Base):
     def accelerations(self, kin, u):
         w_ext = u["ext.w"]
         if self.ext_frame == "inertial":
-            w_ext = P_x2(kin.P_bi).T @ w_ext
+            w_ext = P_x2(kin.P_bi).T.dot(w_ext)
         total = w_ext + sum_child_wrenches(self.body, u, self.child_ports)
-        a_P = self.D_inv @ (total - kin.bias) + kin.g6                     # eq. (11) solved, Fig. 2
+        a_P = self.D_inv.dot(total - kin.bias) + kin.g6                    # eq. (11) solved, Fig. 2
         acc = {"p.a": a_P}
         if kin.outputs:
             acc.update(child_accelerations(self.body, a_P, self.child_ports))

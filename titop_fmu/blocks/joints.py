@@ -43,7 +43,7 @@ class _MountedBody(Block):
         return SimpleNamespace(
             m_A=m_A, P_ai=P_ai, twist=twist, P2=P_x2(P_ab), m_out=m_out, outputs=outputs,
             g6=col(gravity6(P_ai, self.g)),
-            bias=col(C(twist) @ (D @ twist)),                                 # C(x'_P) D_P x'_P
+            bias=col(C(twist).dot(D.dot(twist))),                             # C(x'_P) D_P x'_P
             **extra)
 
 
@@ -61,10 +61,10 @@ class WeldedBody(_MountedBody):
         return self._body_kinematics(m_A, P_ai, P_ab, outputs)
 
     def accelerations(self, kin, u):
-        a_A = kin.P2.T @ u["p.a"]
+        a_A = kin.P2.T.dot(u["p.a"])
         W = sum_child_wrenches(self.body, u, self.child_ports) \
             - newton_euler(self.body.D_P, a_A, kin.g6, kin.bias)           # eq. (15)
-        acc = {"p.w": kin.P2 @ W}
+        acc = {"p.w": kin.P2.dot(W)}
         acc.update(child_accelerations(self.body, a_A, self.child_ports))
         return acc
 
@@ -105,14 +105,14 @@ class _JointBody(_MountedBody):
     def initial_state(self):
         return np.array([self.q0, self.qd0])
 
-    def joint_effort(self, x):
+    def joint_effort(self, q, qd):
         """Spring/damper effort inside the joint: ``-k q - d qd``."""
-        return -self.k * x[0] - self.d * x[1]
+        return -self.k * q - self.d * qd
 
     def _solve_joint(self, kin, u, J, beta):
         """Joint acceleration (forward, eq. 22/28) or actuator effort (inverse, eq. 21/27)
         from ``effort = J qdd + s^T beta``, ``s`` the joint's unit screw."""
-        s_beta = kin.s @ beta
+        s_beta = kin.s.dot(beta)
         if self.mode == "forward":
             effort = u["joint.tau"][0] + kin.spring
             return (effort - s_beta) / J, {}
@@ -142,34 +142,32 @@ class RevoluteBody(_JointBody):
         super().__init__(body, axis, **kw)
         r6 = np.concatenate([np.zeros(3), self.axis])
         self.r6 = r6
-        self.skew_r = skew(self.axis)                                      # (*r~)
+        self.skew_r2 = P_x2(skew(self.axis))                               # diag((*r~), (*r~))
         self.J_r = float(r6 @ body.D_P @ r6)                               # eq. (20)
         if self.J_r <= 1e-12 * max(1.0, body.mass):
             raise ParameterError("inertia", "the apparent inertia J_r about the revolute axis "
                                             "is zero: the joint acceleration is undefined")
 
     def kinematics(self, x, m_parents, outputs=True):
-        theta, thetad = x
-        r = self.axis
-        P_ab = self.P_a0b @ axis_rotation(r, theta)                        # eq. (16)
+        theta, thetad = x.tolist()
+        P_ab = self.P_a0b.dot(axis_rotation(self.axis, theta))             # eq. (16)
         m_A, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)         # [m^B_P]_Ra, Theta^A
-        v_B, w_B = m_A[6:9].copy(), m_A[9:12].copy()
-        m_A[9:12] += thetad * r                                            # eq. (17), twist
-        e = -thetad * np.concatenate([self.skew_r @ v_B, self.skew_r @ w_B])   # eq. (17)
+        e = -thetad * self.skew_r2.dot(m_A[6:12])                          # eq. (17): [(*r~) v_B; (*r~) w_B]
+        m_A[9:12] += thetad * self.axis                                    # eq. (17), twist
         return self._body_kinematics(m_A, P_ai, P_ab, outputs, e=col(e), s=self.r6,
-                                     spring=self.joint_effort(x))
+                                     spring=self.joint_effort(theta, thetad))
 
     def accelerations(self, kin, u):
         D = self.body.D_P
-        a_B = kin.P2.T @ u["p.a"]                                          # [x'dot^B_P]_Ra
+        a_B = kin.P2.T.dot(u["p.a"])                                       # [x'dot^B_P]_Ra
         W_c = sum_child_wrenches(self.body, u, self.child_ports)
-        beta = D @ (a_B - kin.g6 + kin.e) + kin.bias - W_c                 # bracket of eq. (21)
+        beta = D.dot(a_B - kin.g6 + kin.e) + kin.bias - W_c                # bracket of eq. (21)
         thetadd, extra = self._solve_joint(kin, u, self.J_r, beta)         # eq. (22) / (21)
         if not kin.outputs:                                                # state derivatives only
             return {"joint.qdd": thetadd[None, :]}
         a_A = a_B + kin.e + self.r6[:, None] * thetadd                     # eq. (17)
         W = W_c - newton_euler(D, a_A, kin.g6, kin.bias)                   # eq. (18): W_A/B,P
-        acc = {"p.w": kin.P2 @ W, "joint.qdd": thetadd[None, :], **extra}
+        acc = {"p.w": kin.P2.dot(W), "joint.qdd": thetadd[None, :], **extra}
         acc.update(child_accelerations(self.body, a_A, self.child_ports))  # eq. (23)
         return acc
 
@@ -187,36 +185,36 @@ class PrismaticBody(_JointBody):
     def __init__(self, body: RigidBody, axis=(1.0, 0.0, 0.0), **kw):
         super().__init__(body, axis, **kw)
         self.t6 = np.concatenate([self.axis, np.zeros(3)])
+        self.skew_t = skew(self.axis)                                      # (*t~)
         if body.mass <= 0:
             raise ParameterError("mass", "a prismatic body needs a positive mass (eq. 28 divides by it)")
 
     def kinematics(self, x, m_parents, outputs=True):
-        xq, xd = x
+        xq, xd = x.tolist()
         t = self.axis
         P_ab = self.P_a0b
-        m_P0, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)        # [m^A_P0]_Ra
+        m_A, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)         # [m^A_P0]_Ra, then at P
         T = tau(-xq * t)                                                   # tau_{-x t~} = tau_PP0
-        m_A = m_P0.copy()
-        m_A[6:12] = T @ m_P0[6:12]
+        m_A[6:12] = T.dot(m_A[6:12])
         m_A[6:9] += xd * t                                                 # eq. (24), twist
         m_A[12:15] += xq * t                                               # eq. (24), pose
-        w_A = m_A[9:12]
-        e = np.concatenate([-xd * skew(t) @ w_A, np.zeros(3)])             # eq. (24), xdot term
+        e = np.zeros(6)
+        e[0:3] = -xd * self.skew_t.dot(m_A[9:12])                          # eq. (24), xdot term
         return self._body_kinematics(m_A, P_ai, P_ab, outputs, T=T, e=col(e), s=self.t6,
-                                     spring=self.joint_effort(x))
+                                     spring=self.joint_effort(xq, xd))
 
     def accelerations(self, kin, u):
         D = self.body.D_P
-        a_P0 = kin.P2.T @ u["p.a"]
-        a_T = kin.T @ a_P0                                                 # tau_{-x t~} x'dot_P0
+        a_P0 = kin.P2.T.dot(u["p.a"])
+        a_T = kin.T.dot(a_P0)                                              # tau_{-x t~} x'dot_P0
         W_c = sum_child_wrenches(self.body, u, self.child_ports)
-        beta = D @ (a_T - kin.g6 + kin.e) + kin.bias - W_c                 # bracket of eq. (27)
+        beta = D.dot(a_T - kin.g6 + kin.e) + kin.bias - W_c                # bracket of eq. (27)
         xdd, extra = self._solve_joint(kin, u, self.body.mass, beta)      # eq. (28) / (27)
         if not kin.outputs:                                                # state derivatives only
             return {"joint.qdd": xdd[None, :]}
         a_A = a_T + kin.e + self.t6[:, None] * xdd                         # eq. (24)
         W_P = W_c - newton_euler(D, a_A, kin.g6, kin.bias)                 # eq. (25): W_A/B,P
-        W_P0 = kin.T.T @ W_P                                               # eq. (29)
-        acc = {"p.w": kin.P2 @ W_P0, "joint.qdd": xdd[None, :], **extra}
+        W_P0 = kin.T.T.dot(W_P)                                            # eq. (29)
+        acc = {"p.w": kin.P2.dot(W_P0), "joint.qdd": xdd[None, :], **extra}
         acc.update(child_accelerations(self.body, a_A, self.child_ports))
         return acc
