@@ -70,7 +70,7 @@ class BlockUnit:
         """Set all scalar inputs (array in :attr:`input_names` order), or those at the
         positions ``idx``. A non-finite value raises and changes nothing."""
         values = np.asarray(values, dtype=float)
-        if not np.all(np.isfinite(values)):
+        if not np.isfinite(values).all():
             names = self.input_names if idx is None else [self.input_names[i] for i in np.atleast_1d(idx)]
             bad = [n for n, v in zip(names, np.atleast_1d(values)) if not np.isfinite(v)]
             raise SolverError(f"non-finite input(s) {bad}")
@@ -111,7 +111,10 @@ class BlockUnit:
                 self._kin = b.kinematics(self.x, {p: u[f"{p}.m"] for p in b.parent_ports})
                 self._kin_key = key
             out = b.assemble_outputs(self.x, self._kin, b.acceleration_stage(self._kin, b.acceleration_inputs(u)))
-            self._y = np.concatenate([np.zeros(0)] + [np.atleast_1d(out[n]) for n in self.output_spec])
+            y = np.empty(len(self.output_names))
+            for name, s in self._out_slices.items():
+                y[s] = out[name]
+            self._y = y
         return self._y
 
     def output(self, name: str) -> np.ndarray:

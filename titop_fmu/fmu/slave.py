@@ -207,12 +207,12 @@ class TitopSlave(Fmi2Slave):
         return out
 
     def _write(self, vrs, values, integer=False):
-        values = [float(v) for v in values]
         if not integer:
             idx = self._positions(vrs, self._in0, self._out0)
             if idx is not None:
                 self._set_inputs(idx, values)                              # the usual call
                 return
+        values = [float(v) for v in values]
         inputs_i, inputs_v = [], []
         for vr, value in zip(np.asarray(vrs, dtype=np.int64).tolist(), values):
             self._check(vr, integer)

@@ -101,6 +101,7 @@ class LoopSolver:
         self.Ucur = np.zeros(st.n_cin)           # value each coupling input is set to on its unit
         self.z = np.zeros(len(st.torn))
         self.zscale = np.ones(len(st.torn))
+        self._eye = np.eye(len(st.torn))
         self.residual = 0.0                       # last weighted residual (<= 1: converged)
         self._tol = None
         self.solves = 0
@@ -222,7 +223,7 @@ class LoopSolver:
             # finite differences (step 1e-6) give M to ~1e-8 relative: a step implying
             # |J^-1| |J + I| >= 1e8 is noise (e.g. y = u + 1, u = y: no solution, and the steps
             # run off to where z + 1 == z and the residual vanishes in rounding)
-            if np.max(np.abs(dz)) * 1e-8 * max(1.0, float(np.max(np.abs(J + np.eye(len(z)))))) \
+            if np.max(np.abs(dz)) * 1e-8 * max(1.0, float(np.max(np.abs(J + self._eye)))) \
                     >= np.max(np.abs(r)):
                 self._fail(t, r, err, it, "the loop Jacobian is numerically singular (no solution, "
                                           "or not a unique one)")
