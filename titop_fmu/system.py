@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from .blocks.base import Block, col
 from .errors import ConnectionError_, SolverError
@@ -154,6 +153,8 @@ class System:
                 if t > bar.n:
                     bar.update(t - bar.n)
                 return _rhs(t, y)
+        from scipy.integrate import solve_ivp     # here: importing it takes 0.4 s, the FMU runs never need it
+
         start = time.perf_counter()
         try:
             sol = solve_ivp(fun, (0.0, t_eval[-1]), y0, method=method, t_eval=t_eval, rtol=rtol, atol=atol)
