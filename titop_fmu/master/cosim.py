@@ -310,7 +310,7 @@ class Run:
         ang = st.cin_angle
         w = 1.0 / scale
         eye = np.eye(st.n_cin)
-        rho = 1.0 if self.jac.J is None else max(1e-3, float(np.max(np.abs(self.jac.at(h)) @ np.ones(st.n_cin))))
+        rho = 1.0 if self.jac.J is None else max(1e-3, float(np.abs(self.jac.at(h)).sum(axis=1).max()))
         loop_tol = 0.1 * tol / rho          # the loop only as exact as the iteration sees it (through dG/dz)
         est = 0.0
         e_prev = z_prev = G_prev = None
@@ -342,15 +342,15 @@ class Run:
                     if ang.any():
                         dG[ang] = wrap(dG[ang])
                     # a secant pair above the loop-solve and integration noise only
-                    if float(np.max(np.abs(dG) * w)) > 10 * loop_tol + 1e3 * opt.noise:
+                    if float((np.abs(dG) * w).max()) > 10 * loop_tol + 1e3 * opt.noise:
                         self.jac.update(z - z_prev, dG, w)
                 J = self.jac.at(h)
                 corr = np.linalg.solve(eye - J, r)
-                e = float(np.max(np.abs(corr - r) * w))
+                e = float((np.abs(corr - r) * w).max())
                 if k == 0:
                     est = e
                 else:       # the last correction's real effect against its prediction
-                    trust = max(1.0, float(np.max(np.abs(dG) * w)) / max(e_prev, 10 * loop_tol + 1e3 * opt.noise))
+                    trust = max(1.0, float((np.abs(dG) * w).max()) / max(e_prev, 10 * loop_tol + 1e3 * opt.noise))
                     e *= trust
                     if k == 1:
                         est *= trust

@@ -201,7 +201,7 @@ class LoopSolver:
             err = np.abs(r) / (self.atol + self.rtol * self.zscale)
             if self._tol is not None:
                 err = np.minimum(err, np.abs(r) * self._tol[1] / self._tol[0])
-            e = float(np.max(err)) if err.size else 0.0
+            e = float(err.max()) if err.size else 0.0
             if not np.isfinite(e):
                 self._fail(t, r, err, it, "the residual is not finite")
             if e <= 1.0:
@@ -223,8 +223,7 @@ class LoopSolver:
             # finite differences (step 1e-6) give M to ~1e-8 relative: a step implying
             # |J^-1| |J + I| >= 1e8 is noise (e.g. y = u + 1, u = y: no solution, and the steps
             # run off to where z + 1 == z and the residual vanishes in rounding)
-            if np.max(np.abs(dz)) * 1e-8 * max(1.0, float(np.max(np.abs(J + self._eye)))) \
-                    >= np.max(np.abs(r)):
+            if np.abs(dz).max() * 1e-8 * max(1.0, float(np.abs(J + self._eye).max())) >= np.abs(r).max():
                 self._fail(t, r, err, it, "the loop Jacobian is numerically singular (no solution, "
                                           "or not a unique one)")
             prev = e
