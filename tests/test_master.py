@@ -568,15 +568,15 @@ def test_restart_from_a_saved_state_is_bit_identical(fmu_dir):
 
 
 def test_worker_processes_end_with_the_master():
-    """Two worker processes, a short run, terminate: both processes have exited and their
-    pipes are closed (no process left behind)."""
+    """Three processes for the three runs: this one and two workers. A short run, terminate:
+    both workers have exited and their pipes are closed (no process left behind)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParameterWarning)
         system = balloon_fmu.system()
-    master = engines.build(system, "inprocess", balloon_fmu.options(workers=2, span=20.0))
-    procs = [s.proc for s in master.steppers]
+    master = engines.build(system, "inprocess", balloon_fmu.options(workers=3, span=20.0))
+    procs = [s.proc for s in master.steppers if not s.in_process]
     try:
-        assert len(procs) == 2
+        assert len(procs) == 2 and len(master.steppers) == 3
         master.simulate(0.02, 0.01)
     finally:
         master.terminate()

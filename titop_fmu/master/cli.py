@@ -32,7 +32,8 @@ def add_arguments(parser):
     g.add_argument("--dt-max", type=float, default=DEFAULTS["dt_max"],
                    help=f"largest macro step [s] (default {DEFAULTS['dt_max']:g})")
     g.add_argument("--workers", type=int, default=DEFAULTS["workers"],
-                   help="processes for the extrapolated runs (default 2; 0: all in this process)")
+                   help="processes computing the extrapolated runs, this one included (default 2: this "
+                        "one and a worker; 0 or 1: all in this one)")
     g.add_argument("--fmu-dir", default=None,
                    help="folder of the TITOP FMUs (titop-fmu build); missing ones are built there "
                         "(default: a cache under ~/.cache/titop-fmu)")

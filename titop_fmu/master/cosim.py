@@ -69,7 +69,7 @@ class Options:
     sequence:  base steps per macro interval of each extrapolated run; ``(1,)``: no extrapolation
     h0, h_max: first and largest macro interval; ``fixed``: keep ``h0`` (order studies)
     hold:      the first-order reference: inputs held at their start value, no iteration
-    workers:   processes for the runs (0: all in this process)
+    workers:   processes computing the runs, this one included (0 or 1: all in this process)
     """
 
     tol: float = 3e-5
@@ -121,8 +121,8 @@ class Stats:
     unit_seconds: dict = field(default_factory=dict)
     unit_calls: dict = field(default_factory=dict)
     unit_steps: dict = field(default_factory=dict)
-    worker_busy: list = field(default_factory=list)     # per worker: seconds computing
-    worker_units: list = field(default_factory=list)    # per worker: seconds in unit calls
+    worker_busy: list = field(default_factory=list)     # per process: seconds computing runs
+    worker_units: list = field(default_factory=list)    # per process: seconds in unit calls
 
     @property
     def master_seconds(self):
@@ -132,7 +132,7 @@ class Stats:
         return self.wall - (busy if not self.workers else busy / max(1, self.workers))
 
     def summary(self) -> str:
-        par = f" on {self.workers} worker processes" if self.workers else ""
+        par = f" on {self.workers} processes" if self.workers else ""
         return "\n".join([
             f"macro steps {self.macro_steps}, rejected {self.rejected} ({self.stalled} stalled coupling "
             f"iterations); H in [{self.h_min_used:.3g}, {self.h_max_used:.3g}] s",
@@ -145,7 +145,7 @@ class Stats:
             f"unit calls {sum(self.unit_calls.values())} (doStep {sum(self.unit_steps.values())})",
             f"wall {self.wall:.2f} s{par}; time in units: "
             + ", ".join(f"{n} {s:.2f} s" for n, s in self.unit_seconds.items()),
-        ] + (["workers busy " + ", ".join(f"{b:.2f} s (units {u:.2f} s)" for b, u in
+        ] + (["processes busy " + ", ".join(f"{b:.2f} s (units {u:.2f} s)" for b, u in
                                             zip(self.worker_busy, self.worker_units))]
              if self.worker_busy else []))
 
@@ -440,10 +440,13 @@ class Stepper:
     """Advances some of the runs (``{run index: Run}``) over macro intervals; lives in the
     master's process or in a worker process (:mod:`.parallel`)."""
 
+    in_process = True           # computes in start(): the master starts the workers' first
+
     def __init__(self, runs: dict, key=0):
         self.runs, self.key = runs, key
         self._snaps = None
         self._result = None
+        self.busy = 0.0
 
     def initialize(self, t0):
         out = {}
@@ -487,10 +490,12 @@ class Stepper:
 
     # the two-phase protocol of the master (a worker overlaps the phases)
     def start(self, method, *args):
+        t = time.perf_counter()
         try:
             self._result = (True, getattr(self, method)(*args))
         except SolverError as e:
             self._result = (False, e)
+        self.busy += time.perf_counter() - t
 
     def result(self):
         ok, value = self._result
@@ -522,7 +527,7 @@ class Stepper:
             run.restore(snaps[self.key][i])
 
     def counters_dict(self):
-        return {self.key: self.counters()}
+        return {self.key: dict(self.counters(), busy=self.busy)}
 
     def terminate(self):
         for run in self.runs.values():
@@ -548,7 +553,9 @@ class Master:
     (objects with :class:`Stepper`'s two-phase interface; run 0 is the coarsest)."""
 
     def __init__(self, st: Structure, steppers: list, opt: Options):
-        self.st, self.steppers, self.opt = st, steppers, opt
+        # a stepper in this process computes when started: the workers' are started before it
+        self.st, self.opt = st, opt
+        self.steppers = [s for s in steppers if not s.in_process] + [s for s in steppers if s.in_process]
         self.sequence = tuple(opt.sequence)
         self.order = 2 * len(self.sequence)
         self.degree = int(opt.predictor_degree) if opt.predictor_degree is not None else self.order - 1
@@ -780,8 +787,9 @@ class Master:
                   "P_refreshes"):
             setattr(s, k, sum(v[k] for v in c.values()))
         s.unit_seconds, s.unit_calls, s.unit_steps = {}, {}, {}
-        s.worker_busy = [v["busy"] for k, v in sorted(c.items()) if "busy" in v]
-        s.worker_units = [sum(x[0] for x in v["units"].values()) for k, v in sorted(c.items()) if "busy" in v]
+        if len(c) > 1:                  # runs shared by processes: how busy each one was
+            s.worker_busy = [v["busy"] for k, v in sorted(c.items())]
+            s.worker_units = [sum(x[0] for x in v["units"].values()) for k, v in sorted(c.items())]
         for v in c.values():
             for name, (sec, calls, steps) in v["units"].items():
                 s.unit_seconds[name] = s.unit_seconds.get(name, 0.0) + sec

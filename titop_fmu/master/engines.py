@@ -125,7 +125,8 @@ def _normalized(options):
 
 def build(system: CoSystem, engine: str = "fmu", options: Options | None = None, fmu_dir=None, t0=0.0):
     """Check ``system``, analyse its loops and create a :class:`Master` with set-up units
-    (in this process, or in ``options.workers`` worker processes)."""
+    (in this process, or shared by ``options.workers`` processes: this one, which also
+    coordinates, takes the first group of runs, worker processes the others)."""
     opt = _normalized(options)
     types, paths = unit_types(system, engine, fmu_dir)
     st = analyse(system, types)
@@ -135,10 +136,13 @@ def build(system: CoSystem, engine: str = "fmu", options: Options | None = None,
         if picklable(system):
             steppers = []
             try:
-                for k, g in enumerate(groups):
+                for k, g in enumerate(groups[1:], start=1):
                     steppers.append(RemoteStepper(system, engine, fmu_dir, opt, g, key=k, st=st, paths=paths))
-                for s in steppers:              # the workers start up together
-                    s.result()
+                # this process's runs are set up while the workers start
+                steppers.append(Stepper(make_runs(system, st, engine, paths, opt, groups[0], t0), key=0))
+                for s in steppers:
+                    if not s.in_process:
+                        s.result()
             except BaseException:
                 for s in steppers:
                     s.terminate()
@@ -149,7 +153,9 @@ def build(system: CoSystem, engine: str = "fmu", options: Options | None = None,
 
 
 def split_runs(sequence, workers) -> list:
-    """Runs per worker, balancing the base steps (``n``) per macro interval; run 0 first."""
+    """Runs per process, balancing the base steps (``n``) per macro interval; the group of the
+    finest run first. That group stays in the master's process, which coordinates as well:
+    a coarse run costs more per base step (more coupling iterations) than its ``n`` says."""
     k = max(1, min(int(workers or 1), len(sequence)))
     groups = [[] for _ in range(k)]
     load = [0] * k

@@ -58,6 +58,8 @@ def _recv(stream):
 class RemoteStepper:
     """A :class:`Stepper` of the runs ``indices`` in a worker process."""
 
+    in_process = False
+
     def __init__(self, system, engine, fmu_dir, opt: Options, indices, key, st=None, paths=None):
         self.key = key
         env = dict(os.environ)
