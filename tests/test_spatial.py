@@ -51,6 +51,9 @@ def test_C_operator_eq7_equals_eq5():
                           -m * S @ W @ v + W @ (I_B - m * S @ S) @ w])
     xp = np.concatenate([v, w])
     assert np.allclose(sp.C(xp) @ D @ xp, eq5, atol=1e-12)
+    y = rng.standard_normal(6)
+    assert np.allclose(sp.C_times(xp, y), sp.C(xp) @ y, rtol=0, atol=1e-14)
+    assert np.allclose(sp.C_times(xp, D @ xp), eq5, atol=1e-12)
 
 
 @pytest.mark.parametrize("Theta", [[0.3, -0.4, 2.9], [-3.0, 1.2, -0.1], [0.0, 0.0, 0.0]])

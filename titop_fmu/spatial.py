@@ -82,6 +82,21 @@ def C(twist):
     ])
 
 
+def C_times(twist, y):
+    """``C(x') y = [omega x y_1; v x y_1 + omega x y_2]`` without forming ``C(x')`` (eq. 7):
+    the non-linear wrench ``C(x') D x'`` of every derivative evaluation."""
+    vx, vy, vz, wx, wy, wz = _scalars(twist)
+    a, b, c, d, e, f = _scalars(y)
+    return np.array([
+        wy * c - wz * b,
+        wz * a - wx * c,
+        wx * b - wy * a,
+        vy * c - vz * b + wy * f - wz * e,
+        vz * a - vx * c + wz * d - wx * f,
+        vx * b - vy * a + wx * e - wy * d,
+    ])
+
+
 def newton_euler(D_P, acc, g6, bias):
     """Right-hand side of the Newton-Euler equation with gravity (eq. 11).
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..errors import ParameterError
-from ..spatial import (C, P_x2, dcm_from_euler, dcm_from_quat, euler_from_dcm, gravity6,
+from ..spatial import (C_times, P_x2, dcm_from_euler, dcm_from_quat, euler_from_dcm, gravity6,
                        newton_euler, quat_derivative, quat_from_dcm, upsilon)
 from .base import Block, child_accelerations, col, sum_child_wrenches
 from .body import RigidBody, as_vector
@@ -51,7 +51,7 @@ class _Base(Block):
         return SimpleNamespace(
             P_bi=P_bi, P_ai=P_bi, m_A=m_P, twist=twist, m_out=m_out, outputs=outputs,
             g6=col(gravity6(P_bi, self.g)),
-            bias=col(C(twist).dot(D.dot(twist))),                             # C(x') D x', eq. (7)
+            bias=col(C_times(twist, D.dot(twist))),                            # C(x') D x', eq. (7)
         )
 
     def project_state(self, x):

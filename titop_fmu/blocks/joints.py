@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..errors import ParameterError
-from ..spatial import (C, P_x2, axis_rotation, dcm_from_euler, gravity6, motion_in_frame,
+from ..spatial import (C_times, P_x2, axis_rotation, dcm_from_euler, gravity6, motion_in_frame,
                        newton_euler, skew, tau, upsilon)
 from .base import Block, child_accelerations, col, sum_child_wrenches
 from .body import RigidBody, as_scalar, as_vector, unit_axis
@@ -43,7 +43,7 @@ class _MountedBody(Block):
         return SimpleNamespace(
             m_A=m_A, P_ai=P_ai, twist=twist, P2=P_x2(P_ab), m_out=m_out, outputs=outputs,
             g6=col(gravity6(P_ai, self.g)),
-            bias=col(C(twist).dot(D.dot(twist))),                             # C(x'_P) D_P x'_P
+            bias=col(C_times(twist, D.dot(twist))),                            # C(x'_P) D_P x'_P
             **extra)
 
 
