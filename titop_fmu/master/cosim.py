@@ -88,7 +88,8 @@ class Options:
     predictor_degree: int | None = None
     max_iterations: int = 10
     noise: float = 1e-12            # floor of the coupling-iteration tolerance (units' integration noise)
-    loop_rtol: float | None = None  # default min(1e-9, tol / 100)
+    loop_rtol: float | None = None  # default min(1e-11, tol / 100): a loop residual is a wrench that
+                                    # one side applies and the other does not (momentum drifts)
     loop_atol: float = 1e-13
     unit_rtol: float | None = None  # rtol/atol of units that have them, unless set (default min(1e-8, 3e-4 tol))
     workers: int = 0
@@ -244,7 +245,7 @@ class Run:
     def __init__(self, st: Structure, opt: Options, units, n, degree, weight=1.0):
         self.st, self.opt, self.units, self.n, self.degree = st, opt, units, n, degree
         self.weight, self.total_steps = weight, sum(opt.sequence)
-        loop_rtol = opt.loop_rtol if opt.loop_rtol is not None else min(1e-9, 1e-2 * opt.tol)
+        loop_rtol = opt.loop_rtol if opt.loop_rtol is not None else min(1e-11, 1e-2 * opt.tol)
         self.sens = Sensitivities(st)
         self.jac = _StepJacobian()
         self.solver = LoopSolver(st, units, self.sens, rtol=loop_rtol, atol=opt.loop_atol)
