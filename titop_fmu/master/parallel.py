@@ -117,7 +117,7 @@ def _worker(inp, out):
     from .graph import analyse
     system, engine, fmu_dir, opt, indices, key, st, paths = _recv(inp)
     stepper, failure = None, None
-    saved, token, busy = {}, 0, 0.0
+    saved, token = {}, 0
     try:
         if st is None or paths is None:
             types, paths = unit_types(system, engine, fmu_dir)
@@ -145,9 +145,6 @@ def _worker(inp, out):
             elif method == "restore":
                 stepper.restore({key: saved[args[0][key]]})
                 value = None
-            elif method == "counters_dict":
-                value = stepper.counters_dict()
-                value[key]["busy"] = busy
             else:
                 value = getattr(stepper, method)(*args)
             reply = (True, value)
@@ -156,7 +153,8 @@ def _worker(inp, out):
             if isinstance(e, LoopError):
                 extra = dict(loop=e.loop, time=e.time, residual=e.residual)
             reply = (False, (type(e).__name__, str(e), extra))
-        busy += time.perf_counter() - t
+        if stepper is not None:
+            stepper.busy += time.perf_counter() - t      # what counters_dict reports
         _send(out, reply)
 
 
