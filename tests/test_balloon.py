@@ -82,3 +82,11 @@ def test_cli_reports_bad_set_names():
     r = subprocess.run([sys.executable, "-m", "titop_fmu.cli", "simulate", "balloon", "--set", "kk=1",
                         "--stop", "0.1", "--out", "unused.csv"], capture_output=True, text=True)
     assert r.returncode == 2 and "parameter 'kk'" in r.stderr
+
+
+def test_the_cli_starts_without_the_monolithic_integrator():
+    """scipy.integrate takes 0.4 s to import and only the in-process engine integrates with it:
+    starting titop-fmu (every FMU run) must not import it."""
+    r = subprocess.run([sys.executable, "-c", "import sys, titop_fmu.cli, titop_fmu.master.parallel; "
+                        "print('scipy.integrate' in sys.modules)"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
