@@ -1,18 +1,26 @@
-"""Shared fixtures: the balloon runs are expensive, make them once per session."""
-
-import warnings
+"""Shared fixtures (the balloon runs are expensive: made once per session) and the
+``slow`` marker: long acceptance runs are deselected unless ``pytest --slow`` (CI)."""
 
 import pytest
 
-from titop_fmu import balloon
-from titop_fmu.errors import ParameterWarning
+from balloon_runs import run_balloon
 
 
-def run_balloon(overrides=None, stop=20.0, tol=1e-12):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ParameterWarning)
-        s = balloon.build(overrides)
-    return s, s.simulate(stop, 0.01, rtol=tol, atol=tol)
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", help="also run the long acceptance runs (marked slow)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: long acceptance run, deselected unless --slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--slow"):
+        return
+    slow = [i for i in items if i.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [i for i in items if not i.get_closest_marker("slow")]
 
 
 @pytest.fixture(scope="session")

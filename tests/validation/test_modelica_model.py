@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "validation" / "modelica" / "BalloonSystem.mo"
 SCRIPT = ROOT / "validation" / "run_openmodelica.py"
 

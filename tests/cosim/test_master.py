@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_balloon
+from balloon_runs import run_balloon
 from titop_fmu import balloon
 from titop_fmu.cli import main
 from titop_fmu.errors import ConnectionError_, ParameterWarning, SolverError
@@ -40,7 +40,7 @@ except pytest.skip.Exception as _no_fmi:        # no FMPy / pythonfmu: only the 
     def fmu_dir():
         pytest.skip(_WHY)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TWO_BRANCH = ROOT / "examples" / "two_branch.toml"
 ANGLES = balloon_fmu.ANGLES          # phi, theta, psi among the nine CSV columns
 BALLOON_STOP = 1.0
@@ -507,6 +507,7 @@ def test_fmus_compute_exactly_what_the_blocks_compute(balloon_fmus, balloon_inpr
     assert np.array_equal(balloon_fmus[0].values, balloon_inprocess[0].values)
 
 
+@pytest.mark.slow
 def test_balloon_20s_through_fmus_default_settings(fmu_dir):
     """The acceptance run: 20 s through the FMUs with the default settings (two worker
     processes), against the committed independent reference, which equals the in-process
@@ -521,6 +522,7 @@ def test_balloon_20s_through_fmus_default_settings(fmu_dir):
     assert e.max() <= DEFAULT_BOUND and att.max() <= DEFAULT_BOUND
 
 
+@pytest.mark.slow
 def test_balloon_20s_tight_recipe():
     """The README's tight recipe (--tol 5e-8 --dt-max 0.01) over the whole 20 s, on in-process
     units (they compute the FMUs' bits): <= 1e-8 on all nine columns against the committed

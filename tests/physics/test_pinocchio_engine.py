@@ -9,7 +9,7 @@ import pytest
 pin = pytest.importorskip("pinocchio")
 pytest.importorskip("scipy")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -3,12 +3,13 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from titop_fmu import balloon
 from titop_fmu.cli import main
 from titop_fmu.validate import OUTPUTS, Series, default_reference_dir, errors, load_reference
 
-REFERENCE = Path(__file__).resolve().parents[1] / "validation" / "reference" / "balloon_pinocchio.csv"
+REFERENCE = Path(__file__).resolve().parents[2] / "validation" / "reference" / "balloon_pinocchio.csv"
 
 
 def test_committed_reference_matches_the_inprocess_run(balloon_run):
@@ -30,6 +31,7 @@ def test_errors_wrap_angles_and_compare_attitudes():
     assert np.isclose(e[1, 3], 2e-3) and np.isclose(att[1], 2e-3)
 
 
+@pytest.mark.slow
 def test_validate_writes_figures_and_table(tmp_path):
     assert main(["validate", "--out", str(tmp_path), "--stop", "2"]) == 0
     for name in OUTPUTS:
