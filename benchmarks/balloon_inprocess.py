@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from titop_fmu import balloon
+from titop_fmu.scenarios import balloon
 from titop_fmu.errors import ParameterWarning
 
 REF = Path(__file__).resolve().parents[1] / "validation" / "reference" / "balloon_pinocchio.csv"

@@ -16,9 +16,10 @@ import argparse
 import time
 import warnings
 
-from titop_fmu import balloon
+from titop_fmu.cosim import simulate
 from titop_fmu.errors import ParameterWarning
-from titop_fmu.master import balloon_fmu, engines
+from titop_fmu.scenarios import balloon
+from titop_fmu.titop import TitopUnits
 from titop_fmu.validate import Series, errors, run_inprocess
 
 
@@ -39,16 +40,15 @@ def main():
     s, tr = run_inprocess(args.stop)
     ref = Series("inprocess", tr.t, balloon.columns(s, tr.y))
     print(f"in-process monolithic run: {time.perf_counter() - t0:.2f} s wall")
-    if engine == "fmu":
-        engines.ensure_fmus(["floating_base_c1", "prismatic_c1", "revolute_c1", "revolute_c0"],
-                            engines.default_fmu_dir())
+    units = TitopUnits(engine)
+    units.unit_types(balloon.system())          # the FMUs built now if absent, not inside the timing
 
     if len(args.dt_max) != len(args.tol):
         ap.error("give one --dt-max per --tol")
     for tol, dt_max in zip(args.tol, args.dt_max):
         t0 = time.perf_counter()
-        res = engines.simulate(balloon_fmu.system(), args.stop, engine=engine, output_interval=0.01,
-                               options=balloon_fmu.options(tol=tol, h_max=dt_max, workers=args.workers))
+        res = simulate(balloon.system(), args.stop, units, output_interval=0.01,
+                       options=balloon.options(tol=tol, h_max=dt_max, workers=args.workers))
         wall = time.perf_counter() - t0
         _, e, att = errors(Series(engine, res.t, res.values), ref)
         worst = e.max(axis=0)

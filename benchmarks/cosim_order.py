@@ -27,9 +27,10 @@ import math
 import time
 import warnings
 
-from titop_fmu import balloon
+from titop_fmu.cosim import simulate
 from titop_fmu.errors import ParameterWarning
-from titop_fmu.master import balloon_fmu, engines
+from titop_fmu.scenarios import balloon
+from titop_fmu.titop import TitopUnits
 from titop_fmu.validate import Series, errors, run_inprocess
 
 SCHEMES = [
@@ -48,7 +49,7 @@ def main():
     ap.add_argument("--fmu", action="store_true", help="FMU units instead of in-process blocks")
     args = ap.parse_args()
     warnings.simplefilter("ignore", ParameterWarning)
-    cs = balloon_fmu.system()
+    cs = balloon.system()
     s, tr = run_inprocess(args.stop)
     k = int(round(args.h / 0.01))
     ref = Series("inprocess", tr.t[::k], balloon.columns(s, tr.y)[::k])
@@ -60,9 +61,9 @@ def main():
         prev = None
         for level in range(args.levels):
             H = args.h / 2 ** level
-            opt = balloon_fmu.options(fixed=True, h0=H, h_max=H, tol=1e-9, unit_rtol=1e-13, **kw)
+            opt = balloon.options(fixed=True, h0=H, h_max=H, tol=1e-9, unit_rtol=1e-13, **kw)
             t0 = time.perf_counter()
-            res = engines.simulate(cs, args.stop, engine=engine, output_interval=args.h, options=opt)
+            res = simulate(cs, args.stop, TitopUnits(engine), output_interval=args.h, options=opt)
             wall = time.perf_counter() - t0
             _, e, att = errors(Series(engine, res.t, res.values), ref)
             err = float(max(e.max(), att.max()))

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from titop_fmu.errors import ParameterWarning
-from titop_fmu.master import Options, engines, reference, systemfile
+from titop_fmu.cosim import Options, simulate, systemfile
+from titop_fmu.titop import TitopUnits, monolithic
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,11 +38,11 @@ def main():
     dt = sf.simulation.get("output_interval", 0.01)
 
     t0 = time.perf_counter()
-    t_ref, y_ref = reference.simulate(sf.system, stop, dt)
+    t_ref, y_ref = monolithic.simulate(sf.system, stop, dt)
     print(f"{Path(args.system).name}: monolithic twin, {stop:g} s in {time.perf_counter() - t0:.2f} s wall")
     t0 = time.perf_counter()
-    res = engines.simulate(sf.system, stop, engine="fmu", output_interval=dt,
-                           options=Options(tol=args.tol, workers=args.workers))
+    res = simulate(sf.system, stop, TitopUnits("fmu"), output_interval=dt,
+                   options=Options(tol=args.tol, workers=args.workers))
     wall = time.perf_counter() - t0
     n = min(len(res.t), len(t_ref))
     err = np.abs(res.values[:n] - y_ref[:n]).max(axis=0)

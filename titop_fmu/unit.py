@@ -1,14 +1,15 @@
 """One TITOP block as a co-simulation unit, in process.
 
 This is exactly what an FMU of the block computes (the FMU adapter wraps a
-:class:`BlockUnit`), and the in-process implementation of the master's unit
-interface: scalar inputs are set, outputs read (direct feedthrough: outputs
-always reflect the current inputs), and :meth:`BlockUnit.do_step` integrates
-the block's states over a communication step with the inputs held constant.
+:class:`BlockUnit`), and it implements the co-simulation
+:class:`~titop_fmu.cosim.protocol.Unit` protocol directly: scalar inputs are set,
+outputs read (direct feedthrough: outputs always reflect the current inputs),
+and :meth:`~titop_fmu.cosim.protocol.Unit.do_step` integrates the block's states
+over a communication step with the inputs held constant.
 
-Scalar variable names follow the FMUs: an input or output port ``name`` of
-size 1 is the scalar ``name``; of size ``n > 1`` the scalars
-``name[1] .. name[n]`` (e.g. ``p.m[1]`` .. ``p.m[18]``).
+Scalar variable names are FMI structured names (:mod:`titop_fmu.cosim.names`):
+an input or output port ``name`` of size 1 is the scalar ``name``; of size
+``n > 1`` the scalars ``name[1] .. name[n]`` (e.g. ``p.m[1]`` .. ``p.m[18]``).
 """
 
 from __future__ import annotations
@@ -16,33 +17,42 @@ from __future__ import annotations
 import numpy as np
 
 from .blocks.base import Block
+from .cosim.names import port_names
+from .cosim.protocol import Unit
 from .errors import SolverError
 from .integrators import dopri5
 
 
-def scalar_names(name: str, size: int) -> list[str]:
-    return [name] if size == 1 else [f"{name}[{i}]" for i in range(1, size + 1)]
+def check_finite(names, idx, values):
+    """``values`` for the inputs ``names[idx]`` as a float array; a non-finite one raises
+    :class:`SolverError` naming the inputs."""
+    values = np.asarray(values, dtype=float)
+    if not np.isfinite(values).all():
+        picked = np.atleast_1d(np.asarray(names, dtype=object)[idx])
+        bad = [n for n, v in zip(picked, np.atleast_1d(values)) if not np.isfinite(v)]
+        raise SolverError(f"non-finite input(s) {bad}")
+    return values
 
 
-def flat_names(spec: dict) -> list[str]:
-    """Scalar names of a ``{port: size}`` spec, in order."""
-    return [s for name, size in spec.items() for s in scalar_names(name, size)]
-
-
-class BlockUnit:
+class BlockUnit(Unit):
     """A block, its states, its current inputs and its time.
 
     ``rtol``/``atol`` are the tolerances of the internal Dormand-Prince 5(4)
-    integrator over one communication step.
+    integrator over one communication step; ``name`` and ``type`` (a
+    :class:`~titop_fmu.cosim.protocol.UnitType`) are what a co-simulation master sees.
     """
 
-    def __init__(self, block: Block, rtol: float = 1e-10, atol: float = 1e-10):
-        self.block = block
+    #: ``set_inputs(BlockUnit.ALL, values)`` sets every input
+    ALL = slice(None)
+
+    def __init__(self, block: Block, rtol: float = 1e-10, atol: float = 1e-10, name: str = "block", type=None):
+        super().__init__()
+        self.block, self.name, self.type = block, name, type
         self.rtol, self.atol = rtol, atol
         self.input_spec = block.inputs
         self.output_spec = block.outputs_spec
-        self.input_names = flat_names(self.input_spec)
-        self.output_names = flat_names(self.output_spec)
+        self.input_names = port_names(self.input_spec)
+        self.output_names = port_names(self.output_spec)
         self._in_slices = _slices(self.input_spec)
         self._out_slices = _slices(self.output_spec)
         self.reset()
@@ -56,43 +66,34 @@ class BlockUnit:
         self._y = None
         self._kin = self._kin_key = None
 
-    def get_state(self):
+    def _setup(self, inputs: dict, t0: float):
+        self.reset(t0)
+        if inputs:
+            self.set_inputs([self.input_names.index(n) for n in inputs], list(inputs.values()))
+
+    def _get_state(self):
         """An opaque copy of everything that determines the future (exact restore)."""
         return (self.t, self.x.copy(), self.u.copy(), self.h_guess)
 
-    def set_state(self, state):
+    def _set_state(self, state):
         t, x, u, h = state
         self.t, self.x, self.u, self.h_guess = t, x.copy(), u.copy(), h
         self._y = None
 
     # -- inputs / outputs ----------------------------------------------------------
-    def set_inputs(self, values, idx=None):
-        """Set all scalar inputs (array in :attr:`input_names` order), or those at the
-        positions ``idx``. A non-finite value raises and changes nothing."""
-        values = np.asarray(values, dtype=float)
-        if not np.isfinite(values).all():
-            names = self.input_names if idx is None else [self.input_names[i] for i in np.atleast_1d(idx)]
-            bad = [n for n, v in zip(names, np.atleast_1d(values)) if not np.isfinite(v)]
-            raise SolverError(f"non-finite input(s) {bad}")
-        if idx is None:
-            self.u = values.copy()
-        else:
-            self.u[idx] = values
+    def _set_inputs(self, idx, values):
+        """Set the scalar inputs at the positions ``idx`` (:attr:`ALL`: every one, in
+        :attr:`input_names` order). A non-finite value raises and changes nothing."""
+        self.u[idx] = check_finite(self.input_names, idx, values)
         self._y = None
+
+    def _get_outputs(self, idx):
+        return self.outputs()[idx]
 
     def set_input(self, name: str, value):
         """Set one input port (``"p.m"``) or one scalar (``"p.m[3]"``)."""
-        if name in self._in_slices:
-            v = np.atleast_1d(np.asarray(value, dtype=float))
-        else:
-            v = float(value)
-        if not np.all(np.isfinite(v)):
-            raise SolverError(f"non-finite input {name}")
-        if name in self._in_slices:
-            self.u[self._in_slices[name]] = v
-        else:
-            self.u[self.input_names.index(name)] = v
-        self._y = None
+        idx = self._in_slices.get(name)
+        self.set_inputs(idx if idx is not None else [self.input_names.index(name)], np.atleast_1d(value))
 
     def input_dict(self) -> dict:
         return {n: self.u[s] for n, s in self._in_slices.items()}
@@ -121,8 +122,10 @@ class BlockUnit:
         return self.outputs()[self._out_slices[name]]
 
     # -- time ----------------------------------------------------------------
-    def do_step(self, h: float):
-        """Advance the states by ``h`` with the current inputs held constant."""
+    def _do_step(self, t: float, h: float):
+        """Advance the states from ``t`` by ``h`` with the current inputs held constant
+        (the blocks are autonomous: ``t`` is bookkeeping)."""
+        self.t = float(t)
         if self.block.n_states:
             u = self.input_dict()
             f = self.block.derivative_function(u)
@@ -142,21 +145,21 @@ class BlockUnit:
         """
         rng = np.random.default_rng(seed)
         deps = np.zeros((len(self.output_names), len(self.input_names)), dtype=bool)
-        saved = self.get_state()
+        saved = self._get_state()
         try:
             for _ in range(2):
                 self.x = self.block.initial_state() + 0.1 * rng.standard_normal(self.block.n_states)
                 self.x = self.block.project_state(self.x)
                 u0 = rng.standard_normal(len(self.input_names)) * 0.3
-                self.set_inputs(u0)
+                self._set_inputs(self.ALL, u0)
                 y0 = self.outputs().copy()
                 for j in range(len(self.input_names)):
                     u = u0.copy()
                     u[j] += 0.1 + abs(u0[j])
-                    self.set_inputs(u)
+                    self._set_inputs(self.ALL, u)
                     deps[:, j] |= self.outputs() != y0
         finally:
-            self.set_state(saved)
+            self._set_state(saved)
         return {o: [self.input_names[j] for j in np.flatnonzero(deps[i])]
                 for i, o in enumerate(self.output_names)}
 

@@ -23,8 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import balloon, invariants
+from . import invariants
+from .cosim.numerics import wrap
 from .errors import ParameterWarning
+from .scenarios import balloon
 from .spatial import dcm_from_euler, rotation_vector
 
 OUTPUTS = balloon.COLUMNS[1:]
@@ -81,7 +83,7 @@ def errors(a: Series, b: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     d = a.cols[:n] - b.cols[:n]
     for j, name in enumerate(OUTPUTS):
         if name in ANGLES:
-            d[:, j] = (d[:, j] + np.pi) % (2 * np.pi) - np.pi
+            d[:, j] = wrap(d[:, j])
     att = np.array([np.linalg.norm(rotation_vector(dcm_from_euler(x).T @ dcm_from_euler(y)))
                     for x, y in zip(a.cols[:n, 3:6], b.cols[:n, 3:6])])
     return a.t[:n], np.abs(d), att
@@ -96,13 +98,14 @@ def run_inprocess(stop: float, overrides=None, tol=1e-12):
 
 
 def run_fmu(stop: float, overrides=None, options=None, progress=False):
-    """The balloon through the TITOP FMUs and the co-simulation master (:mod:`titop_fmu.master`)."""
-    from .master import balloon_fmu, engines
+    """The balloon through the TITOP FMUs and the co-simulation master (:mod:`titop_fmu.cosim`)."""
+    from .cosim import simulate
+    from .titop import TitopUnits
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParameterWarning)
-        system = balloon_fmu.system(overrides)
-    opt = options or balloon_fmu.options(overrides)
-    return engines.simulate(system, stop, engine="fmu", output_interval=0.01, options=opt, progress=progress)
+        system = balloon.system(overrides)
+    opt = options or balloon.options(overrides)
+    return simulate(system, stop, TitopUnits("fmu"), output_interval=0.01, options=opt, progress=progress)
 
 
 def invariant_checks(stop: float, damped=None):

@@ -1,4 +1,4 @@
-"""The co-simulation master (``titop_fmu.master``).
+"""The co-simulation master (``titop_fmu.cosim``) on hand-made systems and on TITOP systems.
 
 * algebraic loops on hand-made systems of :class:`FunctionSpec` units: the loops
   found, a valid (and here minimal) tearing, linear loops solved to their
@@ -24,12 +24,13 @@ import numpy as np
 import pytest
 
 from balloon_runs import run_balloon
-from titop_fmu import balloon
 from titop_fmu.cli import main
+from titop_fmu.cosim import CoSystem, FunctionSpec, LoopError, Options, analyse, build, simulate, stepper, systemfile
+from titop_fmu.cosim.numerics import wrap
 from titop_fmu.errors import ConnectionError_, ParameterWarning, SolverError
-from titop_fmu.master import (CoSystem, FunctionSpec, LoopError, Options, analyse, balloon_fmu, engines,
-                              reference, systemfile)
-from titop_fmu.master.loop import wrap
+from titop_fmu.scenarios import balloon
+from titop_fmu.titop import TitopUnits, monolithic
+from titop_fmu.titop.units import ensure_fmus
 
 try:
     from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per session)
@@ -42,7 +43,7 @@ except pytest.skip.Exception as _no_fmi:        # no FMPy / pythonfmu: only the 
 
 ROOT = Path(__file__).resolve().parents[2]
 TWO_BRANCH = ROOT / "examples" / "two_branch.toml"
-ANGLES = balloon_fmu.ANGLES          # phi, theta, psi among the nine CSV columns
+ANGLES = balloon.ANGLES          # phi, theta, psi among the nine CSV columns
 BALLOON_STOP = 1.0
 #: the master's default tolerance (3e-5) keeps the balloon's columns within this of the truth
 DEFAULT_BOUND = 1e-5
@@ -79,8 +80,7 @@ def pair_loop(s, a="a", b="b"):
 
 
 def structure(system, engine="inprocess", fmu_dir=None):
-    types, _ = engines.unit_types(system, engine, fmu_dir)
-    return analyse(system, types)
+    return analyse(system, TitopUnits(engine, fmu_dir).unit_types(system))
 
 
 def coupling_graph(st):
@@ -165,7 +165,7 @@ def check_tearing(st, minimal=True):
 
 def initial_outputs(system, **kw):
     """The recorded outputs after the loops are solved at t = 0."""
-    master = engines.build(system, "inprocess", Options(workers=0, sequence=(1,), **kw))
+    master = build(system, TitopUnits("inprocess"), Options(workers=0, sequence=(1,), **kw))
     try:
         return master.initialize(0.0)
     finally:
@@ -245,8 +245,8 @@ def test_loop_jacobian_is_measured_again_only_when_it_pays():
     and fit in the iterations left. Residuals are weighted: the tolerance is 1."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParameterWarning)
-        system = balloon_fmu.system()
-    master = engines.build(system, "inprocess", balloon_fmu.options(workers=0))
+        system = balloon.system()
+    master = build(system, TitopUnits("inprocess"), balloon.options(workers=0))
     try:
         solver = master.steppers[0].runs[0].solver
         assert solver._refresh_cost > 3
@@ -265,7 +265,7 @@ def test_zero_loop_tolerances_are_refused():
     s = CoSystem()
     pair_loop(s)
     with pytest.raises(SolverError, match=r"loop tolerances must be >= 0 and not both 0"):
-        engines.build(s, "inprocess", Options(workers=0, loop_rtol=0.0, loop_atol=0.0))
+        build(s, TitopUnits("inprocess"), Options(workers=0, loop_rtol=0.0, loop_atol=0.0))
 
 
 def gain_and_wire(f, **kw):
@@ -284,7 +284,7 @@ def gain_and_wire(f, **kw):
 ], ids=["linear", "quadratic"])
 def test_a_loop_without_solution_is_an_error_naming_it(f, least_residual):
     with pytest.raises(LoopError) as info:
-        engines.simulate(gain_and_wire(f), 0.1, engine="inprocess", options=Options(workers=0))
+        simulate(gain_and_wire(f), 0.1, TitopUnits("inprocess"), options=Options(workers=0))
     e = info.value
     assert isinstance(e, SolverError)
     msg = str(e)
@@ -301,7 +301,7 @@ def test_a_loop_losing_its_root_fails_at_that_time(kw):
     master must stop at 0.25 or 0.26."""
     s = gain_and_wire(lambda x, u: [u[0] ** 2 + x[0]], x0=(0.0,), derivative_fn=lambda x, u: np.array([1.0]))
     with pytest.raises(LoopError) as info:
-        engines.simulate(s, 0.5, engine="inprocess", options=Options(workers=0, h0=0.01, **kw))
+        simulate(s, 0.5, TitopUnits("inprocess"), options=Options(workers=0, h0=0.01, **kw))
     e = info.value
     assert 0.25 - 1e-12 <= e.time <= 0.26 + 1e-12
     assert f"t={e.time:.9g} s" in str(e) and "loop 1 (gain, wire)" in str(e)
@@ -319,7 +319,7 @@ def test_two_unit_oscillator_follows_the_exact_solution():
     s.connect("mass.q", "spring.q")
     s.connect("spring.F", "mass.F")
     s.record("mass.q")
-    res = engines.simulate(s, 1.0, engine="inprocess", output_interval=0.01, options=Options(workers=0))
+    res = simulate(s, 1.0, TitopUnits("inprocess"), output_interval=0.01, options=Options(workers=0))
     err = float(np.max(np.abs(res.values[:, 0] - np.cos(2.0 * res.t))))
     report("two-unit oscillator, 1 s", error=err)
     assert err <= DEFAULT_BOUND
@@ -377,7 +377,7 @@ CONNECTION_ERRORS = {
     "two sources": (with_(lambda s: s.connect("base.c1.m", "tip.p.m")),
                     r"input tip\.p\.m\[1\] is connected twice \(from arm\.c1\.m\[1\] and base\.c1\.m\[1\]\)"),
     "tree cycle": (lambda: ring(["x", "y", "z"]), r"cycle in the tree topology: x -> y -> z -> x"),
-    "own motion": (lambda: ring(["x"]), r"x feeds its own motion input"),
+    "own motion": (lambda: ring(["x"]), r"x\.c1 -> x\.p: x is linked to itself, a cycle in the tree topology"),
     "unknown parameter": (with_(lambda s: s.add("more", "revolute_c0", masss=1.0)),
                           r"'more' \(revolute_c0\) has no parameter 'masss'"),
     "input values": (with_(lambda s: s.set_input("base.ext.w", [0.0, 1.0, 2.0])),
@@ -391,7 +391,9 @@ def no_units(monkeypatch):
     """Fail if the master creates a unit: every check must come before."""
     def make_runs(*a, **kw):
         raise AssertionError("units were created for an invalid system")
-    monkeypatch.setattr(engines, "make_runs", make_runs)
+    monkeypatch.setattr(stepper, "make_runs", make_runs)
+    import titop_fmu.cosim.engine as engine
+    monkeypatch.setattr(engine, "make_runs", make_runs)
 
 
 def test_the_valid_tree_passes_the_checks():
@@ -404,7 +406,7 @@ def test_the_valid_tree_passes_the_checks():
 def test_connection_errors_before_anything_runs(case, no_units):
     make, pattern = CONNECTION_ERRORS[case]
     with pytest.raises(ConnectionError_, match=pattern):
-        engines.build(make(), "inprocess", Options(workers=0))
+        build(make(), TitopUnits("inprocess"), Options(workers=0))
 
 
 @pytest.mark.parametrize("case", ["size", "two sources", "tree cycle", "unknown variable"])
@@ -412,33 +414,34 @@ def test_connection_errors_with_fmus(case, fmu_dir, no_units):
     """The same checks against the FMUs' model descriptions."""
     make, pattern = CONNECTION_ERRORS[case]
     with pytest.raises(ConnectionError_, match=pattern):
-        engines.build(make(), "fmu", Options(workers=0), fmu_dir=fmu_dir)
+        build(make(), TitopUnits("fmu", fmu_dir), Options(workers=0))
 
 
 def test_unknown_model_or_engine(no_units):
     s = tree()
     s.add("odd", "spring_c1")
     with pytest.raises(ConnectionError_, match=r"unit 'odd': unknown TITOP model 'spring_c1'"):
-        engines.build(s, "inprocess")
+        build(s, TitopUnits("inprocess"))
     with pytest.raises(ConnectionError_, match=r"unknown engine 'fmi'"):
-        engines.build(tree(), "fmi")
+        build(tree(), TitopUnits("fmi"))
 
 def test_an_fmu_failing_a_call_is_an_error_quoting_its_log(fmu_dir):
     """A status above fmi2Warning from an FMU is a SolverError naming the unit, the call and
     what the FMU logged; the unit stays usable after a refused input."""
-    system = balloon_fmu.system()
-    paths = engines.ensure_fmus(["revolute_c1"], fmu_dir)
+    system = balloon.system()
+    units = TitopUnits("fmu", fmu_dir)
+    units.paths = ensure_fmus(["revolute_c1"], fmu_dir)
     spec = system.units["pendulum1"]
-    u = engines.make_unit("pendulum1", spec, "fmu", paths)
+    u = units.make_unit("pendulum1", spec.model, {**spec.parameters, "mass": -1.0})
     try:
         with pytest.raises(SolverError, match=r"'pendulum1#0' \(revolute_c1\): fmi2ExitInitialization"
                                               r"Mode failed: .*invalid parameter 'mass'"):
-            u.setup({**spec.parameters, "mass": -1.0}, {}, 0.0)
+            u.setup({}, 0.0)
     finally:
         u.terminate()
-    u = engines.make_unit("pendulum1", spec, "fmu", paths)
+    u = units.make_unit("pendulum1", spec.model, dict(spec.parameters))
     try:
-        u.setup(dict(spec.parameters), {}, 0.0)
+        u.setup({}, 0.0)
         k = u.type.input_index["c1.w[4]"]
         u.set_inputs(np.array([k]), np.array([0.5]))
         y0 = u.get_outputs(np.arange(6))
@@ -466,10 +469,10 @@ def balloon_truth():
 def run_master_balloon(engine, fmu_dir=None, stop=BALLOON_STOP, output_interval=0.01, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParameterWarning)
-        system = balloon_fmu.system()
+        system = balloon.system()
     start = time.perf_counter()
-    res = engines.simulate(system, stop, engine=engine, output_interval=output_interval,
-                           options=balloon_fmu.options(**{"workers": 0, **kw}), fmu_dir=fmu_dir)
+    res = simulate(system, stop, TitopUnits(engine, fmu_dir), output_interval=output_interval,
+                   options=balloon.options(**{"workers": 0, **kw}))
     return res, time.perf_counter() - start
 
 
@@ -547,8 +550,8 @@ def test_balloon_through_fmus_tight_tolerance(fmu_dir, balloon_truth):
 def test_restart_from_a_saved_state_is_bit_identical(fmu_dir):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParameterWarning)
-        system = balloon_fmu.system()
-    opt = balloon_fmu.options(workers=0, span=0.2)
+        system = balloon.system()
+    opt = balloon.options(workers=0, span=0.2)
 
     def advance(master, t_end):
         ts, vs = [], []
@@ -558,7 +561,7 @@ def test_restart_from_a_saved_state_is_bit_identical(fmu_dir):
         return np.array(ts), np.array(vs)
 
     start = time.perf_counter()
-    master = engines.build(system, "fmu", opt, fmu_dir=fmu_dir)
+    master = build(system, TitopUnits("fmu", fmu_dir), opt)
     try:
         master.initialize(0.0)
         advance(master, 0.1)
@@ -570,7 +573,7 @@ def test_restart_from_a_saved_state_is_bit_identical(fmu_dir):
         t2, v2 = advance(master, 0.2)
     finally:
         master.terminate()
-    fresh = engines.build(system, "fmu", opt, fmu_dir=fmu_dir)          # the same without a restart
+    fresh = build(system, TitopUnits("fmu", fmu_dir), opt)          # the same without a restart
     try:
         fresh.initialize(0.0)
         advance(fresh, 0.1)
@@ -588,8 +591,8 @@ def test_worker_processes_end_with_the_master():
     both workers have exited and their pipes are closed (no process left behind)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParameterWarning)
-        system = balloon_fmu.system()
-    master = engines.build(system, "inprocess", balloon_fmu.options(workers=3, span=20.0))
+        system = balloon.system()
+    master = build(system, TitopUnits("inprocess"), balloon.options(workers=3, span=20.0))
     procs = [s.proc for s in master.steppers if not s.in_process]
     try:
         assert len(procs) == 2 and len(master.steppers) == 3
@@ -610,7 +613,7 @@ def two_branch():
     """The file, the recorded outputs' angle mask, and the monolithic twin's ``(t, recorded)``."""
     sf = systemfile.read(TWO_BRANCH)
     angles = np.array([r.endswith(("m[16]", "m[17]", "m[18]")) for r in sf.system.recorded])
-    return sf, angles, reference.simulate(sf.system, TWO_BRANCH_STOP, 0.01)
+    return sf, angles, monolithic.simulate(sf.system, TWO_BRANCH_STOP, 0.01)
 
 
 def test_two_branch_file_and_its_twin(two_branch):
@@ -634,8 +637,8 @@ def test_two_branch_through_the_master(engine, two_branch, request):
     sf, angles, (t, truth) = two_branch
     fmus = request.getfixturevalue("fmu_dir") if engine == "fmu" else None
     start = time.perf_counter()
-    res = engines.simulate(sf.system, TWO_BRANCH_STOP, engine=engine, output_interval=0.01,
-                           options=Options(workers=0), fmu_dir=fmus)
+    res = simulate(sf.system, TWO_BRANCH_STOP, TitopUnits(engine, fmus), output_interval=0.01,
+                   options=Options(workers=0))
     wall = time.perf_counter() - start
     assert res.labels == sf.system.recorded and np.allclose(res.t, t, rtol=0, atol=1e-12)
     err = max_error(res.values, truth, angles)

@@ -92,10 +92,10 @@ def test_fmu_loads_and_steps_in_a_c_host(harness, host_env, fmu_paths, tmp_path,
     u = np.zeros(len(iface.input_names))
     if inputs:
         u[0] = 0.3
-    unit.set_inputs(u)
+    unit.set_inputs(unit.ALL, u)
     for k in range(STEPS + 1):
         if k:
-            unit.do_step(H)
+            unit.do_step(unit.t, H)
         if outputs:
             assert np.all(np.isfinite(got[k]))
             np.testing.assert_allclose(got[k], unit.outputs(), rtol=0, atol=1e-12 * max(1, np.abs(got).max()))

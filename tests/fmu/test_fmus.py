@@ -109,7 +109,7 @@ def test_outputs_equal_the_in_process_unit(fmu_paths, mid):
     try:
         u = random_inputs(iface, rng)
         host.initialize(params, dict(zip(ins, u)))
-        ref.set_inputs(u)
+        ref.set_inputs(ref.ALL, u)
         assert close(host.get(outs), ref.outputs())
         reals = [n for n in params if host.var[n].type == "Real"]
         assert close(host.get(reals), [params[n] for n in reals])
@@ -120,10 +120,10 @@ def test_outputs_equal_the_in_process_unit(fmu_paths, mid):
             for _ in range(k):
                 u = random_inputs(iface, rng)
                 host.set(dict(zip(ins, u)))
-                ref.set_inputs(u)
+                ref.set_inputs(ref.ALL, u)
                 assert close(host.get(outs), ref.outputs())        # direct feedthrough, no doStep
                 host.fmu.doStep(t, H)
-                ref.do_step(H)
+                ref.do_step(ref.t, H)
                 t += H
                 assert close(host.get(outs), ref.outputs())
 
@@ -185,15 +185,15 @@ def test_four_instances_in_one_process_are_independent(fmu_paths):
         for host, (iface, params, ref) in zip(hosts, setups):
             u = random_inputs(iface, rng)
             host.initialize(params, dict(zip(iface.input_names, u)))
-            ref.set_inputs(u)
+            ref.set_inputs(ref.ALL, u)
         for k in range(4):
             for host, (iface, params, ref) in zip(hosts, setups):     # interleaved calls
                 u = random_inputs(iface, rng)
                 host.set(dict(zip(iface.input_names, u)))
-                ref.set_inputs(u)
+                ref.set_inputs(ref.ALL, u)
             for host, (iface, params, ref) in zip(hosts, setups):
                 host.fmu.doStep(k * H, H)
-                ref.do_step(H)
+                ref.do_step(ref.t, H)
             for host, (iface, params, ref) in zip(hosts, setups):
                 assert close(host.get(iface.output_names), ref.outputs())
         ys = [h.get(setups[0][0].output_names) for h in hosts]

@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("pinocchio")
 
-from titop_fmu import balloon  # noqa: E402
+from titop_fmu.scenarios import balloon  # noqa: E402
 from titop_fmu.spatial import dcm_from_quat  # noqa: E402
 from validation.engines import pinocchio_balloon as pb  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 import warnings
 
-from titop_fmu import balloon
+from titop_fmu.scenarios import balloon
 from titop_fmu.errors import ParameterWarning
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from titop_fmu import balloon
+from titop_fmu.scenarios import balloon
 from titop_fmu.cli import main
 from titop_fmu.validate import OUTPUTS, Series, default_reference_dir, errors, load_reference
 

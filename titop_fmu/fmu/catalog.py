@@ -8,8 +8,8 @@ ports, is just ``loop_closure``).
 
 Scalar FMI names follow the structured naming convention: a parameter of shape
 ``()`` is ``name``, of shape ``(n,)`` ``name[1]`` .. ``name[n]``, of shape
-``(n, m)`` ``name[i,j]`` (1-based). Ports are named by
-:class:`titop_fmu.unit.BlockUnit` (``p.m[1]`` .. ``p.m[18]``, ``c1.w[1]``, ...).
+``(n, m)`` ``name[i,j]`` (1-based). Ports are named the same way
+(:func:`titop_fmu.cosim.names.port_names`: ``p.m[1]`` .. ``p.m[18]``, ``c1.w[1]``, ...).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import numpy as np
 
 from ..blocks import (FloatingBase, ImposedMotionBase, LoopClosure, PrismaticBody, RevoluteBody,
                       RigidBody, WeldedBody)
+from ..cosim.names import port_names, structured_names
 from ..errors import ParameterError
 from ..unit import BlockUnit
 
@@ -134,11 +135,7 @@ class Param:
     def scalars(self) -> list:
         """``[(fmi name, index, default, unit)]`` in row-major order."""
         out = []
-        for index in np.ndindex(*self.shape):
-            if not index:
-                name = self.name
-            else:
-                name = f"{self.name}[{','.join(str(i + 1) for i in index)}]"
+        for name, index in zip(structured_names(self.name, self.shape), np.ndindex(*self.shape)):
             value = self.default
             unit = self.unit
             for i in index:
@@ -392,8 +389,7 @@ def interface(kind: str, n_children: int = 0) -> Interface:
             units = port_units(port, size, k.joint)
             labels = port_labels(port, size)
             text = port_text(kind, port)
-            names = [port] if size == 1 else [f"{port}[{j}]" for j in range(1, size + 1)]
-            for name, unit, label in zip(names, units, labels):
+            for name, unit, label in zip(port_names({port: size}), units, labels):
                 variables.append(ScalarVar(name, causality, "Real", 0.0 if causality == "input" else None,
                                            unit, f"{text}: {label}" if label else text))
     assert [v.name for v in variables if v.causality == "input"] == template.input_names
@@ -411,3 +407,22 @@ def all_identifiers(children=DEFAULT_CHILDREN) -> list:
         else:
             out.append((kind, 0))
     return out
+
+
+def interface_of(model_id: str) -> Interface:
+    """The interface of the TITOP FMU ``model_id`` (``"revolute_c2"``); KeyError if it is none."""
+    return interface(*parse_identifier(model_id))
+
+
+def build_unit(model_id: str, parameters: dict) -> tuple:
+    """``(BlockUnit, [warning messages])`` of the TITOP FMU ``model_id`` with ``parameters``
+    (``{FMI scalar name: value}``) over the defaults: the one place where defaults merge
+    (in-process units, the monolithic twin). KeyError for an unknown model or parameter,
+    :class:`ParameterError` for an invalid value."""
+    iface = interface_of(model_id)
+    values = dict(zip((s[0] for s in iface.param_scalars), iface.defaults()))
+    for k, v in parameters.items():
+        if k not in values:
+            raise KeyError(f"{model_id} has no parameter {k!r}")
+        values[k] = v
+    return iface.make_unit([values[s[0]] for s in iface.param_scalars])

@@ -144,7 +144,7 @@ def measure_dependencies(iface: Interface, n_sets: int = N_PARAMETER_SETS, seed:
                 for name in deps[o]:
                     on_inputs[i, iface.input_names.index(name)] = True
             u = 0.3 * rng.standard_normal(n_in)
-            unit.set_inputs(u)
+            unit.set_inputs(unit.ALL, u)
             y0 = unit.outputs().copy()
             for group in parameter_groups(iface):
                 perturbed = list(values)
@@ -152,7 +152,7 @@ def measure_dependencies(iface: Interface, n_sets: int = N_PARAMETER_SETS, seed:
                     perturbed[k] = 1 - values[k] if integer[k] else values[k] + 1e-3 * (1.0 + abs(values[k]))
                 try:
                     other, _ = iface.make_unit(perturbed)
-                    other.set_inputs(u)
+                    other.set_inputs(other.ALL, u)
                     changed = other.outputs() != y0
                 except Exception:
                     changed = np.ones(n_out, dtype=bool)

@@ -3,10 +3,10 @@
 No equation here. The FMI parameters are kept as scalars until the unit is
 built from them (:meth:`Interface.make_unit`, at ``fmi2ExitInitializationMode``
 or at the first output read in initialization mode); inputs go straight into
-the unit (:meth:`BlockUnit.set_inputs`); outputs are read from
+the unit (:meth:`BlockUnit.set_inputs`, which checks them); outputs are read from
 :meth:`BlockUnit.outputs` (cached by the unit, recomputed when inputs or
 states change: direct feedthrough without a ``doStep``); ``fmi2DoStep`` is
-:meth:`BlockUnit.do_step`.
+:meth:`BlockUnit.do_step` (the protocol of :class:`titop_fmu.cosim.protocol.Unit`).
 
 Value references: the parameters first, then the inputs, then the outputs, in
 the order of :attr:`Interface.variables`.
@@ -36,7 +36,8 @@ import numpy as np
 from pythonfmu import Fmi2Causality, Fmi2Slave, Fmi2Variability, Integer, Real
 from pythonfmu.enums import Fmi2Status
 
-from ..errors import ParameterError, SolverError
+from ..errors import ParameterError
+from ..unit import check_finite
 from .catalog import interface
 
 INSTANTIATED, INITIALIZATION, STEP, TERMINATED = "instantiated", "initialization", "step", "terminated"
@@ -157,7 +158,7 @@ class TitopSlave(Fmi2Slave):
             for w in warns:
                 self.log(f"parameter warning: {w}", Fmi2Status.warning)
             unit.reset(self._t0)
-            unit.set_inputs(inputs)
+            unit.set_inputs(unit.ALL, inputs)
             self._unit, self._unit_params = unit, params
         return self._unit
 
@@ -231,13 +232,10 @@ class TitopSlave(Fmi2Slave):
 
     def _set_inputs(self, idx, values):
         if self._unit is not None:
-            self._unit.set_inputs(values, idx)    # checks every value is finite, else unchanged
+            self._unit.set_inputs(idx, values)    # checks every value is finite, else unchanged
             return
         u = self._pending.copy()
-        u[idx] = values
-        bad = [self.iface.input_names[i] for i, v in zip(np.atleast_1d(idx), values) if not math.isfinite(v)]
-        if bad:
-            raise SolverError(f"non-finite input(s) {bad}")
+        u[idx] = check_finite(self.iface.input_names, idx, values)
         self._pending = u
 
     # -- FMI callbacks (none lets an exception out) ------------------------------------------
@@ -315,8 +313,7 @@ class TitopSlave(Fmi2Slave):
                                      f"(mode: {self._mode})")
             if not (math.isfinite(step_size) and step_size >= 0):
                 raise _FmiUsageError(f"invalid communication step size {step_size!r}")
-            self._unit.t = float(current_time)       # the blocks are autonomous: time is bookkeeping
-            self._unit.do_step(step_size)
+            self._unit.do_step(float(current_time), step_size)
             return True
         except Exception as e:
             self._error("fmi2DoStep", e)

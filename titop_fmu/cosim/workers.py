@@ -3,12 +3,12 @@
 The runs of the master never exchange anything but the macro interval and
 their recorded outputs, so each group of runs lives in a worker process (its
 own FMU instances) behind the two-phase interface of
-:class:`~.cosim.Stepper`: the master sends the command to every worker, then
+:class:`~.stepper.Stepper`: the master sends the command to every worker, then
 collects the answers, and the workers compute at the same time. A run's
 arithmetic does not depend on where it runs: the results are the same bit for
 bit as with every run in the master's process.
 
-A worker is a fresh interpreter (``python -m titop_fmu.master.parallel``)
+A worker is a fresh interpreter (``python -m titop_fmu.cosim.worker_process``)
 talking length-prefixed pickles over its stdin/stdout, so it inherits nothing
 and imports nothing of the caller's main script.
 """
@@ -24,8 +24,11 @@ import time
 from pathlib import Path
 
 from ..errors import SolverError
-from .cosim import Options, Stepper, _NoConvergence, single_threaded_blas
 from .loop import LoopError
+from .numerics import single_threaded_blas
+from .options import Options
+from .run import NoConvergence
+from .stepper import Stepper, make_runs
 
 
 def picklable(obj) -> bool:
@@ -60,15 +63,15 @@ class RemoteStepper:
 
     in_process = False
 
-    def __init__(self, system, engine, fmu_dir, opt: Options, indices, key, st=None, paths=None):
+    def __init__(self, system, units, opt: Options, indices, key, st):
         self.key = key
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-        self.proc = subprocess.Popen([sys.executable, "-m", "titop_fmu.master.parallel"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "titop_fmu.cosim.worker_process"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env)
         self.wait = 0.0
-        _send(self.proc.stdin, (system, engine, fmu_dir, opt.stepper_options(), list(indices), key, st, paths))
+        _send(self.proc.stdin, (system, units, opt.stepper_options(), list(indices), key, st))
         self.start("ready")                 # the caller collects the answer with result()
 
     def start(self, method, *args):
@@ -84,8 +87,8 @@ class RemoteStepper:
             self.wait += time.perf_counter() - t
         if not ok:
             kind, msg, extra = value
-            if kind == "_NoConvergence":
-                raise _NoConvergence(msg)
+            if kind == "NoConvergence":
+                raise NoConvergence(msg)
             if kind == "LoopError":
                 raise LoopError(msg, **extra)
             raise SolverError(msg if kind == "SolverError" else f"worker {self.key}: {kind}: {msg}")
@@ -113,16 +116,11 @@ class RemoteStepper:
 
 def _worker(inp, out):
     """Worker main loop: build the runs, then serve the master's commands."""
-    from .engines import make_runs, unit_types
-    from .graph import analyse
-    system, engine, fmu_dir, opt, indices, key, st, paths = _recv(inp)
+    system, units, opt, indices, key, st = _recv(inp)
     stepper, failure = None, None
     saved, token = {}, 0
     try:
-        if st is None or paths is None:
-            types, paths = unit_types(system, engine, fmu_dir)
-            st = analyse(system, types)
-        stepper = Stepper(make_runs(system, st, engine, paths, opt, indices), key)
+        stepper = Stepper(make_runs(system, st, units, opt, indices), key)
     except Exception as e:                       # reported at the first command
         failure = e
     while True:
@@ -158,9 +156,9 @@ def _worker(inp, out):
         _send(out, reply)
 
 
-if __name__ == "__main__":
-    # the protocol owns stdin/stdout; anything printed goes to stderr
-    _inp, _out = sys.stdin.buffer, sys.stdout.buffer
+def serve():
+    """The worker's main: the protocol owns stdin/stdout; anything printed goes to stderr."""
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
     with single_threaded_blas():
-        _worker(_inp, _out)
+        _worker(inp, out)

@@ -32,7 +32,7 @@ Example (``examples/balloon.toml`` is the full balloon)::
 Every other key of a ``[units.NAME]`` table is an FMI parameter; a vector or
 matrix value sets ``name[i]`` / ``name[i,j]`` (1-based, FMI structured names).
 Keys unknown to the format are errors, so are unknown parameters, variables
-and units (checked by :func:`~titop_fmu.master.graph.analyse` before
+and units (checked by :func:`~titop_fmu.cosim.structure.analyse` before
 anything runs).
 
 Towards SSP: a unit is an ``ssd:Component`` (its FMU the ``source``), its

@@ -2,7 +2,7 @@
 
 At a communication point the states are fixed; what is left is algebraic:
 evaluate the outputs that do not depend on a torn variable (the
-:attr:`~.graph.Structure.pre` schedule, once), then solve ``r(z) = 0`` by
+:attr:`~.structure.Structure.pre` schedule, once), then solve ``r(z) = 0`` by
 Newton on the torn coupling inputs ``z``, where ``r(z)`` is "what the source
 output of each torn input becomes when the loop schedule is evaluated with
 ``z``, minus ``z``".
@@ -18,7 +18,7 @@ steps, and reused at later points; it is measured again only when the
 iterations still needed at the observed rate would cost more unit evaluations
 than measuring it (TITOP blocks are affine in the loop variables at fixed
 state, so a fresh ``M`` solves the loop in one iteration). It is also the
-feedthrough part of the step Jacobian of :mod:`.cosim`.
+feedthrough part of the step Jacobian of :mod:`.run`.
 
 Non-convergence is an error naming the loop, the time and the residual.
 """
@@ -30,7 +30,8 @@ import math
 import numpy as np
 
 from ..errors import SolverError
-from .graph import Structure
+from .numerics import wrap_where
+from .structure import Structure
 
 
 class LoopError(SolverError):
@@ -39,11 +40,6 @@ class LoopError(SolverError):
     def __init__(self, message, loop=None, time=None, residual=None):
         super().__init__(message)
         self.loop, self.time, self.residual = loop, time, residual
-
-
-def wrap(a):
-    """Angles to ``[-pi, pi)``."""
-    return (a + np.pi) % (2.0 * np.pi) - np.pi
 
 
 class Sensitivities:
@@ -55,13 +51,13 @@ class Sensitivities:
         self.st = st
         self.M = None
         self.age = 0
-        self._torn_lu = None
+        self.torn_J = None              # d(residual)/d(torn inputs): derived from M, Broyden-updated
         self.refreshes = 0
 
     def set_M(self, M):
         self.M = M
         self.age = 0
-        self._torn_lu = None
+        self.torn_J = None
         self.refreshes += 1
 
     def broyden(self, dz, dr):
@@ -69,10 +65,10 @@ class Sensitivities:
         J = self.torn_jacobian()
         n2 = float(dz @ dz)
         if n2 > 0:
-            self._torn_lu = J + np.outer(dr - J @ dz, dz) / n2
+            self.torn_J = J + np.outer(dr - J @ dz, dz) / n2
 
     def torn_jacobian(self):
-        if self._torn_lu is None:
+        if self.torn_J is None:
             st, M = self.st, self.M
             n = st.n_cin
             S = np.ones(n)
@@ -80,8 +76,8 @@ class Sensitivities:
             A = np.eye(n) - S[:, None] * M
             X = np.linalg.solve(A, np.eye(n)[:, st.torn])          # dU/dz
             J = M[st.torn] @ X - np.eye(len(st.torn))
-            self._torn_lu = J
-        return self._torn_lu
+            self.torn_J = J
+        return self.torn_J
 
 
 class LoopSolver:
@@ -171,10 +167,7 @@ class LoopSolver:
     def _propagate(self, z, full=False):
         st = self.st
         self._run(self._plans["full" if full else "loop"], z)
-        r = self.Y[st.cin_src[st.torn]] - z
-        if self._torn_angle.any():
-            r[self._torn_angle] = wrap(r[self._torn_angle])
-        return r
+        return wrap_where(self.Y[st.cin_src[st.torn]] - z, self._torn_angle)
 
     def solve(self, t: float, z0=None, tol=None, weights=None):
         """Evaluate every output at the current states; returns ``(Y, U)``: all outputs

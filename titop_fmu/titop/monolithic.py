@@ -1,6 +1,6 @@
 """The in-process monolithic twin of a co-simulation system of TITOP units.
 
-Any :class:`~.graph.CoSystem` whose units are TITOP models wired by links
+Any :class:`~titop_fmu.cosim.CoSystem` whose units are TITOP models wired by links
 becomes a :class:`titop_fmu.system.System` (the same blocks, built from the
 same FMI parameters as the FMUs build them, the loop solved exactly, all
 states integrated together by DOP853): the ground truth the co-simulation is
@@ -9,30 +9,29 @@ checked against, for the balloon and for any other topology.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
+from ..cosim import CoSystem
+from ..cosim.names import port_of
 from ..errors import ConnectionError_
+from ..fmu import catalog
+from ..spatial import dcm_from_quat, euler_from_dcm
 from ..system import System
-from .graph import CoSystem
-from .units import port_of
 
 
-def monolithic(cs: CoSystem) -> System:
+def twin(cs: CoSystem) -> System:
     """The :class:`System` of ``cs`` (TITOP models, links and constant inputs only)."""
-    from ..fmu import catalog
     s = System()
     for name, spec in cs.units.items():
         if not isinstance(spec.model, str) or spec.model.endswith(".fmu"):
             raise ConnectionError_(f"unit {name!r}: only TITOP model identifiers have a monolithic twin")
-        kind, n = catalog.parse_identifier(spec.model)
-        iface = catalog.interface(kind, n)
-        values = dict(zip((p[0] for p in iface.param_scalars), iface.defaults()))
-        for k, v in spec.parameters.items():
-            if k not in values:
-                raise ConnectionError_(f"{name!r} ({spec.model}) has no parameter {k!r}")
-            values[k] = v
-        v = iface.values([values[p[0]] for p in iface.param_scalars])
-        s.add(name, catalog.KINDS[kind].build(v, n))
+        try:
+            unit, _warnings = catalog.build_unit(spec.model, spec.parameters)
+        except KeyError as e:
+            raise ConnectionError_(f"unit {name!r}: {e.args[0]}") from None
+        s.add(name, unit.block)
     linked = set()
     for child_port, parent_port in cs.links:
         s.connect(child_port, parent_port)
@@ -68,7 +67,7 @@ def recorded(cs: CoSystem, system: System, y) -> np.ndarray:
 
 def simulate(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12):
     """``(t, recorded outputs)`` of the monolithic twin every ``dt`` from 0 to ``stop``."""
-    s = monolithic(cs)
+    s = twin(cs)
     tr = s.simulate(stop, dt, rtol=rtol, atol=atol)
     return tr.t, recorded(cs, s, tr.y)
 
@@ -76,20 +75,16 @@ def simulate(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12):
 def started_at(cs: CoSystem, system: System, y) -> CoSystem:
     """A copy of ``cs`` whose units start from the states ``y`` of its monolithic twin
     (bases: ``r0``, ``Theta0``, ``twist0``; joints: ``q0``, ``qd0``)."""
-    import copy
-    from ..blocks.floating_base import _Base
-    from ..blocks.joints import _JointBody
-    from ..spatial import dcm_from_quat, euler_from_dcm
     out = copy.deepcopy(cs)
     for name, spec in out.units.items():
-        block = system.blocks[name]
+        params = {q.name for q in catalog.interface_of(spec.model).params}
         x = np.asarray(y)[system.state_slice(name)]
         p = spec.parameters
-        if isinstance(block, _Base):
+        if "twist0" in params:                          # a base
             p.update({f"twist0[{i + 1}]": float(x[i]) for i in range(6)})
             p.update({f"r0[{i + 1}]": float(x[6 + i]) for i in range(3)})
             Theta = euler_from_dcm(dcm_from_quat(x[9:13]))
             p.update({f"Theta0[{i + 1}]": float(Theta[i]) for i in range(3)})
-        elif isinstance(block, _JointBody):
+        elif "q0" in params:                            # a joint
             p["q0"], p["qd0"] = float(x[0]), float(x[1])
     return out

@@ -1,0 +1,195 @@
+"""An FMI 2.0 co-simulation FMU as a unit, through FMPy."""
+
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConnectionError_, SolverError
+from .protocol import Unit, UnitType, Variable
+
+
+@lru_cache(maxsize=None)
+def _read_fmu(path: str, mtime: float):
+    from fmpy import extract, read_model_description
+    md = read_model_description(path)
+    return md, extract(path)
+
+
+def fmu_unit_type(path) -> UnitType:
+    """The :class:`UnitType` of an FMU file (model description only, nothing instantiated)."""
+    path = Path(path)
+    md, _ = _read_fmu(str(path.resolve()), path.stat().st_mtime)
+    return _fmu_type(md)
+
+
+def _fmu_type(md) -> UnitType:
+    if md.coSimulation is None:
+        raise ConnectionError_(f"{md.modelName}: not a co-simulation FMU")
+    variables = {v.name: Variable(v.name, v.causality, v.type, v.unit or (v.declaredType.unit if v.declaredType
+                                                                           else None), v.start)
+                 for v in md.modelVariables}
+    ins = [v.name for v in md.modelVariables if v.causality == "input"]
+    outs = [v.name for v in md.modelVariables if v.causality == "output"]
+    in_index = {n: i for i, n in enumerate(ins)}
+    deps = {o: np.arange(len(ins)) for o in outs}          # no declaration: depends on every input
+    for unknown in md.outputs:
+        if unknown.dependencies is not None:
+            deps[unknown.variable.name] = np.array(
+                sorted(in_index[d.name] for d in unknown.dependencies if d.name in in_index), dtype=int)
+    return UnitType(md.coSimulation.modelIdentifier, variables, ins, outs, [deps[o] for o in outs])
+
+
+class FMUUnit(Unit):
+    """An FMI 2.0 co-simulation FMU through FMPy.
+
+    The per-step calls go straight to the FMI functions with preallocated
+    value-reference and value arrays; every status above ``fmi2Warning`` is an
+    error that quotes what the FMU logged.
+    """
+
+    def __init__(self, name: str, path, parameters: dict | None = None):
+        super().__init__()
+        self.parameters = dict(parameters or {})
+        from fmpy.fmi2 import (FMU2Slave, fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE,
+                               fmi2CallbackFunctions, fmi2CallbackLoggerTYPE)
+        from fmpy import calloc, free
+        from fmpy.logging import addLoggerProxy
+        self.name, self.path = name, Path(path)
+        md, unzipdir = _read_fmu(str(self.path.resolve()), self.path.stat().st_mtime)
+        self.md = md
+        self.type = _fmu_type(md)
+        vr = {v.name: v.valueReference for v in md.modelVariables}
+        self._vr = vr
+        self._in_vr = np.array([vr[n] for n in self.type.input_names], dtype=np.uint32)
+        self._out_vr = np.array([vr[n] for n in self.type.output_names], dtype=np.uint32)
+        self._all_out = np.arange(len(self._out_vr))
+        self._out_buf = np.zeros(len(self._out_vr))
+        self._vr_cache = {}
+        self.log = []                # the last 50 messages: (status, category, text)
+        self.logged = 0              # messages so far
+        self.fmu = FMU2Slave(guid=md.guid, unzipDirectory=unzipdir,
+                             modelIdentifier=md.coSimulation.modelIdentifier, instanceName=name)
+        cb = fmi2CallbackFunctions()
+        cb.logger = fmi2CallbackLoggerTYPE(self._logger)
+        cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(calloc)
+        cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
+        addLoggerProxy(ctypes.byref(cb))
+        self._callbacks = cb
+        self._call("fmi2Instantiate", self.fmu.instantiate, callbacks=cb)
+        self._instantiated = True
+        # the per-step functions called bare (no FMPy wrapper): preallocated value-reference
+        # arrays per index set, one value buffer, the status checked here
+        self._c = self.fmu.component
+        vp, sz = ctypes.c_void_p, ctypes.c_size_t
+        rw = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp, sz, vp)
+        self._set_real = rw(("fmi2SetReal", self.fmu.dll))
+        self._get_real = rw(("fmi2GetReal", self.fmu.dll))
+        self._do = ctypes.CFUNCTYPE(ctypes.c_int, vp, ctypes.c_double, ctypes.c_double, ctypes.c_int)(
+            ("fmi2DoStep", self.fmu.dll))
+        self._buf = np.zeros(max(len(self._in_vr), len(self._out_vr), 1))
+        self._buf_at = self._buf.ctypes.data
+
+    def _logger(self, env, instance, status, category, message):
+        self.log.append((status, (category or b"").decode(errors="replace"), message.decode(errors="replace")))
+        self.logged += 1
+        del self.log[:-50]
+
+    def _since(self, logged):
+        """The error messages the FMU logged since the count was ``logged``."""
+        new = self.log[len(self.log) - min(len(self.log), self.logged - logged):]
+        return "; ".join(m for s, _, m in new if s >= 2)
+
+    def _failure(self, what, logged, fallback):
+        """The error of a failed call: what the FMU logged since the count was ``logged``,
+        else ``fallback``."""
+        return SolverError(f"FMU {self.name!r} ({self.type.name}): {what} failed: "
+                           f"{self._since(logged) or fallback}")
+
+    def _call(self, what, f, *args, **kw):
+        from fmpy.fmi1 import FMICallException
+        logged = self.logged
+        try:
+            return f(*args, **kw)
+        except FMICallException as e:
+            raise self._failure(what, logged, str(e)) from None
+
+    def _setup(self, inputs, t0):
+        self._call("fmi2SetupExperiment", self.fmu.setupExperiment, startTime=t0)
+        self._set_named(self.parameters)
+        self._call("fmi2EnterInitializationMode", self.fmu.enterInitializationMode)
+        self._set_named(inputs)
+        self._call("fmi2ExitInitializationMode", self.fmu.exitInitializationMode)
+
+    def _set_named(self, values: dict):
+        if not values:
+            return
+        by_type: dict = {}
+        for n, v in values.items():
+            var = self.type.variables.get(n)
+            if var is None:
+                raise ConnectionError_(f"{self.name}: {self.type.name} has no variable {n!r}")
+            by_type.setdefault(var.type, ([], []))
+            by_type[var.type][0].append(self._vr[n])
+            by_type[var.type][1].append(v)
+        for typ, (vrs, vals) in by_type.items():
+            if typ == "Real":
+                self._call("fmi2SetReal", self.fmu.setReal, vrs, [float(v) for v in vals])
+            elif typ == "Integer":
+                self._call("fmi2SetInteger", self.fmu.setInteger, vrs, [int(v) for v in vals])
+            elif typ == "Boolean":
+                self._call("fmi2SetBoolean", self.fmu.setBoolean, vrs, [bool(v) for v in vals])
+            else:
+                self._call("fmi2SetString", self.fmu.setString, vrs, [str(v) for v in vals])
+
+    def _vrs(self, which, idx):
+        """``(value-reference array, its address, its length)`` for input or output positions."""
+        key = (which, idx.tobytes() if isinstance(idx, np.ndarray) else tuple(idx))
+        vrs = self._vr_cache.get(key)
+        if vrs is None:
+            src = self._in_vr if which == "in" else self._out_vr
+            arr = np.ascontiguousarray(src[np.asarray(idx, dtype=int)], dtype=np.uint32)
+            vrs = self._vr_cache[key] = (arr, arr.ctypes.data, len(arr))
+        return vrs
+
+    def _checked(self, what, status, logged):
+        """Above ``fmi2Warning``: an error quoting what the FMU logged during the call."""
+        if status > 1:
+            raise self._failure(what, logged, f"status {status}")
+
+    def _set_inputs(self, idx, values):
+        _, at, n = self._vrs("in", idx)
+        self._buf[:n] = values
+        logged = self.logged
+        self._checked("fmi2SetReal", self._set_real(self._c, at, n, self._buf_at), logged)
+
+    def _get_outputs(self, idx):
+        _, at, n = self._vrs("out", idx)
+        logged = self.logged
+        self._checked("fmi2GetReal", self._get_real(self._c, at, n, self._buf_at), logged)
+        return self._buf[:n].copy()
+
+    def _do_step(self, t, h):
+        logged = self.logged
+        self._checked("fmi2DoStep", self._do(self._c, t, h, 0), logged)
+
+    def _get_state(self):
+        return self._call("fmi2GetFMUstate", self.fmu.getFMUstate)
+
+    def _set_state(self, state):
+        self._call("fmi2SetFMUstate", self.fmu.setFMUstate, state)
+
+    def _free_state(self, state):
+        self._call("fmi2FreeFMUstate", self.fmu.freeFMUstate, state)
+
+    def _terminate(self):
+        if self._instantiated:
+            self._instantiated = False
+            try:
+                self.fmu.terminate()
+            except Exception:
+                pass
+            self.fmu.freeInstance()

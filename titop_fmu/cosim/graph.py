@@ -1,0 +1,101 @@
+"""A co-simulation system as the user describes it: units, parameters, connections,
+links, constant inputs, recorded outputs (:mod:`.systemfile` reads the same from a file)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ConnectionError_
+from .function_unit import FunctionSpec
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: the variables of a linked port pair: motion down the tree, wrench back up
+MOTION, WRENCH = "m", "w"
+
+
+@dataclass
+class UnitSpec:
+    """One unit of a system: ``model`` is a model name that the unit factory resolves
+    (a TITOP model identifier such as ``"revolute_c1"``), the path of an ``.fmu`` file, or
+    a :class:`FunctionSpec`."""
+
+    name: str
+    model: object
+    parameters: dict = field(default_factory=dict)      # FMI scalar name -> value
+
+
+def expand_parameters(params: dict) -> dict:
+    """``{"com": [0, -1, 0], "inertia": [[..]], "c1.r": [..], "mass": 2}`` ->
+    FMI scalar names ``com[1]``, ``inertia[1,1]``, ``c1.r[1]``, ``mass``."""
+    out = {}
+    for name, value in params.items():
+        a = np.asarray(value)
+        if a.dtype == object or a.dtype.kind in "US":
+            out[name] = value
+        elif a.ndim == 0:
+            out[name] = value.item() if hasattr(value, "item") else value
+        else:
+            for index in np.ndindex(*a.shape):
+                out[f"{name}[{','.join(str(i + 1) for i in index)}]"] = a[index].item()
+    return out
+
+
+class CoSystem:
+    """Units, their parameters, the connections between them, constant inputs and
+    the outputs to record.
+
+    >>> s = CoSystem()
+    >>> s.add("base", "floating_base_c1", mass=10, inertia=np.eye(3), **{"c1.r": [0, -1, 0]})
+    >>> s.add("arm", "revolute_c0", mass=1, com=[0, -1, 0])
+    >>> s.link("base.c1", "arm.p")          # base.c1.m -> arm.p.m and arm.p.w -> base.c1.w
+    >>> s.set_input("base.ext.w", [0, 107.91, 0, 0, 0, 0])
+    >>> s.record("arm.joint.q[3]")
+
+    Nothing is checked against the units' variables until :func:`analyse`.
+    """
+
+    def __init__(self):
+        self.units: dict[str, UnitSpec] = {}
+        self.connections: list[tuple[str, str]] = []
+        self.links: list[tuple[str, str]] = []
+        self.inputs: dict[str, object] = {}
+        self.recorded: list[str] = []
+
+    def add(self, name: str, model, parameters: dict | None = None, **kw) -> str:
+        """Add a unit; parameters as ``parameters={...}`` and/or keywords, vectors and
+        matrices allowed (``com=[0, -1, 0]``, ``**{"c1.r": [0, -2, 0]}``)."""
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ConnectionError_(f"unit name {name!r} must be an identifier (letters, digits, _)")
+        if name in self.units:
+            raise ConnectionError_(f"unit name {name!r} is already used")
+        if not isinstance(model, (str, FunctionSpec)) and not hasattr(model, "__fspath__"):
+            raise ConnectionError_(f"unit {name!r}: model must be a model name (e.g. a TITOP model identifier), "
+                                   f"an .fmu path or a FunctionSpec, got {model!r}")
+        params = dict(parameters or {})
+        params.update(kw)
+        self.units[name] = UnitSpec(name, model, expand_parameters(params))
+        return name
+
+    def connect(self, output: str, input: str):
+        """Connect ``"unit.output"`` to ``"unit.input"``: scalars (``a.y[2]``) or
+        whole ports (``a.c1.m`` -> ``b.p.m``, sizes must match)."""
+        self.connections.append((output, input))
+
+    def link(self, child_port: str, parent_port: str):
+        """Link a child port ``"A.ci"`` to a parent port ``"B.p"`` both ways: the motion
+        flows down, ``A.ci.m -> B.p.m``, the wrench back up, ``B.p.w -> A.ci.w`` (the port
+        pair of a multibody tree). Links must form a forest (checked by :func:`analyse`)."""
+        self.links.append((child_port, parent_port))
+        self.connect(f"{child_port}.{MOTION}", f"{parent_port}.{MOTION}")
+        self.connect(f"{parent_port}.{WRENCH}", f"{child_port}.{WRENCH}")
+
+    def set_input(self, ref: str, value):
+        """Give an unconnected input (scalar or port) a constant value."""
+        self.inputs[ref] = value
+
+    def record(self, *refs: str):
+        """Outputs (scalars or ports) to record, in order."""
+        self.recorded.extend(refs)

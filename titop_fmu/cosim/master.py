@@ -1,0 +1,340 @@
+"""The co-simulation algorithm: macro steps, coupling iteration, extrapolation,
+step-size control, dense output, statistics.
+
+Scheme (``benchmarks/cosim_order.py`` measures the orders):
+
+1. **Base step: second order and symmetric.** A unit only accepts inputs held
+   constant over a ``doStep``. Over ``[t, t+h]`` every coupling input is held at
+   the midpoint ``(u(t) + u(t+h)) / 2`` of its values at both ends (attitude
+   angles averaged modulo 2 pi), ``u(t+h)`` being the loop solution at the new
+   states: an implicit equation ``z = G(z)`` in the coupling inputs at ``t+h``,
+   solved by restoring the units' states (``fmi2SetFMUstate``) and repeating the
+   step: Newton on ``z`` with the step Jacobian ``dG/dz = 1/2 (I - M)^-1 P``
+   (``M`` the units' direct feedthrough, ``P`` the sensitivity of each unit's
+   outputs after a step to its held inputs: one perturbed ``doStep`` of that
+   unit per coupling input), kept across steps, rescaled with ``h`` and
+   corrected by Broyden updates. Swapping the ends and stepping back gives the
+   same equations: the step is symmetric, its global error expands in even
+   powers of ``h``.
+
+2. **Extrapolation: order 2k.** ``k`` independent runs of the whole system
+   (their own unit instances) cover every macro interval ``H`` with
+   ``n_1 < .. < n_k`` base steps (default ``1, 2, 3``); at the interval ends
+   their recorded outputs are combined by Aitken-Neville extrapolation in
+   ``(H/n)^2`` to ``H -> 0``. The runs never exchange states (the FMUs keep
+   them opaque): this is global extrapolation, valid on any mesh the runs
+   share. The runs are independent, so they run in parallel processes.
+
+3. **Error estimate, step-size control.** The coarsest run predicts ``z`` by
+   extrapolating its past coupling inputs with a polynomial of degree
+   ``2k - 1``; the change of the step result that Newton's first correction
+   brings, ``est = |dG/dz (I - dG/dz)^-1 r_0|`` (inputs scaled by their
+   magnitudes), is of order ``H^(2k+1)``, like the local error of the
+   extrapolated scheme: both are the effect of the inputs' ``2k``-th
+   derivative held over the step, so the local error is ``kappa * est`` with
+   ``kappa`` from the Euler-Maclaurin expansion (:func:`error_factor`). The
+   error per interval is held to its share ``tol * H / span`` of the
+   tolerance (error per unit step): intervals above ``REJECT`` (1.5) times
+   their share are redone, the next ``H`` is ``0.9 (share / error)^(1/2k)`` times
+   the last. A coupling iterate is accepted once its predicted change is within
+   the share.
+
+4. **Output.** The macro intervals end on the output grid points they reach;
+   values between are interpolated, quintic Hermite when the observer gives
+   first and second derivatives, local Lagrange of degree 5 otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SolverError
+from .numerics import dense, error_factor, extrapolation_weights, single_threaded_blas, wrap_where
+from .options import Options, Stats
+from .run import NoConvergence
+from .structure import Structure
+
+#: an interval whose estimated error exceeds its share of the tolerance this many times is redone
+REJECT = 1.5
+#: largest growth of the macro step from one interval to the next
+GROWTH = 2.0
+#: the run stops with an error below this macro step [s]
+H_MIN = 1e-9
+
+
+@dataclass
+class Result:
+    t: np.ndarray                    # output grid
+    values: np.ndarray               # (len(t), n observed)
+    labels: list
+    stats: Stats
+    mesh: np.ndarray                 # accepted interval ends
+    mesh_values: np.ndarray          # (len(mesh), n) or (len(mesh), 3, n) with derivatives
+    ratio: np.ndarray                # per interval: estimated error / its share of tol
+
+
+class Master:
+    """Step-size control, extrapolation and output over the runs held by ``steppers``
+    (objects with :class:`Stepper`'s two-phase interface; run 0 is the coarsest)."""
+
+    def __init__(self, st: Structure, steppers: list, opt: Options):
+        # a stepper in this process computes when started: the workers' are started before it
+        self.st, self.opt = st, opt
+        self.steppers = [s for s in steppers if not s.in_process] + [s for s in steppers if s.in_process]
+        self.sequence = tuple(opt.sequence)
+        self.order = 2 * len(self.sequence)
+        self.degree = self.order - 1
+        self.weights = extrapolation_weights(self.sequence)
+        self.kappa = error_factor(self.sequence)
+        self.stats = Stats(workers=opt.workers)
+        self.scale = np.ones(st.n_cin)
+        self.t = 0.0
+        self.H = None
+        self.span = 1.0
+        self.grid = None                # (t0, output interval): intervals end on the output points
+        self._aligned = False
+        self._last_ratio = 0.0
+        self._why = ""
+        self._n_hist = 1                # accepted points in the coarse run's history
+        self._rec = None
+        f = opt.observe
+        self._observe = (lambda rec: rec) if f is None else f
+        self.angles = None if opt.angles is None else np.asarray(opt.angles, dtype=bool)
+        self.labels = list(opt.labels) if opt.labels is not None else [lab for lab, _ in st.recorded]
+
+    def _all(self, method, *args):
+        for s in self.steppers:
+            s.start(method, *args)
+        out, err = {}, None
+        for s in self.steppers:
+            try:
+                r = s.result()
+                if isinstance(r, dict):
+                    out.update(r)
+            except SolverError as e:
+                err = err or e
+        if err is not None:
+            raise err
+        return out
+
+    def _absorb(self, res):
+        self._rec = {i: rec for i, (_, rec, _, _) in res.items()}
+        self._U = {i: U for i, (_, _, U, _) in res.items()}
+        for U in self._U.values():
+            np.maximum(self.scale, np.abs(U), out=self.scale)
+
+    # -- start ----------------------------------------------------------------------------------
+    def initialize(self, t0=0.0):
+        """Consistent outputs at ``t0``: every run's loops solved at the initial states."""
+        self.t = t0
+        self._absorb(self._all("initialize", t0))
+        self._E = self.tableau_error()
+        self.H = self.opt.h0 or min(self.opt.h_max, 1e-3)
+        self._n_hist = 1
+        return self.extrapolated()
+
+    def tableau_error(self, U=None):
+        """``T(all runs) - T(all but the coarsest)`` on the coupling inputs (``U``: per run;
+        default the current ones), scaled by their magnitudes: an estimate of the global error
+        of the next-lower-order extrapolation, an upper bound of the result's."""
+        U = self._U if U is None else U
+        k = len(self.sequence)
+        if k < 2:
+            return np.zeros(int(self.st.cin_state.sum()) or self.st.n_cin)
+        ang = self.st.cin_angle
+        ref = U[k - 1]
+        sub = extrapolation_weights(self.sequence[1:])
+
+        def comb(weights, runs):
+            out = np.zeros_like(ref)
+            for w, i in zip(weights, runs):
+                out += w * wrap_where(U[i] - ref, ang)
+            return out
+
+        E = (comb(self.weights, range(k)) - comb(sub, range(1, k))) / self.scale
+        # on the coupling inputs that are functions of the states alone (poses, twists): the
+        # loop variables carry the loop solver's residual, noise that does not shrink with H
+        return E[self.st.cin_state] if self.st.cin_state.any() else E
+
+    def extrapolated(self):
+        """The observed values now, extrapolated over the runs: ``(n,)``, or ``(3, n)`` with
+        first and second time derivatives when the observer gives them."""
+        vals = [np.asarray(self._observe(self._rec[i]), dtype=float) for i in range(len(self.sequence))]
+        ref = vals[-1]
+        ang = self.angles
+        out = np.zeros_like(ref)
+        for w, v in zip(self.weights, vals):
+            d = v - ref
+            wrap_where(d[0] if d.ndim == 2 else d, ang)          # values only, not their derivatives
+            out += w * d
+        return ref + out
+
+    # -- macro intervals ------------------------------------------------------------------------
+    def _controlled(self):
+        return not self.opt.fixed and not self.opt.hold and self._n_hist >= self.degree + 1
+
+    def interval(self, H):
+        """Try ``[t, t + H]``; ``(accepted, ratio)``, ratio = estimated error / its share."""
+        opt = self.opt
+        share = opt.tol * H / self.span
+        abort = REJECT * share / self.kappa if self._controlled() else math.inf
+        try:
+            res = self._all("interval", self.t, H, share, self.scale, abort)
+        except NoConvergence as e:
+            self._all("rollback")
+            if opt.fixed or opt.hold:
+                raise SolverError(f"{e} (fixed macro step {H:g} s)") from None
+            self.stats.stalled += 1
+            self._why = str(e)
+            return False, 2.0 ** self.order
+        except SolverError:
+            self._all("rollback")
+            raise
+        ratio = self.kappa * res[0][0] / share
+        accepted = not self._controlled() or ratio <= REJECT
+        if accepted:
+            self._all("commit")
+            self._absorb(res)
+            self._E = self.tableau_error()
+            if self._E.size:
+                self.stats.tableau = max(self.stats.tableau, float(np.max(np.abs(self._E))))
+        else:
+            self._all("rollback")
+        return accepted, ratio
+
+    def next_H(self, H, ratio):
+        opt = self.opt
+        if opt.fixed or opt.hold:
+            return H
+        if not self._controlled():
+            return min(opt.h_max, H * GROWTH)
+        fac = 0.9 * max(ratio, 1e-10) ** (-1.0 / self.order)       # error per unit step ~ H^order
+        return float(min(opt.h_max, max(H_MIN, H * min(GROWTH, max(0.2, fac)))))
+
+    def _fit(self, H, t_end):
+        """``H`` shortened so that the interval ends on the next output point (or on an
+        equal division of the way there), leaving no sliver before ``t_end``."""
+        self._aligned = False
+        t = self.t
+        if self.grid is not None:
+            t0, dt = self.grid
+            tg = t0 + (math.floor((t - t0) / dt + 1e-9) + 1) * dt       # next output point
+            gap = tg - t
+            if H >= gap * (1 - 1e-9):
+                H = gap + max(0, math.floor((H - gap) / dt + 1e-9)) * dt
+                self._aligned = True
+            else:
+                H = gap / math.ceil(gap / H - 1e-9)
+        rest = t_end - t
+        if H >= rest * (1 - 1e-9) or rest - H < 1e-6 * H:
+            H = rest
+        return H
+
+    def advance(self, t_end):
+        """One accepted macro interval towards ``t_end``; returns its end time."""
+        opt = self.opt
+        H = self._fit(min(self.H, t_end - self.t), t_end)
+        while True:
+            if H < H_MIN:
+                raise SolverError(f"the macro step fell below h_min = {H_MIN:g} s at t={self.t:.9g} s"
+                                  + (f": {self._why}" if self._why else ""))
+            accepted, ratio = self.interval(H)
+            if accepted:
+                break
+            self.stats.rejected += 1
+            H = self._fit(self.next_H(H, ratio), t_end)
+        self._n_hist += 1
+        st = self.stats
+        st.macro_steps += 1
+        st.max_ratio = max(st.max_ratio, ratio)
+        st.h_min_used, st.h_max_used = min(st.h_min_used, H), max(st.h_max_used, H)
+        self.t += H
+        if not (opt.fixed or opt.hold):
+            # an interval cut short by an output point does not shrink the next one
+            H_next = self.next_H(max(H, self.H) if self._aligned else H, ratio)
+            self.H = float(max(H_MIN, H_next))
+        self._last_ratio = ratio
+        return self.t
+
+    # -- whole run -------------------------------------------------------------------------------
+    def simulate(self, t_stop, output_interval=None, t0=0.0, progress=False):
+        """Run from ``t0`` to ``t_stop``; values on the grid ``t0 + k * output_interval``
+        (at the interval ends when ``None``)."""
+        start = time.perf_counter()
+        self.grid = (t0, output_interval) if output_interval else None
+        self.span = self.opt.span or (t_stop - t0)
+        with single_threaded_blas():
+            mesh_t, mesh_v, ratios = [t0], [self.initialize(t0)], [0.0]
+        bar = None
+        if progress:
+            from tqdm import tqdm
+            bar = tqdm(total=float(t_stop - t0), delay=0.5, unit="s(sim)", bar_format=(
+                "{l_bar}{bar}| {n:.2f}/{total:.2f} s [{elapsed}<{remaining}]"))
+        try:
+            with single_threaded_blas():
+                while self.t < t_stop - 1e-12 * max(1.0, abs(t_stop)):
+                    mesh_t.append(self.advance(t_stop))
+                    mesh_v.append(self.extrapolated())
+                    ratios.append(self._last_ratio)
+                    if bar is not None:
+                        bar.update(self.t - t0 - bar.n)
+        finally:
+            if bar is not None:
+                bar.close()
+            self.stats.wall += time.perf_counter() - start
+            self.collect_stats()
+        mesh_t, mesh_v = np.array(mesh_t), np.array(mesh_v)
+        if output_interval:
+            n = int(math.floor((t_stop - t0) / output_interval + 1e-9))
+            grid = t0 + output_interval * np.arange(n + 1)
+            values = dense(mesh_t, mesh_v, grid, self.angles)
+        else:
+            grid, values = mesh_t, (mesh_v[:, 0] if mesh_v.ndim == 3 else mesh_v)
+        return Result(grid, values, self.labels, self.stats, mesh_t, mesh_v, np.array(ratios))
+
+    def collect_stats(self):
+        c = self._all("counters_dict")
+        s = self.stats
+        for k in ("base_steps", "step_iterations", "loop_solves", "loop_iterations", "M_refreshes",
+                  "P_refreshes"):
+            setattr(s, k, sum(v[k] for v in c.values()))
+        s.unit_seconds, s.unit_calls, s.unit_steps = {}, {}, {}
+        if len(c) > 1:                  # runs shared by processes: how busy each one was
+            s.worker_busy = [v["busy"] for k, v in sorted(c.items())]
+            s.worker_units = [sum(x[0] for x in v["units"].values()) for k, v in sorted(c.items())]
+        for v in c.values():
+            for name, (sec, calls, steps) in v["units"].items():
+                s.unit_seconds[name] = s.unit_seconds.get(name, 0.0) + sec
+                s.unit_calls[name] = s.unit_calls.get(name, 0) + calls
+                s.unit_steps[name] = s.unit_steps.get(name, 0) + steps
+
+    # -- restart ---------------------------------------------------------------------------------
+    def save(self):
+        """Everything that determines the rest of the run, unit states included."""
+        return dict(groups=self._all("save"), t=self.t, H=self.H, scale=self.scale.copy(),
+                    n_hist=self._n_hist, rec=copy.deepcopy(self._rec), U=copy.deepcopy(self._U),
+                    E=self._E.copy(), grid=self.grid, span=self.span)
+
+    def restore(self, snap):
+        """Back to a :meth:`save` point (the snapshot stays valid)."""
+        self._all("restore", snap["groups"])
+        self.t, self.H, self.scale = snap["t"], snap["H"], snap["scale"].copy()
+        self._n_hist, self._rec = snap["n_hist"], copy.deepcopy(snap["rec"])
+        self._U, self._E = copy.deepcopy(snap["U"]), snap["E"].copy()
+        self.grid, self.span = snap["grid"], snap["span"]
+
+    def terminate(self):
+        """End the units, and the worker processes with them; also after a failure."""
+        err = None
+        for s in self.steppers:
+            try:
+                s.terminate()
+            except SolverError as e:
+                err = err or e
+        if err is not None:
+            raise err

@@ -1,0 +1,127 @@
+"""Numbers of the master: angles modulo 2 pi, extrapolation weights and the error
+factor, Lagrange and quintic Hermite interpolation, dense output."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def wrap(a):
+    """Angles to ``[-pi, pi)``."""
+    return (a + np.pi) % (2.0 * np.pi) - np.pi
+
+
+def wrap_where(d, angles):
+    """``d`` with its entries at ``angles`` (a bool mask, or None) wrapped to ``[-pi, pi)``,
+    in place: the difference of two angle-valued vectors taken modulo 2 pi."""
+    if angles is not None and angles.any():
+        d[angles] = wrap(d[angles])
+    return d
+
+
+def extrapolation_weights(sequence) -> np.ndarray:
+    """Aitken-Neville weights of runs with ``n_r`` base steps, extrapolating in ``(1/n)^2`` to 0."""
+    x = 1.0 / np.asarray(sequence, dtype=float) ** 2
+    w = np.ones(len(x))
+    for r in range(len(x)):
+        for s in range(len(x)):
+            if s != r:
+                w[r] *= x[s] / (x[s] - x[r])
+    return w
+
+
+_BERNOULLI = {2: 1 / 6, 4: -1 / 30, 6: 1 / 42, 8: -1 / 30, 10: 5 / 66, 12: -691 / 2730}
+
+
+def error_factor(sequence) -> float:
+    """``kappa``: local error of the extrapolated scheme / the predictor-based estimate.
+
+    Over a base step the midpoint value replaces the input's average over the
+    step: a trapezoidal rule, whose error expands as ``sum_j B_2j h^2j / (2j)!
+    [u^(2j-1)]`` (Euler-Maclaurin). Extrapolation with ``n_1..n_k`` removes the
+    terms up to ``h^(2k-2)`` and multiplies the ``h^q`` term (``q = 2k``) by
+    ``sum_r w_r n_r^-q``. The estimate is the effect of the degree ``q - 1``
+    predictor's error ``h^q u^(q)``, held over half a step. Both act through the
+    same input-to-state sensitivity, so their ratio is
+    ``2 |sum_r w_r n_r^-q| |B_q| / q!``.
+    """
+    q = 2 * len(sequence)
+    w = extrapolation_weights(sequence)
+    c = abs(float(np.sum(w * np.asarray(sequence, dtype=float) ** -q)))
+    return 2.0 * c * abs(_BERNOULLI[q]) / math.factorial(q)
+
+
+def lagrange_weights(nodes, t) -> np.ndarray:
+    nodes = np.asarray(nodes, dtype=float)
+    w = np.ones(len(nodes))
+    for i in range(len(nodes)):
+        for j in range(len(nodes)):
+            if j != i:
+                w[i] *= (t - nodes[j]) / (nodes[i] - nodes[j])
+    return w
+
+
+def single_threaded_blas():
+    """Context: BLAS on one thread. The master's linear algebra is on matrices of the size
+    of the coupling inputs (tens to a few hundred), where a multithreaded BLAS costs more
+    than it gives (OpenBLAS solves a 120x120 system about 100 times slower on 2 threads
+    than on one on a 2-core machine), and the worker processes already use the cores."""
+    from threadpoolctl import threadpool_limits
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def dense(mesh_t, mesh_v, grid, angles=None, degree=5):
+    """Values at ``grid`` from the values at ``mesh_t``.
+
+    ``mesh_v`` is ``(N, n)`` values, or ``(N, 3, n)`` values with first and
+    second derivatives. Between two mesh points a column with both derivatives
+    known at both ends is a quintic Hermite polynomial, any other column a local
+    Lagrange polynomial through the ``degree + 1`` mesh points around. Angles
+    are unwrapped first and wrapped back to ``[-pi, pi)``.
+    """
+    mv = np.array(mesh_v, dtype=float)
+    has_d = mv.ndim == 3
+    v = mv[:, 0, :].copy() if has_d else mv.copy()
+    ang = np.zeros(v.shape[1], dtype=bool) if angles is None else np.asarray(angles, dtype=bool)
+    if ang.any():
+        v[:, ang] = np.unwrap(v[:, ang], axis=0)
+    n = len(mesh_t)
+    out = np.empty((len(grid), v.shape[1]))
+    idx = np.clip(np.searchsorted(mesh_t, grid, side="right") - 1, 0, n - 1)
+    k = min(degree + 1, n)
+    for g, (t, i) in enumerate(zip(grid, idx)):
+        tol = 1e-12 * max(1.0, abs(t))
+        if abs(mesh_t[i] - t) <= tol:
+            out[g] = v[i]
+            continue
+        if i + 1 < n and abs(mesh_t[i + 1] - t) <= tol:
+            out[g] = v[i + 1]
+            continue
+        lo = int(min(max(i - (k // 2 - 1), 0), n - k))
+        out[g] = lagrange_weights(mesh_t[lo:lo + k], t) @ v[lo:lo + k]
+        if has_d and i + 1 < n:
+            d1, d2 = mv[i:i + 2, 1, :], mv[i:i + 2, 2, :]
+            ok = np.all(np.isfinite(d1), axis=0) & np.all(np.isfinite(d2), axis=0)
+            if ok.any():
+                out[g, ok] = hermite5(t, mesh_t[i], mesh_t[i + 1], v[i, ok], d1[0, ok], d2[0, ok],
+                                      v[i + 1, ok], d1[1, ok], d2[1, ok])
+    if ang.any():
+        out[:, ang] = wrap(out[:, ang])
+    return out
+
+
+def hermite5(t, a, b, ya, da, dda, yb, db, ddb):
+    """Quintic Hermite interpolation on ``[a, b]`` from values, first and second
+    derivatives at both ends."""
+    h = b - a
+    s = (t - a) / h
+    s2, s3 = s * s, s * s * s
+    h00 = 1 - 10 * s3 + 15 * s3 * s - 6 * s3 * s2
+    h01 = 1 - h00
+    h10 = s - 6 * s3 + 8 * s3 * s - 3 * s3 * s2
+    h11 = -4 * s3 + 7 * s3 * s - 3 * s3 * s2
+    h20 = 0.5 * (s2 - 3 * s3 + 3 * s3 * s - s3 * s2)
+    h21 = 0.5 * (s3 - 2 * s3 * s + s3 * s2)
+    return h00 * ya + h01 * yb + h * (h10 * da + h11 * db) + h * h * (h20 * dda + h21 * ddb)

@@ -1,0 +1,148 @@
+"""The master's view of a co-simulation unit: what it is before it exists
+(:class:`UnitType`) and the calls it answers (:class:`Unit`).
+
+A unit is anything with scalar inputs, scalar outputs, hidden states, a
+``do_step`` that advances them with the inputs held constant, and an exact
+state save/restore. The master never sees more than :class:`Unit`; the units
+are made by a :class:`UnitFactory` (FMUs through FMPy: :mod:`.fmpy_unit`;
+Python functions: :mod:`.function_unit`; TITOP blocks in process: the TITOP
+bridge). Every call is counted and timed per unit (:attr:`Unit.calls`,
+:attr:`Unit.seconds`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .names import port_of
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    causality: str              # "input", "output", "parameter", ...
+    type: str = "Real"          # "Real", "Integer", "Boolean", "String"
+    unit: str | None = None
+    start: object = None
+
+
+@dataclass
+class UnitType:
+    """What the master knows about a unit before instantiating it.
+
+    ``dependencies[o]`` lists the input indices output ``o`` depends on directly
+    (direct feedthrough); ``required`` the input names that must be connected
+    or given a value.
+    """
+
+    name: str                                   # e.g. "revolute_c1"
+    variables: dict                             # name -> Variable
+    input_names: list
+    output_names: list
+    dependencies: list                          # per output: array of input indices
+    required: frozenset = frozenset()           # inputs that must be connected or given a value
+    angle_inputs: frozenset = frozenset()       # inputs that are angles (averaged, extrapolated modulo 2 pi)
+
+    def __post_init__(self):
+        self.input_index = {n: i for i, n in enumerate(self.input_names)}
+        self.output_index = {n: i for i, n in enumerate(self.output_names)}
+        self.parameter_names = [n for n, v in self.variables.items() if v.causality == "parameter"]
+
+    def ports(self, causality: str) -> dict:
+        """``{port: [scalar names]}`` for ``"input"`` or ``"output"``: scalars named
+        ``port[1..n]`` are grouped (``p.m`` -> ``p.m[1]`` .. ``p.m[18]``)."""
+        names = self.input_names if causality == "input" else self.output_names
+        out: dict = {}
+        for n in names:
+            out.setdefault(port_of(n)[0], []).append(n)
+        return out
+
+    def scalars(self, ref: str, causality: str) -> list:
+        """The scalar names of ``ref`` (a scalar or a port) with ``causality``; [] if none."""
+        names = self.input_index if causality == "input" else self.output_index
+        if ref in names:
+            return [ref]
+        return self.ports(causality).get(ref, [])
+
+
+class Unit:
+    """One co-simulation unit. Inputs and outputs are addressed by index arrays
+    (positions in :attr:`UnitType.input_names` / ``output_names``)."""
+
+    type: UnitType
+    name: str
+
+    def __init__(self):
+        self.calls = 0
+        self.seconds = 0.0
+        self.steps = 0
+
+    # subclasses implement the underscored methods; the public ones count and time
+    def setup(self, inputs: dict, t0: float):
+        """Initialize at ``t0`` with the start values of inputs (``{scalar name: value}``); the
+        parameters were given when the unit was made (:meth:`UnitFactory.make_unit`)."""
+        self._timed(self._setup, inputs, t0)
+
+    def set_inputs(self, idx, values):
+        self.calls += 1
+        t = time.perf_counter()
+        self._set_inputs(idx, values)
+        self.seconds += time.perf_counter() - t
+
+    def get_outputs(self, idx) -> np.ndarray:
+        self.calls += 1
+        t = time.perf_counter()
+        y = self._get_outputs(idx)
+        self.seconds += time.perf_counter() - t
+        return y
+
+    def do_step(self, t: float, h: float):
+        self.calls += 1
+        self.steps += 1
+        t0 = time.perf_counter()
+        self._do_step(t, h)
+        self.seconds += time.perf_counter() - t0
+
+    def get_state(self):
+        return self._timed(self._get_state)
+
+    def set_state(self, state):
+        self._timed(self._set_state, state)
+
+    def free_state(self, state):
+        self._timed(self._free_state, state)
+
+    def terminate(self):
+        self._terminate()
+
+    def _timed(self, f, *args):
+        self.calls += 1
+        t = time.perf_counter()
+        try:
+            return f(*args)
+        finally:
+            self.seconds += time.perf_counter() - t
+
+    def _free_state(self, state):
+        pass
+
+    def _terminate(self):
+        pass
+
+
+class UnitFactory:
+    """Where the units of a system come from, by the ``model`` of each unit: a name the
+    factory knows, an ``.fmu`` path or a :class:`~.function_unit.FunctionSpec`.
+
+    A factory goes to the worker processes with the system: it must be picklable."""
+
+    def unit_types(self, system) -> dict:
+        """``{unit name: UnitType}`` of every unit of ``system`` (nothing instantiated);
+        a :class:`ConnectionError_` for a model it cannot resolve."""
+        raise NotImplementedError
+
+    def make_unit(self, name: str, model, parameters: dict, instance: int = 0) -> Unit:
+        """A new unit ``name`` with its parameters (``{scalar name: value}``), not set up yet,
+        for the run ``instance``."""
+        raise NotImplementedError

@@ -1,0 +1,240 @@
+"""One run of the whole system: the symmetric base step, its coupling iteration and
+step Jacobian (scheme in :mod:`.master`)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from ..errors import SolverError
+from .loop import LoopSolver, Sensitivities
+from .numerics import lagrange_weights, wrap_where
+from .options import Options
+from .structure import Structure
+
+#: floor of the coupling-iteration tolerance: the units' integration noise
+NOISE = 1e-12
+#: coupling iterations of a base step before it is declared stalled
+MAX_ITERATIONS = 10
+
+
+class NoConvergence(SolverError):
+    """The coupling iteration of a base step stalled: the interval is retried shorter."""
+
+
+class StepJacobian:
+    """``dG/dz``: from measured step sensitivities ``P`` (base step ``h_ref``) and the
+    feedthrough ``M``, ``1/2 (I - M)^-1 P``; rescaled with ``h``, corrected by
+    Broyden updates along the coupling iterations (inputs scaled by their magnitudes)."""
+
+    def __init__(self):
+        self.J = None
+        self.h = None
+
+    def reset(self, P, M, h):
+        A = np.eye(P.shape[0]) - (M if M is not None else 0.0)
+        self.J = 0.5 * np.linalg.solve(A, P)
+        self.h = h
+
+    def at(self, h):
+        if h != self.h:
+            self.J = self.J * (h / self.h)
+            self.h = h
+        return self.J
+
+    def update(self, dz, dG, w):
+        x = dz * w
+        n2 = float(x @ x)
+        if n2 > 0:
+            Js = self.J * w[:, None] / w[None, :]
+            Js += np.outer(dG * w - Js @ x, x) / n2
+            self.J = Js / w[:, None] * w[None, :]
+
+
+class Run:
+    """One set of unit instances of the whole system, ``n`` base steps per macro interval."""
+
+    def __init__(self, st: Structure, opt: Options, units, n, weight=1.0):
+        """``opt`` resolved; the predictor's degree is ``opt.order - 1``."""
+        self.st, self.opt, self.units, self.n, self.degree = st, opt, units, n, opt.order - 1
+        self.weight, self.total_steps = weight, sum(opt.sequence)
+        self.sens = Sensitivities(st)
+        self.jac = StepJacobian()
+        self.solver = LoopSolver(st, units, self.sens, rtol=opt.loop_rtol, atol=opt.loop_atol)
+        self.t = 0.0
+        self.U = np.zeros(st.n_cin)
+        self.Y = np.zeros(st.n_out)
+        self.hist_t: list = []
+        self.hist_U: list = []
+        self._set = [(st.cin_local[ks], ks) for ks in st.unit_cin]
+        self._rec = np.array([g for _, g in st.recorded], dtype=int)
+        self._out_unit = np.searchsorted(st.out_offset, st.cin_src, side="right") - 1
+        self.base_steps = self.iterations = self.P_refreshes = 0
+
+    def recorded(self):
+        return self.Y[self._rec].copy()
+
+    def set_coupling(self, U):
+        for u, (local, ks) in zip(self.units, self._set):
+            if ks.size:
+                u.set_inputs(local, U[ks])
+
+    def initialize(self, t0):
+        self.t = t0
+        Y, U = self.solver.solve(t0)
+        self.Y, self.U = Y.copy(), U.copy()
+        self.solver.Ucur[:] = U
+        self.hist_t, self.hist_U = [t0], [U.copy()]
+
+    def predict(self, t):
+        """Coupling inputs at ``t`` extrapolated from the last ``degree + 1`` points."""
+        k = min(self.degree + 1, len(self.hist_t))
+        base = self.hist_U[-1]
+        if k == 1:
+            return base.copy()
+        w = lagrange_weights(self.hist_t[-k:], t)
+        ang = self.st.cin_angle
+        z = np.zeros_like(base)
+        for wi, Ui in zip(w, self.hist_U[-k:]):
+            z += wi * wrap_where(Ui - base, ang)
+        return base + z
+
+    # -- the base step ------------------------------------------------------------------------
+    def base_step(self, t, h, tol, scale):
+        """Advance from ``t`` to ``t + h``, iterating until the predicted change of the
+        result is below ``tol``; returns the first iterate's (the estimate)."""
+        st, opt = self.st, self.opt
+        units = self.units
+        U0 = self.U
+        if opt.hold:
+            self.set_coupling(U0)
+            for u in units:
+                u.do_step(t, h)
+            Y, G = self.solver.solve(t + h, z0=self.solver.z)
+            self.base_steps += 1
+            self.iterations += 1
+            self.t, self.U, self.Y = t + h, G.copy(), Y.copy()
+            return 0.0
+        saved = [u.get_state() for u in units]
+        z = self.predict(t + h)
+        ang = st.cin_angle
+        w = 1.0 / scale
+        eye = np.eye(st.n_cin)
+        rho = 1.0 if self.jac.J is None else max(1e-3, float(np.abs(self.jac.at(h)).sum(axis=1).max()))
+        loop_tol = 0.1 * tol / rho          # the loop only as exact as the iteration sees it (through dG/dz)
+        est = 0.0
+        e_prev = z_prev = G_prev = None
+        refreshed = False
+        try:
+            for k in range(MAX_ITERATIONS + 1):
+                if k:
+                    for u, s in zip(units, saved):
+                        u.set_state(s)
+                ubar = U0 + 0.5 * wrap_where(z - U0, ang)
+                self.set_coupling(ubar)
+                for u in units:
+                    u.do_step(t, h)
+                # the loop only as exact as the coupling iteration can see (through dG/dz)
+                Y, G = self.solver.solve(t + h, z0=z[st.torn], tol=loop_tol, weights=w)
+                self.iterations += 1
+                r = wrap_where(G - z, ang)
+                if not r.size:
+                    break
+                if self.jac.J is None:
+                    self.measure_P(saved, ubar, t, h, Y)
+                if z_prev is not None:
+                    dG = wrap_where(G - G_prev, ang)
+                    # a secant pair above the loop-solve and integration noise only
+                    if float((np.abs(dG) * w).max()) > 10 * loop_tol + 1e3 * NOISE:
+                        self.jac.update(z - z_prev, dG, w)
+                J = self.jac.at(h)
+                corr = np.linalg.solve(eye - J, r)
+                e = float((np.abs(corr - r) * w).max())
+                if k == 0:
+                    est = e
+                else:       # the last correction's real effect against its prediction
+                    trust = max(1.0, float((np.abs(dG) * w).max()) / max(e_prev, 10 * loop_tol + 1e3 * NOISE))
+                    e *= trust
+                    if k == 1:
+                        est *= trust
+                if e <= tol or (k >= 2 and e <= 100 * NOISE and e > 0.3 * e_prev):
+                    break
+                slow = e_prev is not None and e > 0.05 * e_prev and e > 1e3 * NOISE
+                if k == MAX_ITERATIONS or (slow and refreshed and e > 0.5 * e_prev):
+                    raise NoConvergence(
+                        f"the coupling iteration did not converge at t={t:.9g} s, step {h:.3g} s: predicted "
+                        f"change {e:.3g} (> {tol:.3g}) after {k + 1} steps")
+                if slow and not refreshed:          # a fresh step Jacobian, once per base step
+                    self.measure_P(saved, ubar, t, h, Y)
+                    corr = np.linalg.solve(eye - self.jac.at(h), r)
+                    refreshed = True
+                e_prev, z_prev, G_prev = e, z, G
+                z = z + corr
+        finally:
+            for u, s in zip(units, saved):
+                u.free_state(s)
+        self.base_steps += 1
+        self.t, self.U, self.Y = t + h, G.copy(), Y.copy()
+        self.hist_t.append(self.t)
+        self.hist_U.append(self.U)
+        if len(self.hist_t) > self.degree + 1:
+            del self.hist_t[0], self.hist_U[0]
+        return est
+
+    def measure_P(self, saved, ubar, t, h, Y):
+        """Step sensitivities: per unit and coupling input, one step of that unit with the
+        input perturbed from the saved state, outputs read with the current end inputs.
+        Every unit is left as it was found: stepped, with the end inputs."""
+        st = self.st
+        n = st.n_cin
+        self.solver.refresh_M(full=True)         # the feedthrough at the end of the step, all columns
+        P = np.zeros((n, n))
+        Ucur = self.solver.Ucur
+        for j, u in enumerate(self.units):
+            ks = st.unit_cin[j]
+            rows = np.flatnonzero(self._out_unit == j)
+            if not ks.size or not rows.size:
+                continue
+            local_in = st.cin_local[ks]
+            uniq, inv = np.unique(st.cin_src[rows] - st.out_offset[j], return_inverse=True)
+            y0 = Y[st.out_offset[j] + uniq]
+            end = Ucur[ks].copy()
+            stepped = u.get_state()
+            for c, k in enumerate(ks):
+                d = 1e-4 * max(1.0, abs(ubar[k]))
+                v = ubar[ks].copy()
+                v[c] += d
+                u.set_state(saved[j])
+                u.set_inputs(local_in, v)
+                u.do_step(t, h)
+                u.set_inputs(local_in, end)
+                P[rows, k] = ((u.get_outputs(uniq) - y0) / d)[inv]
+            u.set_state(stepped)
+            u.free_state(stepped)
+        self.jac.reset(P, self.sens.M, h)
+        self.P_refreshes += 1
+
+    # -- save / restore -------------------------------------------------------------------------
+    def snapshot(self, full=False):
+        snap = dict(states=[u.get_state() for u in self.units], t=self.t, U=self.U.copy(), Y=self.Y.copy(),
+                    hist_t=list(self.hist_t), hist_U=[x.copy() for x in self.hist_U],
+                    z=self.solver.z.copy(), zscale=self.solver.zscale.copy())
+        if full:            # the Jacobians too: a restart then repeats the same iterations
+            snap["jac"] = copy.deepcopy((self.sens.M, self.sens.torn_J, self.jac.J, self.jac.h))
+        return snap
+
+    def restore(self, snap):
+        for u, s in zip(self.units, snap["states"]):
+            u.set_state(s)
+        self.t, self.U, self.Y = snap["t"], snap["U"].copy(), snap["Y"].copy()
+        self.hist_t, self.hist_U = list(snap["hist_t"]), [x.copy() for x in snap["hist_U"]]
+        self.solver.z, self.solver.zscale = snap["z"].copy(), snap["zscale"].copy()
+        self.solver.Ucur[:] = self.U          # the units' inputs are part of their states
+        if "jac" in snap:
+            M, JT, J, h = copy.deepcopy(snap["jac"])
+            self.sens.M, self.sens.torn_J, self.jac.J, self.jac.h = M, JT, J, h
+
+    def free(self, snap):
+        for u, s in zip(self.units, snap["states"]):
+            u.free_state(s)

@@ -1,0 +1,1 @@
+"""Reference scenarios, each defined once and run by every engine."""

@@ -1,0 +1,142 @@
+"""TITOP units for the co-simulation master: the TITOP FMUs (built into a cache when
+absent) or the same blocks in process, and what the master must know of their ports.
+
+:class:`TitopUnits` resolves the model identifiers of ``titop-fmu build``
+(``"revolute_c1"``) for ``engine="fmu"`` (``<fmu_dir>/<id>.fmu``, through FMPy) or
+``engine="inprocess"`` (the :class:`~titop_fmu.unit.BlockUnit` each FMU wraps, no FMI:
+what separates coupling error from FMI overhead); ``.fmu`` paths and
+:class:`~titop_fmu.cosim.FunctionSpec` s as :class:`~titop_fmu.cosim.FileUnits` does.
+The default ``fmu_dir`` is a cache keyed by the sources the FMUs embed, so a
+changed package never runs stale FMUs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..cosim import FileUnits, UnitType, Variable
+from ..cosim.engine import is_fmu_path
+from ..errors import ConnectionError_
+from ..fmu import catalog
+
+ENGINES = ("fmu", "inprocess")
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+
+_PARENT_PORT = re.compile(r"^(p|l|r)\.m\[\d+\]$")
+_CHILD_WRENCH = re.compile(r"^c\d+\.w\[\d+\]$")
+_EULER = re.compile(r"^[\w.]+\.m\[(16|17|18)\]$")
+
+
+def titop_required(input_names) -> frozenset:
+    """Inputs a TITOP block cannot do without: the parent ports' motion vectors and the
+    child ports' wrenches (a free child end is set to zero explicitly)."""
+    return frozenset(n for n in input_names if _PARENT_PORT.match(n) or _CHILD_WRENCH.match(n))
+
+
+def titop_angles(input_names) -> frozenset:
+    """Motion-vector components 16..18: 3-2-1 Euler angles, defined modulo 2 pi."""
+    return frozenset(n for n in input_names if _EULER.match(n))
+
+
+def with_titop_ports(t: UnitType) -> UnitType:
+    """``t`` with the required and angle inputs of a TITOP block when it is one (by its
+    model identifier), else ``t``."""
+    try:
+        catalog.interface_of(t.name)
+    except KeyError:
+        return t
+    return dataclasses.replace(t, required=titop_required(t.input_names), angle_inputs=titop_angles(t.input_names))
+
+
+@lru_cache(maxsize=None)
+def titop_unit_type(model_id: str) -> UnitType:
+    """The :class:`UnitType` of the TITOP FMU ``model_id`` (``"revolute_c1"``), with the
+    dependencies the FMU declares (measured on the block as at the FMU build)."""
+    from ..fmu.model_description import measure_dependencies
+    iface = catalog.interface_of(model_id)
+    variables = {v.name: Variable(v.name, v.causality, v.type, v.unit, v.start) for v in iface.variables}
+    on_inputs, _ = measure_dependencies(iface)
+    deps = [np.flatnonzero(row) for row in on_inputs]
+    return with_titop_ports(UnitType(model_id, variables, list(iface.input_names), list(iface.output_names), deps))
+
+
+def default_fmu_dir() -> Path:
+    """``$XDG_CACHE_HOME/titop-fmu/fmus-<hash of the titop_fmu sources>``."""
+    h = hashlib.sha256()
+    for p in sorted(PACKAGE_ROOT.rglob("*")):
+        if p.suffix in (".py", ".c") and "__pycache__" not in p.parts:
+            h.update(p.relative_to(PACKAGE_ROOT).as_posix().encode())
+            h.update(p.read_bytes())
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "titop-fmu" / f"fmus-{h.hexdigest()[:16]}"
+
+
+def ensure_fmus(model_ids, fmu_dir) -> dict:
+    """``{model id: path}``, building the missing TITOP FMUs into ``fmu_dir``."""
+    fmu_dir = Path(fmu_dir)
+    paths = {m: fmu_dir / f"{m}.fmu" for m in model_ids}
+    missing = [m for m, p in paths.items() if not p.is_file()]
+    if missing:
+        from ..fmu.build import build_all
+        counts = set()
+        for m in missing:
+            try:
+                counts.add(catalog.parse_identifier(m)[1])
+            except KeyError:
+                raise ConnectionError_(f"unknown TITOP FMU {m!r}: not a model identifier of titop-fmu build "
+                                       f"and no file {paths[m]}") from None
+        build_all(fmu_dir, children=sorted(counts))
+    return paths
+
+
+class TitopUnits(FileUnits):
+    """The unit factory of systems of TITOP blocks (see the module docstring); ``paths``
+    are the FMU files resolved by :meth:`unit_types` (they go to the worker processes)."""
+
+    def __init__(self, engine: str = "fmu", fmu_dir=None):
+        if engine not in ENGINES:
+            raise ConnectionError_(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
+        self.engine, self.fmu_dir = engine, fmu_dir
+        self.paths: dict = {}
+
+    def unit_types(self, system) -> dict:
+        titop = sorted({s.model for s in system.units.values() if isinstance(s.model, str) and not is_fmu_path(s.model)})
+        if self.engine == "fmu" and titop:
+            self.paths = ensure_fmus(titop, self.fmu_dir or default_fmu_dir())
+        return super().unit_types(system)
+
+    def unit_type(self, name, model):
+        if isinstance(model, str) and not is_fmu_path(model):
+            if self.engine == "fmu":
+                return with_titop_ports(super().unit_type(name, self.paths[model]))
+            try:
+                return titop_unit_type(model)
+            except KeyError:
+                raise ConnectionError_(f"unit {name!r}: unknown TITOP model {model!r} (e.g. floating_base_c1, "
+                                       "revolute_c0, prismatic_c1, welded_c2, loop_closure)") from None
+        return with_titop_ports(super().unit_type(name, model))
+
+    def make_unit(self, name, model, parameters, instance=0):
+        if isinstance(model, str) and not is_fmu_path(model):
+            if self.engine == "fmu":
+                return super().make_unit(name, self.paths[model], parameters, instance)
+            return block_unit(name, model, parameters)
+        return super().make_unit(name, model, parameters, instance)
+
+
+def block_unit(name: str, model_id: str, parameters: dict):
+    """The TITOP block ``model_id`` in process, built from FMI parameters exactly as the
+    FMU builds it."""
+    try:
+        unit, _warnings = catalog.build_unit(model_id, parameters)
+    except KeyError as e:
+        raise ConnectionError_(f"{name}: {e.args[0]}") from None
+    unit.name, unit.type = name, titop_unit_type(model_id)
+    return unit
