@@ -3,14 +3,12 @@ imposed-motion base of the direct dynamic model (Fig. 1)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 
 from ..errors import ParameterError
-from ..spatial import (C_times, P_x2, dcm_from_euler, dcm_from_quat, euler_from_dcm, gravity6,
-                       newton_euler, quat_derivative, quat_from_dcm, upsilon)
-from .base import Block, child_accelerations, col, sum_child_wrenches
+from ..spatial import (P_x2, dcm_from_euler, dcm_from_quat, euler_from_dcm, newton_euler,
+                       quat_derivative, quat_from_dcm)
+from .base import Block, body_kinematics, child_accelerations, sum_child_wrenches
 from .body import RigidBody, as_vector
 
 BASE_STATES = ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z",
@@ -42,17 +40,10 @@ class _Base(Block):
         m_P = np.zeros(18)
         m_P[6:12] = twist
         m_P[12:15] = r_i.dot(P_bi)                                       # P_b/i^T [IP]_Ri
-        m_P[15:18] = euler_from_dcm(P_bi) if outputs else np.nan
-        D = self.body.D_P
-        m_out = {"p.m": m_P}
-        if outputs:
-            m_out.update({f"{c}.m": upsilon(-PC, m_P, t)
-                          for c, PC, t in zip(self.child_ports, self.body.children, self.body.tau_c)})
-        return SimpleNamespace(
-            P_bi=P_bi, P_ai=P_bi, m_A=m_P, twist=twist, m_out=m_out, outputs=outputs,
-            g6=col(gravity6(P_bi, self.g)),
-            bias=col(C_times(twist, D.dot(twist))),                            # C(x') D x', eq. (7)
-        )
+        m_P[15:18] = euler_from_dcm(P_bi) if outputs else np.nan          # Theta(P_b/i)
+        kin = body_kinematics(self.body, self.g, self.child_ports, m_P, P_bi, outputs, P_bi=P_bi)
+        kin.m_out = {"p.m": m_P, **kin.m_out}
+        return kin
 
     def project_state(self, x):
         x = x.copy()

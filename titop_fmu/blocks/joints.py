@@ -9,14 +9,11 @@ projected in ``R_b``; child ports are in the body frame ``R_a``.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 
 from ..errors import ParameterError
-from ..spatial import (C_times, P_x2, axis_rotation, dcm_from_euler, gravity6, motion_in_frame,
-                       newton_euler, skew, tau, upsilon)
-from .base import Block, child_accelerations, col, sum_child_wrenches
+from ..spatial import P_x2, axis_rotation, dcm_from_euler, motion_in_frame, newton_euler, skew, tau
+from .base import Block, body_kinematics, child_accelerations, col, sum_child_wrenches
 from .body import RigidBody, as_scalar, as_vector, unit_axis
 
 
@@ -34,17 +31,10 @@ class _MountedBody(Block):
         self.child_ports = body.child_ports()
 
     def _body_kinematics(self, m_A, P_ai, P_ab, outputs, **extra):
-        """Quantities of eq. (11) for body ``A`` with motion ``m_A`` at its port point
-        (and the child motion vectors, eq. 23, when ``outputs``)."""
-        twist = m_A[6:12]
-        D = self.body.D_P
-        m_out = {f"{c}.m": upsilon(-PC, m_A, t)
-                 for c, PC, t in zip(self.child_ports, self.body.children, self.body.tau_c)} if outputs else {}
-        return SimpleNamespace(
-            m_A=m_A, P_ai=P_ai, twist=twist, P2=P_x2(P_ab), m_out=m_out, outputs=outputs,
-            g6=col(gravity6(P_ai, self.g)),
-            bias=col(C_times(twist, D.dot(twist))),                            # C(x'_P) D_P x'_P
-            **extra)
+        """:func:`body_kinematics` of ``A`` with ``P_a/b^x2`` (``P2``), which brings the
+        parent's motion in and the wrench on the parent out."""
+        return body_kinematics(self.body, self.g, self.child_ports, m_A, P_ai, outputs,
+                               P2=P_x2(P_ab), **extra)
 
 
 class WeldedBody(_MountedBody):
