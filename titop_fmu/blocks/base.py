@@ -162,7 +162,6 @@ def body_kinematics(body, g_i, child_ports, m_P, P_ai, outputs=True, **extra):
     """State-level quantities of a body ``A`` from its motion vector ``m^A_P`` at its
     port point ``P`` (projected in ``R_a``) and its DCM ``P_a/i``:
 
-    * the twist ``x'^A_P = m^A_P[6:12]``;
     * ``[g; 0]`` projected in ``R_a``, ``P_a/i^T [g]_Ri`` (eq. (11), Fig. 2);
     * the non-linear wrench ``C(x'^A_P) D^A_P x'^A_P`` (eq. (7), eq. (11));
     * with ``outputs``, the child motion vectors ``m^A_Ci = upsilon_CiP(m^A_P)``
@@ -174,7 +173,7 @@ def body_kinematics(body, g_i, child_ports, m_P, P_ai, outputs=True, **extra):
     m_out = {f"{c}.m": upsilon(-PC, m_P, t)
              for c, PC, t in zip(child_ports, body.children, body.tau_c)} if outputs else {}
     return SimpleNamespace(
-        m_A=m_P, P_ai=P_ai, twist=twist, m_out=m_out, outputs=outputs,
+        m_A=m_P, P_ai=P_ai, m_out=m_out, outputs=outputs,
         g6=col(gravity6(P_ai, g_i)),
         bias=col(C_times(twist, body.D_P.dot(twist))),
         **extra)

@@ -41,7 +41,7 @@ class _Base(Block):
         m_P[6:12] = twist
         m_P[12:15] = r_i.dot(P_bi)                                       # P_b/i^T [IP]_Ri
         m_P[15:18] = euler_from_dcm(P_bi) if outputs else np.nan          # Theta(P_b/i)
-        kin = body_kinematics(self.body, self.g, self.child_ports, m_P, P_bi, outputs, P_bi=P_bi)
+        kin = body_kinematics(self.body, self.g, self.child_ports, m_P, P_bi, outputs)
         kin.m_out = {"p.m": m_P, **kin.m_out}
         return kin
 
@@ -52,7 +52,7 @@ class _Base(Block):
 
     def derivatives(self, x, kin, acc):
         twist, q = x[0:6], x[9:13]
-        return np.concatenate([acc["p.a"], kin.P_bi.dot(twist[0:3]), quat_derivative(q, twist[3:6])])
+        return np.concatenate([acc["p.a"], kin.P_ai.dot(twist[0:3]), quat_derivative(q, twist[3:6])])
 
 
 class FloatingBase(_Base):
@@ -86,7 +86,7 @@ class FloatingBase(_Base):
     def accelerations(self, kin, u):
         w_ext = u["ext.w"]
         if self.ext_frame == "inertial":
-            w_ext = P_x2(kin.P_bi).T.dot(w_ext)
+            w_ext = P_x2(kin.P_ai).T.dot(w_ext)
         total = w_ext + sum_child_wrenches(self.body, u, self.child_ports)
         a_P = self.D_inv.dot(total - kin.bias) + kin.g6                    # eq. (11) solved, Fig. 2
         acc = {"p.a": a_P}
