@@ -18,7 +18,7 @@ def test_skew_is_cross_product():
 
 
 def test_tau_transports_twists_and_wrenches_consistently():
-    """Power is the same at both points: W_C . x'_C == (tau_CP^T W_C) . x'_P (eq. 13, Def. 1)."""
+    """Power is the same at both points: W_C . x'_C == (tau_CP^T W_C) . x'_P (eq. (13), Definition 1)."""
     CP, xp, W = rng.standard_normal(3), rng.standard_normal(6), rng.standard_normal(6)
     t = sp.tau(CP)
     v_C = xp[0:3] + np.cross(xp[3:6], -CP)            # v_C = v_P + omega x PC
@@ -40,7 +40,7 @@ def test_dynamic_model_eq4_equals_eq2():
 
 
 def test_C_operator_eq7_equals_eq5():
-    """C(x') D x' (eq. 7) equals the non-linear terms of eq. (5) written out."""
+    """C(x') D x' (eq. (7)) equals the non-linear terms of eq. (5) written out."""
     m, BP = 1.7, rng.standard_normal(3)
     A = rng.standard_normal((3, 3))
     I_B = A @ A.T

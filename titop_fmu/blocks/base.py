@@ -180,7 +180,7 @@ def body_kinematics(body, g_i, child_ports, m_P, P_ai, outputs=True, **extra):
 
 
 def sum_child_wrenches(body, u, child_ports):
-    """``sum_i tau_CiP^T W_./A,Ci``: child wrenches transported to ``P`` (eq. 13)."""
+    """``sum_i tau_CiP^T W_./A,Ci``: child wrenches transported to ``P`` (eq. (13))."""
     total = 0.0
     for tT, c in zip(body.tau_cT, child_ports):
         total = total + tT.dot(u[f"{c}.w"])
@@ -188,5 +188,5 @@ def sum_child_wrenches(body, u, child_ports):
 
 
 def child_accelerations(body, a_P, child_ports):
-    """``x'dot_Ci = tau_CiP x'dot_P`` for every child port (Definition 1)."""
+    """``x'dot_Ci = tau_CiP x'dot_P`` for every child port (Definition 1, eq. (14), eq. (23))."""
     return {f"{c}.a": t.dot(a_P) for t, c in zip(body.tau_c, child_ports)}

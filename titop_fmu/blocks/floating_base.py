@@ -1,4 +1,4 @@
-"""Floating rigid base ``G^B_{P,C1..Cn}`` (Figs. 2-3, eqs. 11-13) and the
+"""Floating rigid base ``G^B_{P,C1..Cn}`` (Figs. 2-3, eqs. (11)–(13)) and the
 imposed-motion base of the direct dynamic model (Fig. 1)."""
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ class _Base(Block):
         return x
 
     def derivatives(self, x, kin, acc):
+        """``x'dot_P``, then the kinematics of eq. (12) with the position in ``R_i``,
+        ``d[IP]_Ri/dt = P_b/i v_P``, and a quaternion in place of ``Gamma(Theta)``."""
         twist, q = x[0:6], x[9:13]
         return np.concatenate([acc["p.a"], kin.P_ai.dot(twist[0:3]), quat_derivative(q, twist[3:6])])
 
@@ -59,7 +61,7 @@ class FloatingBase(_Base):
     """``[G^B_{P,C1..Cn}(s)]_Rb``: forward dynamics of a free rigid body (Fig. 2, Fig. 3).
 
     ``x'dot_P = D_P^{-1} (W_ext,P + sum_i tau_CiP^T W_./B,Ci - C(x'_P) D_P x'_P) + [g; 0]``
-    (eqs. 11, 13), the twist and pose being integrated from ``twist0``, ``r0``,
+    (eq. (11), eq. (13)), the twist and pose being integrated from ``twist0``, ``r0``,
     ``Theta0``.
 
     Inputs: ``ext.w`` external wrench ``[F; T_P]`` applied at ``P``, projected in
@@ -96,12 +98,13 @@ class FloatingBase(_Base):
 
 
 class ImposedMotionBase(_Base):
-    """Direct dynamic model of a body at ``P`` (Fig. 1, eq. 11): inverse dynamics.
+    """Direct dynamic model of a body at ``P`` (Fig. 1, eq. (11)): inverse dynamics.
 
     The spatial acceleration ``p.a`` = ``x'dot_P`` (in ``R_b``) is imposed and
     integrated from ``twist0``, ``r0``, ``Theta0``; the output ``p.w`` is the
     wrench ``W_./B,P`` (in ``R_b``) that the environment must apply at ``P``:
-    ``W_./B,P = D_P (x'dot_P - [g; 0]) + C(x'_P) D_P x'_P - sum_i tau_CiP^T W_./B,Ci``.
+    ``W_./B,P = D_P (x'dot_P - [g; 0]) + C(x'_P) D_P x'_P - sum_i tau_CiP^T W_./B,Ci``
+    (eq. (11), eq. (13)).
     With ``p.a = 0`` and a zero initial twist it is a fixed base whose ``p.w`` is
     the reaction wrench.
     """
