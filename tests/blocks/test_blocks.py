@@ -36,9 +36,15 @@ def rand_inputs(block):
     return u
 
 
+def wrench_at_P(W_C, PC):
+    """A wrench ``[F; T_C]`` at ``C`` moved to ``P``: ``[F; T_C + PC x F]`` (eq. (13))."""
+    return np.concatenate([W_C[0:3], W_C[3:6] + np.cross(PC, W_C[0:3])])
+
+
 def body_check(body, a_A, twist_A, P_ai, W_parent_on_A, u, child_ports, g=G):
-    """Newton-Euler with gravity (eq. (11)) for body A with all its port wrenches."""
-    W_ext = W_parent_on_A + sum(t.T @ u[f"{c}.w"] for t, c in zip(body.tau_c, child_ports))
+    """Newton-Euler with gravity (eq. (11)) for body A with all its port wrenches, the
+    child wrenches moved to ``P`` by cross products (not by the block's ``tau_CiP``)."""
+    W_ext = W_parent_on_A + sum(wrench_at_P(u[f"{c}.w"], PC) for PC, c in zip(body.children, child_ports))
     g6 = sp.gravity6(P_ai, g)
     rhs = body.D_P @ (a_A - g6) + sp.C(twist_A) @ body.D_P @ twist_A
     assert np.allclose(W_ext, rhs, atol=1e-11)
@@ -136,6 +142,9 @@ def test_floating_base_obeys_eqs_11_13(frame):
         assert np.allclose(sp.dcm_from_euler(out["p.m"][15:18]), P_bi, atol=1e-12)
         xdot = blk.state_derivatives(x, u)
         assert np.allclose(xdot[6:9], P_bi @ x[0:3])
+        h = 1e-6                                             # dP_b/i/dt = P_b/i (*omega)
+        Pdot = (sp.dcm_from_quat(x[9:13] + h * xdot[9:13]) - sp.dcm_from_quat(x[9:13] - h * xdot[9:13])) / (2 * h)
+        assert np.allclose(Pdot, P_bi @ sp.skew(x[3:6]), atol=1e-8)
 
 
 def test_imposed_motion_base_is_eq_11():
@@ -269,5 +278,10 @@ def test_bases_output_their_own_motion_vector(cls):
     assert np.array_equal(m[0:6], acc["p.a"]) and np.array_equal(m[6:12], x[0:6])
     assert np.allclose(m[12:15], P_bi.T @ x[6:9], atol=1e-14)
     assert np.allclose(sp.dcm_from_euler(m[15:18]), P_bi, atol=1e-13)
-    assert np.allclose(blk.outputs(x, u)["c1.m"], sp.upsilon(-blk.body.children[0], m, blk.body.tau_c[0]),
-                       atol=1e-13)
+    # the child port by rigid-body kinematics (cross products), not by the block's upsilon
+    PC, mC = blk.body.children[0], blk.outputs(x, u)["c1.m"]
+    assert np.allclose(mC[0:3], m[0:3] + np.cross(m[3:6], PC), atol=1e-13)
+    assert np.allclose(mC[6:9], x[0:3] + np.cross(x[3:6], PC), atol=1e-13)
+    assert np.array_equal(mC[3:6], m[3:6]) and np.array_equal(mC[9:12], x[3:6])
+    assert np.allclose(P_bi @ mC[12:15], x[6:9] + P_bi @ PC, atol=1e-13)
+    assert np.array_equal(mC[15:18], m[15:18])
