@@ -8,7 +8,7 @@ Conventions (shared/paper/titop-nonlinear.md, shared/balloon-scenario.md):
 * 6-vectors put translation first: twist ``x' = [v_P; omega]``, spatial
   acceleration ``x'dot = [vdot_P; omegadot]`` (time derivatives in the body
   frame), wrench ``W = [F; T_P]``.
-* Motion vector (18): ``m = [x'dot (6); x' (6); x (6)]`` with the pose
+* Motion vector (18 components): ``m = [x'dot (6); x' (6); x (6)]`` with the pose
   ``x = [IP; Theta]``; the first 15 components are projected in the body frame,
   the last 3 are the Euler angles of the body frame w.r.t. ``R_i``.
 * ``P_a/b`` is the DCM whose columns are the axes of ``R_a`` in ``R_b``:
@@ -49,7 +49,7 @@ def tau(r):
 
     Transports a twist (or a spatial acceleration of a rigid body) from ``P`` to
     ``C``: ``x'_C = tau_CP x'_P``; its transpose transports a wrench from ``C``
-    to ``P``: ``W_P = tau_CP^T W_C`` (eq. 13).
+    to ``P``: ``W_P = tau_CP^T W_C`` (eq. (13)).
     """
     t = np.eye(6)
     t[0:3, 3:6] = skew(r)
@@ -57,7 +57,7 @@ def tau(r):
 
 
 def dynamic_model(mass, inertia_B, BP):
-    """``D_P = tau_BP^T diag(m 1_3, I_B) tau_BP``: dynamic model at ``P`` (eq. 4).
+    """``D_P = tau_BP^T diag(m 1_3, I_B) tau_BP``: dynamic model at ``P`` (eq. (4)).
 
     ``inertia_B`` is the inertia tensor at the centre of mass ``B``; ``BP`` the
     vector from ``B`` to ``P``, both in the body frame.
@@ -83,7 +83,7 @@ def C(twist):
 
 
 def C_times(twist, y):
-    """``C(x') y = [omega x y_1; v x y_1 + omega x y_2]`` without forming ``C(x')`` (eq. 7):
+    """``C(x') y = [omega x y_1; v x y_1 + omega x y_2]`` without forming ``C(x')`` (eq. (7)):
     the non-linear wrench ``C(x') D x'`` of every derivative evaluation."""
     vx, vy, vz, wx, wy, wz = _scalars(twist)
     a, b, c, d, e, f = _scalars(y)
@@ -98,7 +98,7 @@ def C_times(twist, y):
 
 
 def newton_euler(D_P, acc, g6, bias):
-    """Right-hand side of the Newton-Euler equation with gravity (eq. 11).
+    """Right-hand side of the Newton-Euler equation with gravity (eq. (11)).
 
     ``W_ext,P = D_P (x'dot_P - [g; 0]) + C(x'_P) D_P x'_P`` where
     ``bias = C(x'_P) D_P x'_P`` and ``g6 = [g; 0]`` in the body frame. ``acc`` may
@@ -157,7 +157,8 @@ def euler_from_dcm(P):
 
 
 def Gamma(Theta):
-    """``Gamma(Theta)`` with ``Thetadot = Gamma(Theta) [omega]_Rb`` (3-2-1 sequence, eq. 12).
+    """``Gamma(Theta)`` with ``Thetadot = Gamma(Theta) [omega]_Rb`` (3-2-1 sequence;
+    nomenclature, used in eq. (12)).
 
     Singular at ``theta = +-pi/2``; the floating bases therefore integrate a
     quaternion and use Euler angles only as outputs.
@@ -172,7 +173,7 @@ def Gamma(Theta):
 
 def axis_rotation(r_unit, theta):
     """``e^{theta (*r~)} = cos(theta) 1 + sin(theta) (*r~) + (1 - cos(theta)) r~ r~^T``:
-    rotation by ``theta`` about the unit vector ``r~`` (eq. 16, Rodrigues' formula)."""
+    rotation by ``theta`` about the unit vector ``r~`` (eq. (16), Rodrigues' formula)."""
     x, y, z = _scalars(r_unit)
     c, s = math.cos(theta), math.sin(theta)
     v = 1.0 - c
@@ -283,7 +284,8 @@ def motion_in_frame(m_b, P_ab, angles=True):
 
 
 def upsilon(CP, m_P, t=None):
-    """Motion-vector transport ``m_C = upsilon_CP(m_P)`` on a rigid body (Definition 1, eq. 14).
+    """Motion-vector transport ``m_C = upsilon_CP(m_P)`` on a rigid body (Definition 1,
+    eq. (14), eq. (23)).
 
     ``x'dot_C = tau_CP x'dot_P``, ``x'_C = tau_CP x'_P``, ``IC = IP + PC``, same
     attitude; everything projected in the body frame. ``t`` is ``tau_CP`` when the
@@ -299,7 +301,7 @@ def upsilon(CP, m_P, t=None):
 
 
 def gravity6(P_ai, g_i):
-    """``[g; 0]`` projected in the body frame ``R_a`` from ``[g]_Ri`` (Fig. 2)."""
+    """``[g; 0]`` of eq. (11) projected in the body frame ``R_a`` from ``[g]_Ri`` (Fig. 2)."""
     g6 = np.zeros(6)
     g6[0:3] = g_i.dot(P_ai)                                         # P_a/i^T g
     return g6

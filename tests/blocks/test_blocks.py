@@ -2,8 +2,8 @@
 
 The checks re-derive the paper's relations from the block *outputs*: e.g. for
 the revolute body, the body acceleration recovered from the child port must
-satisfy Newton-Euler (eq. 18) with the wrench returned to the parent, and the
-torque along the axis must equal the driving torque (eq. 19/21).
+satisfy Newton-Euler (eq. (18)) with the wrench returned to the parent, and the
+torque along the axis must equal the driving torque (eq. (19), eq. (21)).
 """
 
 import numpy as np
@@ -36,9 +36,15 @@ def rand_inputs(block):
     return u
 
 
+def wrench_at_P(W_C, PC):
+    """A wrench ``[F; T_C]`` at ``C`` moved to ``P``: ``[F; T_C + PC x F]`` (eq. (13))."""
+    return np.concatenate([W_C[0:3], W_C[3:6] + np.cross(PC, W_C[0:3])])
+
+
 def body_check(body, a_A, twist_A, P_ai, W_parent_on_A, u, child_ports, g=G):
-    """Newton-Euler with gravity (eq. 11) for body A with all its port wrenches."""
-    W_ext = W_parent_on_A + sum(t.T @ u[f"{c}.w"] for t, c in zip(body.tau_c, child_ports))
+    """Newton-Euler with gravity (eq. (11)) for body A with all its port wrenches, the
+    child wrenches moved to ``P`` by cross products (not by the block's ``tau_CiP``)."""
+    W_ext = W_parent_on_A + sum(wrench_at_P(u[f"{c}.w"], PC) for PC, c in zip(body.children, child_ports))
     g6 = sp.gravity6(P_ai, g)
     rhs = body.D_P @ (a_A - g6) + sp.C(twist_A) @ body.D_P @ twist_A
     assert np.allclose(W_ext, rhs, atol=1e-11)
@@ -67,11 +73,11 @@ def test_revolute_body_obeys_eqs_16_to_23(mode):
         qdd = out["joint.q"][0] if mode == "forward" else u["joint.qdd"][0]
         a_B = np.concatenate([P_ab.T @ u["p.m"][0:3], P_ab.T @ u["p.m"][3:6]])
         a_A = a_B + np.concatenate([-thetad * np.cross(r, vB), qdd * r - thetad * np.cross(r, wB)])
-        assert np.allclose(acc_from_child(body, out), a_A, atol=1e-11)               # eqs. 17, 23
+        assert np.allclose(acc_from_child(body, out), a_A, atol=1e-11)               # eq. (17), eq. (23)
         W_AB = sp.P_x2(P_ab).T @ out["p.w"]                                          # in R_a
-        body_check(body, a_A, twist_A, P_ai, -W_AB, u, ("c1", "c2"))                 # eq. 18
+        body_check(body, a_A, twist_A, P_ai, -W_AB, u, ("c1", "c2"))                 # eq. (18)
         Cm = (u["joint.tau"][0] if mode == "forward" else out["joint.tau"][0]) - 3.0 * theta - 0.4 * thetad
-        assert np.isclose(Cm, -r @ W_AB[3:6], atol=1e-11)                            # eqs. 19, 21
+        assert np.isclose(Cm, -r @ W_AB[3:6], atol=1e-11)                            # eq. (19), eq. (21)
         assert np.allclose(out["joint.q"][1:], [thetad, theta])
         assert np.allclose(out["c1.m"][6:12], sp.tau(-body.children[0]) @ twist_A)
         assert np.allclose(sp.dcm_from_euler(out["c1.m"][15:18]), P_ai, atol=1e-12)
@@ -96,12 +102,12 @@ def test_prismatic_body_obeys_eqs_24_to_29(mode):
         qdd = out["joint.q"][0] if mode == "forward" else u["joint.qdd"][0]
         a_A = T @ (sp.P_x2(P_ab).T @ u["p.m"][0:6]) \
             + np.concatenate([qdd * t - xd * np.cross(t, twist_A[3:6]), np.zeros(3)])
-        assert np.allclose(acc_from_child(body, out), a_A, atol=1e-11)               # eq. 24
+        assert np.allclose(acc_from_child(body, out), a_A, atol=1e-11)               # eq. (24)
         W_P0 = sp.P_x2(P_ab).T @ out["p.w"]
-        W_P = sp.tau(xq * t).T @ W_P0                                                # eq. 29 inverted
-        body_check(body, a_A, twist_A, P_ai, -W_P, u, ("c1", "c2"))                  # eq. 25
+        W_P = sp.tau(xq * t).T @ W_P0                                                # eq. (29) inverted
+        body_check(body, a_A, twist_A, P_ai, -W_P, u, ("c1", "c2"))                  # eq. (25)
         Fm = (u["joint.tau"][0] if mode == "forward" else out["joint.tau"][0]) - 5.0 * xq - 0.7 * xd
-        assert np.isclose(Fm, -t @ W_P[0:3], atol=1e-11)                             # eqs. 26, 27
+        assert np.isclose(Fm, -t @ W_P[0:3], atol=1e-11)                             # eq. (26), eq. (27)
         IP_a = P_ab.T @ u["p.m"][12:15] + xq * t                                     # P = P0 + x t
         assert np.allclose(out["c1.m"][12:15], IP_a + body.children[0], atol=1e-12)
 
@@ -136,6 +142,9 @@ def test_floating_base_obeys_eqs_11_13(frame):
         assert np.allclose(sp.dcm_from_euler(out["p.m"][15:18]), P_bi, atol=1e-12)
         xdot = blk.state_derivatives(x, u)
         assert np.allclose(xdot[6:9], P_bi @ x[0:3])
+        h = 1e-6                                             # dP_b/i/dt = P_b/i (*omega)
+        Pdot = (sp.dcm_from_quat(x[9:13] + h * xdot[9:13]) - sp.dcm_from_quat(x[9:13] - h * xdot[9:13])) / (2 * h)
+        assert np.allclose(Pdot, P_bi @ sp.skew(x[3:6]), atol=1e-8)
 
 
 def test_imposed_motion_base_is_eq_11():
@@ -269,5 +278,10 @@ def test_bases_output_their_own_motion_vector(cls):
     assert np.array_equal(m[0:6], acc["p.a"]) and np.array_equal(m[6:12], x[0:6])
     assert np.allclose(m[12:15], P_bi.T @ x[6:9], atol=1e-14)
     assert np.allclose(sp.dcm_from_euler(m[15:18]), P_bi, atol=1e-13)
-    assert np.allclose(blk.outputs(x, u)["c1.m"], sp.upsilon(-blk.body.children[0], m, blk.body.tau_c[0]),
-                       atol=1e-13)
+    # the child port by rigid-body kinematics (cross products), not by the block's upsilon
+    PC, mC = blk.body.children[0], blk.outputs(x, u)["c1.m"]
+    assert np.allclose(mC[0:3], m[0:3] + np.cross(m[3:6], PC), atol=1e-13)
+    assert np.allclose(mC[6:9], x[0:3] + np.cross(x[3:6], PC), atol=1e-13)
+    assert np.array_equal(mC[3:6], m[3:6]) and np.array_equal(mC[9:12], x[3:6])
+    assert np.allclose(P_bi @ mC[12:15], x[6:9] + P_bi @ PC, atol=1e-13)
+    assert np.array_equal(mC[15:18], m[15:18])

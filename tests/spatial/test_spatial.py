@@ -18,17 +18,29 @@ def test_skew_is_cross_product():
 
 
 def test_tau_transports_twists_and_wrenches_consistently():
-    """Power is the same at both points: W_C . x'_C == (tau_CP^T W_C) . x'_P (eq. 13, Def. 1)."""
-    CP, xp, W = rng.standard_normal(3), rng.standard_normal(6), rng.standard_normal(6)
+    """``tau_CP`` against the cross products of rigid-body kinematics and statics
+    (``v_C = v_P + omega x PC``, ``T_P = T_C + PC x F``; eq. (13), Definition 1);
+    the power of a wrench, computed without ``tau``, is the same at both points, and
+    transports compose: ``tau_QC tau_CP = tau_QP``, ``tau_CP^-1 = tau_PC``."""
+    CP, xp, W_C = rng.standard_normal(3), rng.standard_normal(6), rng.standard_normal(6)
+    PC, (v_P, w), (F, T_C) = -CP, (xp[0:3], xp[3:6]), (W_C[0:3], W_C[3:6])
+    v_C = v_P + np.cross(w, PC)
+    T_P = T_C + np.cross(PC, F)
     t = sp.tau(CP)
-    v_C = xp[0:3] + np.cross(xp[3:6], -CP)            # v_C = v_P + omega x PC
-    assert np.allclose((t @ xp)[0:3], v_C, atol=1e-14)
-    assert np.isclose(W @ (t @ xp), (t.T @ W) @ xp, atol=1e-13)
-    T_P = W[3:6] + np.cross(-CP, W[0:3])              # T_P = T_C + PC x F
-    assert np.allclose((t.T @ W)[3:6], T_P, atol=1e-14)
+    assert np.allclose(t @ xp, np.concatenate([v_C, w]), atol=1e-14)
+    assert np.allclose(t.T @ W_C, np.concatenate([F, T_P]), atol=1e-14)
+    # power: at C with the independent twist == at P with the transported wrench, and back
+    assert np.isclose(F @ v_C + T_C @ w, (t.T @ W_C) @ xp, atol=1e-13)
+    assert np.isclose(W_C @ (t @ xp), F @ v_P + T_P @ w, atol=1e-13)
+    QC = rng.standard_normal(3)
+    assert np.allclose(sp.tau(QC) @ t, sp.tau(QC + CP), atol=1e-15)
+    assert np.allclose(sp.tau(-CP) @ t, np.eye(6), atol=1e-15)
 
 
 def test_dynamic_model_eq4_equals_eq2():
+    """``D_P`` of eq. (4) is the matrix written out in eq. (2), symmetric positive
+    definite, and its kinetic energy (eq. (10)) is ``m |v_B|^2 / 2 + omega I_B omega / 2``
+    with ``v_B = v_P + omega x PB`` (König)."""
     m, BP = 2.5, rng.standard_normal(3)
     A = rng.standard_normal((3, 3))
     I_B = A @ A.T
@@ -37,10 +49,14 @@ def test_dynamic_model_eq4_equals_eq2():
     expected = np.block([[m * np.eye(3), m * S], [-m * S, I_B - m * S @ S]])
     assert np.allclose(D, expected, atol=1e-13)
     assert np.allclose(D, D.T) and np.all(np.linalg.eigvalsh(D) > 0)
+    v_P, w = rng.standard_normal(3), rng.standard_normal(3)
+    v_B = v_P + np.cross(w, -BP)
+    xp = np.concatenate([v_P, w])
+    assert np.isclose(0.5 * xp @ D @ xp, 0.5 * m * v_B @ v_B + 0.5 * w @ I_B @ w, rtol=1e-13)
 
 
 def test_C_operator_eq7_equals_eq5():
-    """C(x') D x' (eq. 7) equals the non-linear terms of eq. (5) written out."""
+    """C(x') D x' (eq. (7)) equals the non-linear terms of eq. (5) written out."""
     m, BP = 1.7, rng.standard_normal(3)
     A = rng.standard_normal((3, 3))
     I_B = A @ A.T
@@ -54,6 +70,26 @@ def test_C_operator_eq7_equals_eq5():
     y = rng.standard_normal(6)
     assert np.allclose(sp.C_times(xp, y), sp.C(xp) @ y, rtol=0, atol=1e-14)
     assert np.allclose(sp.C_times(xp, D @ xp), eq5, atol=1e-12)
+    # the non-linear wrench does no work: x'^T C(x') D x' = 0 (kinetic energy balance)
+    assert abs(xp @ sp.C_times(xp, y)) <= 1e-13 * np.linalg.norm(xp) ** 2 * np.linalg.norm(y)
+
+
+def test_newton_euler_eq11_is_newton_and_euler_at_the_centre_of_mass():
+    """eq. (11) at ``P`` (with eq. (4), eq. (7)) against the textbook form at ``B``:
+    ``F = m (a_B - g)``, ``T_B = I_B omegadot + omega x I_B omega``, ``T_P = T_B + PB x F``,
+    with ``a_B = vdot_P + omega x v_P + omegadot x PB + omega x (omega x PB)`` (the
+    inertial acceleration from body-frame derivatives)."""
+    m, PB = 1.3, rng.standard_normal(3)
+    A = rng.standard_normal((3, 3))
+    I_B = A @ A.T
+    xp, acc, g = rng.standard_normal(6), rng.standard_normal(6), rng.standard_normal(3)
+    (v, w), (vdot, wdot) = (xp[0:3], xp[3:6]), (acc[0:3], acc[3:6])
+    D = sp.dynamic_model(m, I_B, -PB)
+    W = sp.newton_euler(D, acc, np.concatenate([g, np.zeros(3)]), sp.C_times(xp, D @ xp))
+    a_B = vdot + np.cross(w, v) + np.cross(wdot, PB) + np.cross(w, np.cross(w, PB))
+    F = m * (a_B - g)
+    T_P = I_B @ wdot + np.cross(w, I_B @ w) + np.cross(PB, F)
+    assert np.allclose(W, np.concatenate([F, T_P]), atol=1e-12)
 
 
 @pytest.mark.parametrize("Theta", [[0.3, -0.4, 2.9], [-3.0, 1.2, -0.1], [0.0, 0.0, 0.0]])
@@ -117,12 +153,25 @@ def test_motion_in_frame_and_upsilon():
     m_a, P_ai = sp.motion_in_frame(m, P_ab)
     assert np.allclose(m_a[0:15], (sp.P_18(P_ab).T @ m)[0:15], atol=1e-14)
     assert np.allclose(sp.P_x2(P_ab) @ m_a[6:12], m[6:12], atol=1e-14)
-    assert np.allclose(m_a[6:9], P_ab.T @ m[6:9])
     assert np.allclose(P_ai, sp.dcm_from_euler(m[15:18]) @ P_ab)
     assert np.allclose(sp.dcm_from_euler(m_a[15:18]), P_ai, atol=1e-14)
-    # the inertial position of P does not depend on the projection frame
-    assert np.allclose(P_ai @ m_a[12:15], sp.dcm_from_euler(m[15:18]) @ m[12:15])
+    # every vector of the motion is the same vector in R_i whatever the projection frame
+    P_bi = sp.dcm_from_euler(m[15:18])
+    for k in range(5):
+        assert np.allclose(P_ai @ m_a[3 * k:3 * k + 3], P_bi @ m[3 * k:3 * k + 3], atol=1e-14)
+
+
+def test_upsilon_is_rigid_body_kinematics():
+    """``m_C = upsilon_CP(m_P)`` (eq. (14)) against the cross products: ``v_C = v_P +
+    omega x PC``, ``vdot_C = vdot_P + omegadot x PC`` (``PC`` fixed in the body frame),
+    same rotation, ``IC = IP + PC``."""
+    m = rng.standard_normal(18)
+    m[15:18] = [0.1, -0.2, 0.3]
     CP = rng.standard_normal(3)
+    PC = -CP
     mC = sp.upsilon(CP, m)
-    assert np.allclose(mC[12:15], m[12:15] - CP) and np.allclose(mC[15:], m[15:])
-    assert np.allclose(mC[6:12], sp.tau(CP) @ m[6:12]) and np.allclose(mC[0:6], sp.tau(CP) @ m[0:6])
+    assert np.allclose(mC[0:3], m[0:3] + np.cross(m[3:6], PC), atol=1e-14)
+    assert np.allclose(mC[6:9], m[6:9] + np.cross(m[9:12], PC), atol=1e-14)
+    assert np.array_equal(mC[3:6], m[3:6]) and np.array_equal(mC[9:12], m[9:12])
+    assert np.allclose(mC[12:15], m[12:15] + PC, atol=1e-15) and np.array_equal(mC[15:18], m[15:18])
+    assert np.array_equal(sp.upsilon(CP, m, sp.tau(CP)), mC)

@@ -30,6 +30,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..spatial import C_times, gravity6, upsilon
+
 
 def col(v):
     """A vector as a ``(n, 1)`` column, so that it broadcasts against ``(n, k)`` batches."""
@@ -156,8 +158,29 @@ class Block:
         return {n: np.zeros(s) for n, s in self.inputs.items()}
 
 
+def body_kinematics(body, g_i, child_ports, m_P, P_ai, outputs=True, **extra):
+    """State-level quantities of a body ``A`` from its motion vector ``m^A_P`` at its
+    port point ``P`` (projected in ``R_a``) and its DCM ``P_a/i``:
+
+    * ``[g; 0]`` projected in ``R_a``, ``P_a/i^T [g]_Ri`` (eq. (11), Fig. 2);
+    * the non-linear wrench ``C(x'^A_P) D^A_P x'^A_P`` (eq. (7), eq. (11));
+    * with ``outputs``, the child motion vectors ``m^A_Ci = upsilon_CiP(m^A_P)``
+      (eq. (14), eq. (23)), with accelerations to be filled by the acceleration stage.
+
+    ``g6`` and ``bias`` are ``(6, 1)`` columns; ``extra`` is block-specific.
+    """
+    twist = m_P[6:12]
+    m_out = {f"{c}.m": upsilon(-PC, m_P, t)
+             for c, PC, t in zip(child_ports, body.children, body.tau_c)} if outputs else {}
+    return SimpleNamespace(
+        m_A=m_P, P_ai=P_ai, m_out=m_out, outputs=outputs,
+        g6=col(gravity6(P_ai, g_i)),
+        bias=col(C_times(twist, body.D_P.dot(twist))),
+        **extra)
+
+
 def sum_child_wrenches(body, u, child_ports):
-    """``sum_i tau_CiP^T W_./A,Ci``: child wrenches transported to ``P`` (eq. 13)."""
+    """``sum_i tau_CiP^T W_./A,Ci``: child wrenches transported to ``P`` (eq. (13))."""
     total = 0.0
     for tT, c in zip(body.tau_cT, child_ports):
         total = total + tT.dot(u[f"{c}.w"])
@@ -165,5 +188,5 @@ def sum_child_wrenches(body, u, child_ports):
 
 
 def child_accelerations(body, a_P, child_ports):
-    """``x'dot_Ci = tau_CiP x'dot_P`` for every child port (Definition 1)."""
+    """``x'dot_Ci = tau_CiP x'dot_P`` for every child port (Definition 1, eq. (14), eq. (23))."""
     return {f"{c}.a": t.dot(a_P) for t, c in zip(body.tau_c, child_ports)}

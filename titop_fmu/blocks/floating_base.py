@@ -1,16 +1,14 @@
-"""Floating rigid base ``G^B_{P,C1..Cn}`` (Figs. 2-3, eqs. 11-13) and the
+"""Floating rigid base ``G^B_{P,C1..Cn}`` (Figs. 2-3, eqs. (11)–(13)) and the
 imposed-motion base of the direct dynamic model (Fig. 1)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 
 from ..errors import ParameterError
-from ..spatial import (C_times, P_x2, dcm_from_euler, dcm_from_quat, euler_from_dcm, gravity6,
-                       newton_euler, quat_derivative, quat_from_dcm, upsilon)
-from .base import Block, child_accelerations, col, sum_child_wrenches
+from ..spatial import (P_x2, dcm_from_euler, dcm_from_quat, euler_from_dcm, newton_euler,
+                       quat_derivative, quat_from_dcm)
+from .base import Block, body_kinematics, child_accelerations, sum_child_wrenches
 from .body import RigidBody, as_vector
 
 BASE_STATES = ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z",
@@ -42,17 +40,10 @@ class _Base(Block):
         m_P = np.zeros(18)
         m_P[6:12] = twist
         m_P[12:15] = r_i.dot(P_bi)                                       # P_b/i^T [IP]_Ri
-        m_P[15:18] = euler_from_dcm(P_bi) if outputs else np.nan
-        D = self.body.D_P
-        m_out = {"p.m": m_P}
-        if outputs:
-            m_out.update({f"{c}.m": upsilon(-PC, m_P, t)
-                          for c, PC, t in zip(self.child_ports, self.body.children, self.body.tau_c)})
-        return SimpleNamespace(
-            P_bi=P_bi, P_ai=P_bi, m_A=m_P, twist=twist, m_out=m_out, outputs=outputs,
-            g6=col(gravity6(P_bi, self.g)),
-            bias=col(C_times(twist, D.dot(twist))),                            # C(x') D x', eq. (7)
-        )
+        m_P[15:18] = euler_from_dcm(P_bi) if outputs else np.nan          # Theta(P_b/i)
+        kin = body_kinematics(self.body, self.g, self.child_ports, m_P, P_bi, outputs)
+        kin.m_out = {"p.m": m_P, **kin.m_out}
+        return kin
 
     def project_state(self, x):
         x = x.copy()
@@ -60,15 +51,17 @@ class _Base(Block):
         return x
 
     def derivatives(self, x, kin, acc):
+        """``x'dot_P``, then the kinematics of eq. (12) with the position in ``R_i``,
+        ``d[IP]_Ri/dt = P_b/i v_P``, and a quaternion in place of ``Gamma(Theta)``."""
         twist, q = x[0:6], x[9:13]
-        return np.concatenate([acc["p.a"], kin.P_bi.dot(twist[0:3]), quat_derivative(q, twist[3:6])])
+        return np.concatenate([acc["p.a"], kin.P_ai.dot(twist[0:3]), quat_derivative(q, twist[3:6])])
 
 
 class FloatingBase(_Base):
     """``[G^B_{P,C1..Cn}(s)]_Rb``: forward dynamics of a free rigid body (Fig. 2, Fig. 3).
 
     ``x'dot_P = D_P^{-1} (W_ext,P + sum_i tau_CiP^T W_./B,Ci - C(x'_P) D_P x'_P) + [g; 0]``
-    (eqs. 11, 13), the twist and pose being integrated from ``twist0``, ``r0``,
+    (eq. (11), eq. (13)), the twist and pose being integrated from ``twist0``, ``r0``,
     ``Theta0``.
 
     Inputs: ``ext.w`` external wrench ``[F; T_P]`` applied at ``P``, projected in
@@ -95,7 +88,7 @@ class FloatingBase(_Base):
     def accelerations(self, kin, u):
         w_ext = u["ext.w"]
         if self.ext_frame == "inertial":
-            w_ext = P_x2(kin.P_bi).T.dot(w_ext)
+            w_ext = P_x2(kin.P_ai).T.dot(w_ext)
         total = w_ext + sum_child_wrenches(self.body, u, self.child_ports)
         a_P = self.D_inv.dot(total - kin.bias) + kin.g6                    # eq. (11) solved, Fig. 2
         acc = {"p.a": a_P}
@@ -105,12 +98,13 @@ class FloatingBase(_Base):
 
 
 class ImposedMotionBase(_Base):
-    """Direct dynamic model of a body at ``P`` (Fig. 1, eq. 11): inverse dynamics.
+    """Direct dynamic model of a body at ``P`` (Fig. 1, eq. (11)): inverse dynamics.
 
     The spatial acceleration ``p.a`` = ``x'dot_P`` (in ``R_b``) is imposed and
     integrated from ``twist0``, ``r0``, ``Theta0``; the output ``p.w`` is the
     wrench ``W_./B,P`` (in ``R_b``) that the environment must apply at ``P``:
-    ``W_./B,P = D_P (x'dot_P - [g; 0]) + C(x'_P) D_P x'_P - sum_i tau_CiP^T W_./B,Ci``.
+    ``W_./B,P = D_P (x'dot_P - [g; 0]) + C(x'_P) D_P x'_P - sum_i tau_CiP^T W_./B,Ci``
+    (eq. (11), eq. (13)).
     With ``p.a = 0`` and a zero initial twist it is a fixed base whose ``p.w`` is
     the reaction wrench.
     """

@@ -1,6 +1,6 @@
 """TITOP models of a body with its joint to the parent: welded ``R^A_{P,C1..Cn}``
-(section 3.1, eq. 15), revolute ``R^{A,r}_{P,C1..Cn}`` (section 3.2, eqs. 16-23)
-and prismatic ``R^{A,t}_{P0,C1..Cn}`` (section 3.3, eqs. 24-29).
+(section 3.1, eq. (15)), revolute ``R^{A,r}_{P,C1..Cn}`` (section 3.2, eqs. (16)–(23))
+and prismatic ``R^{A,t}_{P0,C1..Cn}`` (section 3.3, eqs. (24)–(29), eq. (23)).
 
 All three take the parent's motion vector at the joint point, projected in the
 parent frame ``R_b``, and give back the wrench ``W_A/B`` applied on the parent,
@@ -9,14 +9,11 @@ projected in ``R_b``; child ports are in the body frame ``R_a``.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 
 from ..errors import ParameterError
-from ..spatial import (C_times, P_x2, axis_rotation, dcm_from_euler, gravity6, motion_in_frame,
-                       newton_euler, skew, tau, upsilon)
-from .base import Block, child_accelerations, col, sum_child_wrenches
+from ..spatial import P_x2, axis_rotation, dcm_from_euler, motion_in_frame, newton_euler, skew, tau
+from .base import Block, body_kinematics, child_accelerations, col, sum_child_wrenches
 from .body import RigidBody, as_scalar, as_vector, unit_axis
 
 
@@ -34,24 +31,17 @@ class _MountedBody(Block):
         self.child_ports = body.child_ports()
 
     def _body_kinematics(self, m_A, P_ai, P_ab, outputs, **extra):
-        """Quantities of eq. (11) for body ``A`` with motion ``m_A`` at its port point
-        (and the child motion vectors, eq. 23, when ``outputs``)."""
-        twist = m_A[6:12]
-        D = self.body.D_P
-        m_out = {f"{c}.m": upsilon(-PC, m_A, t)
-                 for c, PC, t in zip(self.child_ports, self.body.children, self.body.tau_c)} if outputs else {}
-        return SimpleNamespace(
-            m_A=m_A, P_ai=P_ai, twist=twist, P2=P_x2(P_ab), m_out=m_out, outputs=outputs,
-            g6=col(gravity6(P_ai, self.g)),
-            bias=col(C_times(twist, D.dot(twist))),                            # C(x'_P) D_P x'_P
-            **extra)
+        """:func:`body_kinematics` of ``A`` with ``P_a/b^x2`` (``P2``), which brings the
+        parent's motion in and the wrench on the parent out."""
+        return body_kinematics(self.body, self.g, self.child_ports, m_A, P_ai, outputs,
+                               P2=P_x2(P_ab), **extra)
 
 
 class WeldedBody(_MountedBody):
-    """``[R^A_{P,C1..Cn}]^{Ra}_{Rb}``: rigid body clamped to its parent (Figs. 4-6, eq. 15).
+    """``[R^A_{P,C1..Cn}]^{Ra}_{Rb}``: rigid body clamped to its parent (Figs. 4-6, eq. (15)).
 
     ``W_A/B,P = sum_i tau_CiP^T W_./A,Ci - D_P (x'dot_P - [g; 0]) - C(x'_P) D_P x'_P``
-    (eq. 15, whose last factor is ``x'^A_P``), then ``m_Ci = upsilon_CiP(m_P)``.
+    (eq. (15), whose last factor is ``x'^A_P``), then ``m_Ci = upsilon_CiP(m_P)`` (eq. (14)).
     Static: no state.
     """
 
@@ -65,7 +55,7 @@ class WeldedBody(_MountedBody):
         W = sum_child_wrenches(self.body, u, self.child_ports) \
             - newton_euler(self.body.D_P, a_A, kin.g6, kin.bias)           # eq. (15)
         acc = {"p.w": kin.P2.dot(W)}
-        acc.update(child_accelerations(self.body, a_A, self.child_ports))
+        acc.update(child_accelerations(self.body, a_A, self.child_ports))  # eq. (14)
         return acc
 
 
@@ -75,9 +65,9 @@ class _JointBody(_MountedBody):
     actuator effort ``joint.tau``, and the mode:
 
     * ``"forward"``: input ``joint.tau`` (``C_m`` or ``F_m``), the joint
-      acceleration is computed (eq. 22 / 28);
+      acceleration is computed (eq. (22) / eq. (28));
     * ``"inverse"``: input ``joint.qdd``, the actuator effort needed is the
-      output ``joint.tau`` (eq. 21 / 27).
+      output ``joint.tau`` (eq. (21) / eq. (27)).
 
     Output ``joint.q = [qdd, qd, q]`` (the joint motion ``m_r`` / ``m_t``).
     """
@@ -110,8 +100,10 @@ class _JointBody(_MountedBody):
         return -self.k * q - self.d * qd
 
     def _solve_joint(self, kin, u, J, beta):
-        """Joint acceleration (forward, eq. 22/28) or actuator effort (inverse, eq. 21/27)
-        from ``effort = J qdd + s^T beta``, ``s`` the joint's unit screw."""
+        """Joint acceleration (forward, eq. (22) / eq. (28)) or actuator effort (inverse,
+        eq. (21) / eq. (27)) from ``effort = J qdd + s^T beta``, ``s`` the joint's unit screw:
+        the effort is ``C_m = -s^T W_A/B,P`` (eq. (19)) or ``F_m`` (eq. (26)) less the
+        spring/damper, ``J`` is ``J_r`` (eq. (20)) or ``m^A``."""
         s_beta = kin.s.dot(beta)
         if self.mode == "forward":
             effort = u["joint.tau"][0] + kin.spring
@@ -133,9 +125,10 @@ class RevoluteBody(_JointBody):
     """``[R^{A,r}_{P,C1..Cn}(s)]^{Ra}_{Rb}``: body with a revolute joint at ``P`` (Figs. 8-9).
 
     ``axis`` is ``[r]_Ra``; ``mount`` gives ``P_a0/b``; states ``theta, thetadot``.
-    Equations: (16) ``P_atheta/b = P_a0/b e^{theta (*r~)}``; (17) motion of ``A`` at
-    ``P``; (20) ``J_r``; (22) ``thetaddot`` (forward) or (21) ``C_m`` (inverse);
-    (18) wrench on the parent; (23) child motion vectors.
+    Equations: eq. (16) ``P_atheta/b = P_a0/b e^{theta (*r~)}``; eq. (17) motion of
+    ``A`` at ``P``; eq. (20) ``J_r``; eq. (22) ``thetaddot`` (forward) or eq. (21) ``C_m``
+    (inverse), ``C_m`` being defined by eq. (19); eq. (18) wrench on the parent;
+    eq. (23) child motion vectors.
     """
 
     def __init__(self, body: RigidBody, axis=(0.0, 0.0, 1.0), **kw):
@@ -162,7 +155,7 @@ class RevoluteBody(_JointBody):
         a_B = kin.P2.T.dot(u["p.a"])                                       # [x'dot^B_P]_Ra
         W_c = sum_child_wrenches(self.body, u, self.child_ports)
         beta = D.dot(a_B - kin.g6 + kin.e) + kin.bias - W_c                # bracket of eq. (21)
-        thetadd, extra = self._solve_joint(kin, u, self.J_r, beta)         # eq. (22) / (21)
+        thetadd, extra = self._solve_joint(kin, u, self.J_r, beta)         # eq. (22) / eq. (21)
         if not kin.outputs:                                                # state derivatives only
             return {"joint.qdd": thetadd[None, :]}
         a_A = a_B + kin.e + self.r6[:, None] * thetadd                     # eq. (17)
@@ -178,8 +171,9 @@ class PrismaticBody(_JointBody):
     ``axis`` is ``[t]_Ra``; the point ``P`` of ``A`` (origin of ``com`` and
     ``children``) slides along ``t`` from the parent's point ``P0``:
     ``P = P0 + x t~``. ``mount`` gives the constant ``P_a/b``; states ``x, xdot``.
-    Equations: (24) motion at ``P``; (28) ``xddot`` (forward) or (27) ``F_m``
-    (inverse); (25) wrench at ``P``; (29) wrench at ``P0``; (23) child motion.
+    Equations: eq. (24) motion at ``P``; eq. (28) ``xddot`` (forward) or eq. (27) ``F_m``
+    (inverse), ``F_m`` being defined by eq. (26); eq. (25) wrench at ``P``; eq. (29) wrench
+    at ``P0``; eq. (23) child motion vectors.
     """
 
     def __init__(self, body: RigidBody, axis=(1.0, 0.0, 0.0), **kw):
@@ -187,14 +181,14 @@ class PrismaticBody(_JointBody):
         self.t6 = np.concatenate([self.axis, np.zeros(3)])
         self.skew_t = skew(self.axis)                                      # (*t~)
         if body.mass <= 0:
-            raise ParameterError("mass", "a prismatic body needs a positive mass (eq. 28 divides by it)")
+            raise ParameterError("mass", "a prismatic body needs a positive mass (eq. (28) divides by it)")
 
     def kinematics(self, x, m_parents, outputs=True):
         xq, xd = x.tolist()
         t = self.axis
         P_ab = self.P_a0b
         m_A, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)         # [m^A_P0]_Ra, then at P
-        T = tau(-xq * t)                                                   # tau_{-x t~} = tau_PP0
+        T = tau(-xq * t)                                                   # tau_{-x t~} = tau_PP0, eq. (24)
         m_A[6:12] = T.dot(m_A[6:12])
         m_A[6:9] += xd * t                                                 # eq. (24), twist
         m_A[12:15] += xq * t                                               # eq. (24), pose
@@ -206,15 +200,15 @@ class PrismaticBody(_JointBody):
     def accelerations(self, kin, u):
         D = self.body.D_P
         a_P0 = kin.P2.T.dot(u["p.a"])
-        a_T = kin.T.dot(a_P0)                                              # tau_{-x t~} x'dot_P0
+        a_T = kin.T.dot(a_P0)                                              # tau_{-x t~} x'dot_P0, eq. (24)
         W_c = sum_child_wrenches(self.body, u, self.child_ports)
         beta = D.dot(a_T - kin.g6 + kin.e) + kin.bias - W_c                # bracket of eq. (27)
-        xdd, extra = self._solve_joint(kin, u, self.body.mass, beta)      # eq. (28) / (27)
+        xdd, extra = self._solve_joint(kin, u, self.body.mass, beta)      # eq. (28) / eq. (27)
         if not kin.outputs:                                                # state derivatives only
             return {"joint.qdd": xdd[None, :]}
         a_A = a_T + kin.e + self.t6[:, None] * xdd                         # eq. (24)
         W_P = W_c - newton_euler(D, a_A, kin.g6, kin.bias)                 # eq. (25): W_A/B,P
         W_P0 = kin.T.T.dot(W_P)                                            # eq. (29)
         acc = {"p.w": kin.P2.dot(W_P0), "joint.qdd": xdd[None, :], **extra}
-        acc.update(child_accelerations(self.body, a_A, self.child_ports))
+        acc.update(child_accelerations(self.body, a_A, self.child_ports))  # eq. (23)
         return acc
