@@ -37,7 +37,7 @@ class System:
     >>> s = System()
     >>> s.add("base", FloatingBase(RigidBody(10, np.eye(3), children=[[0, -1, 0]])))
     >>> s.add("arm", RevoluteBody(RigidBody(1, com=[0, -1, 0])))
-    >>> s.connect("base.c1", "arm.p")
+    >>> s.link("base.c1", "arm.p")
     >>> s.set_input("base.ext.w", [0, 9.81 * 11, 0, 0, 0, 0])
     """
 
@@ -63,7 +63,7 @@ class System:
             raise ConnectionError_(f"unknown block {name!r} in {ref!r}; blocks: {sorted(self.blocks)}")
         return name, port
 
-    def connect(self, child_port: str, parent_port: str):
+    def link(self, child_port: str, parent_port: str):
         """Link the child port ``"A.ci"`` of a block to the parent port ``"B.p"`` of another
         (``"B"`` alone means ``"B.p"``). ``A.ci.m`` feeds ``B.p.m`` and ``B.p.w`` feeds ``A.ci.w``."""
         a, cport = self._split(child_port)

@@ -36,7 +36,7 @@ def pendulum(theta0, l=1.3, m=2.0, k=0.0, d=0.0):
     s = System()
     s.add("ground", fixed_base([[0, 0, 0]]))
     s.add("arm", RevoluteBody(RigidBody(m, com=[0, -l, 0]), axis=[0, 0, 1], q0=theta0, k=k, d=d))
-    s.connect("ground.c1", "arm.p")
+    s.link("ground.c1", "arm.p")
     return s
 
 
@@ -65,7 +65,7 @@ def test_prismatic_spring_mass_is_harmonic():
     s = System()
     s.add("ground", fixed_base([[0, 0, 0]]))
     s.add("mass", PrismaticBody(RigidBody(1.5, com=[0, 0.2, 0]), axis=[2, 0, 0], q0=0.1, k=40.0))
-    s.connect("ground.c1", "mass.p")
+    s.link("ground.c1", "mass.p")
     tr = s.simulate(3.0, 0.01, rtol=1e-12, atol=1e-14)
     assert np.max(np.abs(tr.states("mass")[:, 0] - 0.1 * np.cos(np.sqrt(40 / 1.5) * tr.t))) <= 1e-10
 
@@ -83,7 +83,7 @@ def test_welded_appendage_equals_one_composite_body():
     s = System()
     s.add("base", FloatingBase(RigidBody(mB, IB, children=[PC]), twist0=twist0))
     s.add("app", WeldedBody(RigidBody(mA, IA_a, com=comA_a), mount=mount))
-    s.connect("base.c1", "app.p")
+    s.link("base.c1", "app.p")
     W = np.array([1.0, 2.0, -3.0, 0.4, -0.5, 0.6])
     s.set_input("base.ext.w", W)
     # composite: centre of mass and inertia about it, in R_b
@@ -108,9 +108,9 @@ def test_loop_closure_spring_on_a_pendulum_tip():
     s.add("ground", fixed_base([[0, 0, 0], [0, -l, 0]]))
     s.add("arm", RevoluteBody(RigidBody(m, com=[0, -l, 0], children=[[0, -l, 0]]), q0=1e-4))
     s.add("spring", LoopClosure(np.diag([k, k, k, 0, 0, 0]), np.zeros((6, 6))))
-    s.connect("ground.c1", "arm.p")
-    s.connect("arm.c1", "spring.l")
-    s.connect("ground.c2", "spring.r")
+    s.link("ground.c1", "arm.p")
+    s.link("arm.c1", "spring.l")
+    s.link("ground.c2", "spring.r")
     tr = s.simulate(4.0, 0.01, rtol=1e-12, atol=1e-16)
     theta = tr.states("arm")[:, 0]
     assert np.max(np.abs(theta - 1e-4 * np.cos(np.sqrt(g / l + k / m) * tr.t))) <= 2e-10
@@ -118,7 +118,7 @@ def test_loop_closure_spring_on_a_pendulum_tip():
     for n, b in s.blocks.items():
         s2.add(n, b if n != "arm" else RevoluteBody(RigidBody(m, com=[0, -l, 0], children=[[0, -l, 0]]), q0=1.0))
     for link in s.links:
-        s2.connect(f"{link.parent}.{link.child_port}", f"{link.child}.{link.parent_port}")
+        s2.link(f"{link.parent}.{link.child_port}", f"{link.child}.{link.parent_port}")
     tr = s2.simulate(4.0, 0.05, rtol=1e-12, atol=1e-12)
     E = np.array([invariants.energy(s2, y) for y in tr.y])
     assert np.max(np.abs(E - E[0])) <= 1e-9 * np.max(np.abs(E))
@@ -136,10 +136,10 @@ def test_floating_closed_chain_keeps_momentum():
     s.add("b", RevoluteBody(RigidBody(1.5, com=[0, -1, 0], children=[[0, -1, 0]]), axis=[1, 0, 1], q0=-0.2,
                             gravity=[0, 0, 0]))
     s.add("tie", LoopClosure(np.diag([50.0] * 3 + [0.0] * 3), np.diag([0.5] * 3 + [0.0] * 3)))
-    s.connect("base.c1", "a.p")
-    s.connect("base.c2", "b.p")
-    s.connect("a.c1", "tie.l")
-    s.connect("b.c1", "tie.r")
+    s.link("base.c1", "a.p")
+    s.link("base.c2", "b.p")
+    s.link("a.c1", "tie.l")
+    s.link("b.c1", "tie.r")
     tr = s.simulate(5.0, 0.1, rtol=1e-12, atol=1e-12)
     com = np.array([invariants.center_of_mass(s, y) for y in tr.y])
     p, H = map(np.array, zip(*(invariants.momenta(s, y) for y in tr.y)))
@@ -156,14 +156,14 @@ def test_wiring_errors_are_clear():
     s.add("ground", fixed_base([[0, 0, 0]]))
     s.add("arm", RevoluteBody(RigidBody(1.0, com=[0, -1, 0], children=[[0, -1, 0]])))
     with pytest.raises(ConnectionError_, match="no child port 'c3'"):
-        s.connect("ground.c3", "arm.p")
+        s.link("ground.c3", "arm.p")
     with pytest.raises(ConnectionError_, match="unknown block 'nope'"):
-        s.connect("ground.c1", "nope.p")
+        s.link("ground.c1", "nope.p")
     with pytest.raises(ConnectionError_, match="already used"):
         s.add("arm", RevoluteBody(RigidBody(1.0, com=[0, -1, 0])))
-    s.connect("ground.c1", "arm.p")
+    s.link("ground.c1", "arm.p")
     with pytest.raises(ConnectionError_, match="already connected"):
-        s.connect("ground.c1", "arm")
+        s.link("ground.c1", "arm")
     with pytest.raises(ConnectionError_, match=r"dangling port\(s\): arm.c1"):
         s.initial_state()
     s.set_input("arm.c1.w", np.zeros(6))            # a free end, said explicitly
@@ -179,7 +179,7 @@ def test_motion_cycle_is_rejected():
     body = RigidBody(1.0, com=[0, -1, 0], children=[[0, -1, 0]])
     s.add("a", RevoluteBody(body))
     s.add("b", RevoluteBody(body))
-    s.connect("a.c1", "b.p")
-    s.connect("b.c1", "a.p")
+    s.link("a.c1", "b.p")
+    s.link("b.c1", "a.p")
     with pytest.raises(ConnectionError_, match="cycle"):
         s.initial_state()

@@ -34,7 +34,7 @@ def twin(cs: CoSystem) -> System:
         s.add(name, unit.block)
     linked = set()
     for child_port, parent_port in cs.links:
-        s.connect(child_port, parent_port)
+        s.link(child_port, parent_port)
         linked.add((f"{child_port}.m", f"{parent_port}.m"))
         linked.add((f"{parent_port}.w", f"{child_port}.w"))
     extra = [c for c in cs.connections if tuple(c) not in linked]

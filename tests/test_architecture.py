@@ -1,0 +1,136 @@
+"""The package's layers, read from its imports (ast, nothing executed): every import points
+down the layers, no module imports itself back through others, and the co-simulation
+package imports nothing TITOP."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "titop_fmu"
+
+#: bottom to top; a module may import its own layer's modules and lower layers only
+LAYERS = [
+    {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators"},   # generic numerics
+    {"titop_fmu.cosim"},                              # generic FMI co-simulation
+    {"titop_fmu.spatial"},                            # the paper's spatial algebra
+    {"titop_fmu.blocks"},                             # pure block models
+    {"titop_fmu.unit"},                               # a block as a co-simulation unit
+    {"titop_fmu.fmu"},                                # FMU adapters, catalog, build
+    {"titop_fmu.system", "titop_fmu.invariants"},     # the monolithic engine
+    {"titop_fmu.titop"},                              # TITOP units for the master, monolithic twins
+    {"titop_fmu.scenarios"},                          # reference systems
+    {"titop_fmu.io", "titop_fmu.validate", "titop_fmu.cli"},
+]
+#: what the co-simulation package may import from the rest of titop_fmu
+COSIM_MAY_IMPORT = {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set:
+    """The titop_fmu modules ``path`` imports, anywhere in it (lazy imports too), with the
+    packages whose ``__init__`` such an import runs."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [base] + [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        for t in targets:
+            if t.startswith("titop_fmu") and t in MODULES:
+                parts = t.split(".")
+                out.update(".".join(parts[:k]) for k in range(1, len(parts) + 1))
+    # a package's own __init__ runs before its modules: not an import of the module
+    return {m for m in out if m != name and not name.startswith(m + ".")}
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+GRAPH = {m: imports(p) for m, p in MODULES.items()}
+
+
+def layer(module: str) -> int:
+    best = None
+    for i, names in enumerate(LAYERS):
+        for n in names:
+            if module == n or module.startswith(n + "."):
+                if best is None or len(n) > len(best[1]):
+                    best = (i, n)
+    assert best is not None, f"{module} belongs to no layer: add it to LAYERS"
+    return best[0]
+
+
+def test_every_module_has_a_layer():
+    for m in MODULES:
+        layer(m)
+
+
+def test_imports_point_down_the_layers():
+    up = sorted(f"{m} (layer {layer(m)}) imports {t} (layer {layer(t)})"
+                for m, targets in GRAPH.items() for t in targets if layer(t) > layer(m))
+    assert not up, "\n".join(up)
+
+
+def test_the_cosim_package_imports_nothing_titop():
+    bad = sorted(f"{m} imports {t}" for m, targets in GRAPH.items() if m.startswith("titop_fmu.cosim")
+                 for t in targets if not t.startswith("titop_fmu.cosim") and t not in COSIM_MAY_IMPORT)
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_cycles():
+    """No module reaches itself through the imports of others (lazy imports count too)."""
+    found = []
+    for start in GRAPH:
+        seen, stack = set(), [(start, [start])]
+        while stack:
+            m, path = stack.pop()
+            for t in GRAPH.get(m, ()):
+                if t == start:
+                    found.append(" -> ".join(path + [t]))
+                elif t not in seen:
+                    seen.add(t)
+                    stack.append((t, path + [t]))
+    assert not found, "\n".join(sorted(set(found))[:10])
+
+
+@pytest.mark.parametrize("source, target, caught_by", [
+    ("titop_fmu/cosim/loop.py", "from ..fmu import catalog\n",               # cosim -> TITOP: a layer up,
+     {"test_imports_point_down_the_layers", "test_the_cosim_package_imports_nothing_titop",
+      "test_no_import_cycles"}),                                             # and back (catalog -> cosim)
+    ("titop_fmu/spatial.py", "from .blocks import base\n",                   # a layer up, and a cycle
+     {"test_imports_point_down_the_layers", "test_no_import_cycles"}),
+])
+def test_the_checks_catch_a_bad_import(source, target, caught_by, monkeypatch):
+    """Each check fails on an added (lazy) import of the kind it forbids, the others pass."""
+    path = PACKAGE.parent / source
+    name = module_name(path)
+    bad = path.with_name("_bad_copy.py")
+    monkeypatch.setitem(MODULES, name, path)
+    try:
+        bad.write_text(path.read_text() + "\n\ndef _added():\n    " + target)
+        graph = dict(GRAPH)
+        graph[name] = imports(bad)
+    finally:
+        bad.unlink()
+    assert graph[name] > GRAPH[name]
+    monkeypatch.setitem(globals(), "GRAPH", graph)
+    failed = set()
+    for check in (test_imports_point_down_the_layers, test_the_cosim_package_imports_nothing_titop,
+                  test_no_import_cycles):
+        try:
+            check()
+        except AssertionError:
+            failed.add(check.__name__)
+    assert failed == caught_by
