@@ -1,5 +1,5 @@
-"""Assembling a master: the units made by a factory, set up, grouped into runs and
-processes; :func:`build` and :func:`simulate`."""
+"""Assembling a master (:func:`build`, :func:`simulate`): units made by a factory, set
+up, grouped into runs and processes."""
 
 from __future__ import annotations
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from ..errors import ConnectionError_
 from .function_unit import FunctionSpec
+from .names import expand_parameters
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: the variables of a linked port pair: motion down the tree, wrench back up
@@ -25,22 +25,6 @@ class UnitSpec:
     name: str
     model: object
     parameters: dict = field(default_factory=dict)      # FMI scalar name -> value
-
-
-def expand_parameters(params: dict) -> dict:
-    """``{"com": [0, -1, 0], "inertia": [[..]], "c1.r": [..], "mass": 2}`` ->
-    FMI scalar names ``com[1]``, ``inertia[1,1]``, ``c1.r[1]``, ``mass``."""
-    out = {}
-    for name, value in params.items():
-        a = np.asarray(value)
-        if a.dtype == object or a.dtype.kind in "US":
-            out[name] = value
-        elif a.ndim == 0:
-            out[name] = value.item() if hasattr(value, "item") else value
-        else:
-            for index in np.ndindex(*a.shape):
-                out[f"{name}[{','.join(str(i + 1) for i in index)}]"] = a[index].item()
-    return out
 
 
 class CoSystem:

@@ -1,5 +1,5 @@
-"""The co-simulation algorithm: macro steps, coupling iteration, extrapolation,
-step-size control, dense output, statistics.
+"""The master: macro intervals over the runs, their extrapolation, step-size control and
+output; the scheme as a whole is described here.
 
 Scheme (``benchmarks/cosim_order.py`` measures the orders):
 

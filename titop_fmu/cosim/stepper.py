@@ -8,7 +8,7 @@ import time
 from ..errors import SolverError
 from .numerics import extrapolation_weights
 from .options import Options
-from .run import NOISE, NoConvergence, Run
+from .run import NOISE, Run
 
 
 class Stepper:

@@ -1,4 +1,4 @@
-"""The extrapolated runs in worker processes.
+"""Groups of runs in worker processes, behind the stepper's two-phase interface.
 
 The runs of the master never exchange anything but the macro interval and
 their recorded outputs, so each group of runs lives in a worker process (its
