@@ -1,67 +1,31 @@
-"""The co-simulation master (``titop_fmu.cosim``) on hand-made systems and on TITOP systems.
-
-* algebraic loops on hand-made systems of :class:`FunctionSpec` units: the loops
-  found, a valid (and here minimal) tearing, linear loops solved to their
-  analytic value; a loop without a solution is an error naming it;
-* connection checks before any unit exists (engine ``inprocess`` and ``fmu``);
-* restart from a saved state, bit for bit, on the FMUs;
-* the balloon and the two-branch example (``examples/two_branch.toml``) through
-  the FMUs and through the in-process blocks against their in-process monolithic
-  twins (exact loop solve, DOP853 at 1e-12: no coupling error);
-* the command line; the order of the coupling (step halving).
-
-The FMU tests use the FMUs of ``fmu_fixtures`` (built once per session) and skip
-without FMPy / pythonfmu. Wall times are printed (``pytest -s`` or ``-rP``).
+"""The generic co-simulation master (``titop_fmu.cosim``) on hand-made systems of
+:class:`FunctionSpec` units: the algebraic loops found, a valid (here minimal)
+tearing, linear loops solved to their analytic value, a loop without a solution an
+error naming it; a two-unit oscillator against its exact solution.
 """
-
-import itertools
-import math
-import time
-import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from tearing_checks import check_tearing, labels
 
-from balloon_runs import run_balloon
-from titop_fmu.cli import main
-from titop_fmu.cosim import CoSystem, FunctionSpec, LoopError, Options, analyse, build, simulate, stepper, systemfile
-from titop_fmu.cosim.numerics import wrap
-from titop_fmu.errors import ConnectionError_, ParameterWarning, SolverError
-from titop_fmu.scenarios import balloon
-from titop_fmu.titop import TitopUnits, monolithic
-from titop_fmu.titop.units import ensure_fmus
+from titop_fmu.cosim import (
+    CoSystem,
+    FileUnits,
+    FunctionSpec,
+    LoopError,
+    Options,
+    analyse,
+    build,
+    simulate,
+)
+from titop_fmu.errors import SolverError
 
-try:
-    from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per session)
-except pytest.skip.Exception as _no_fmi:        # no FMPy / pythonfmu: only the FMU tests skip
-    _WHY = str(_no_fmi)
-
-    @pytest.fixture(scope="session")
-    def fmu_dir():
-        pytest.skip(_WHY)
-
-ROOT = Path(__file__).resolve().parents[2]
-TWO_BRANCH = ROOT / "examples" / "two_branch.toml"
-ANGLES = balloon.ANGLES          # phi, theta, psi among the nine CSV columns
-BALLOON_STOP = 1.0
-#: the master's default tolerance (3e-5) keeps the balloon's columns within this of the truth
+#: the master's default tolerance (3e-5) keeps a smooth system within this of its exact solution
 DEFAULT_BOUND = 1e-5
-#: the master shares its tolerance out over the simulated time; the short runs here share it
-#: over the 20 s of the scenario, as the default 20 s run does
-SPAN = 20.0
-#: a tight master tolerance and the error it must reach
-TIGHT_TOL, TIGHT_BOUND = 3e-8, 1e-8
 
 
 def report(what, **figures):
     print(f"\n[master] {what}: " + ", ".join(f"{k} {v:.3g}" for k, v in figures.items()))
-
-
-def max_error(values, truth, angles):
-    d = np.asarray(values, dtype=float) - np.asarray(truth, dtype=float)
-    d[:, angles] = wrap(d[:, angles])
-    return float(np.max(np.abs(d)))
 
 
 # -- hand-made systems --------------------------------------------------------------------
@@ -79,93 +43,13 @@ def pair_loop(s, a="a", b="b"):
     s.connect(f"{b}.w", f"{a}.u")
 
 
-def structure(system, engine="inprocess", fmu_dir=None):
-    return analyse(system, TitopUnits(engine, fmu_dir).unit_types(system))
-
-
-def coupling_graph(st):
-    """``k -> m`` when an output of coupling input ``k``'s unit depends directly on ``k``
-    (the units' declared dependencies) and feeds coupling input ``m``; built here from
-    the declarations, independently of the master's graph code."""
-    edges = {}
-    for k in range(st.n_cin):
-        j, i = int(st.cin_unit[k]), int(st.cin_local[k])
-        out = set()
-        for o, deps in enumerate(st.types[j].dependencies):
-            if i in np.asarray(deps):
-                out.update(np.flatnonzero(st.cin_src == st.out_offset[j] + o).tolist())
-        edges[k] = out
-    return edges
-
-
-def acyclic(edges, nodes, removed=()):
-    """Kahn's algorithm on ``nodes`` without ``removed`` (a torn input's value is given: no
-    edge reaches it any more)."""
-    keep = [k for k in nodes if k not in set(removed)]
-    indeg = dict.fromkeys(keep, 0)
-    for k in keep:
-        for m in edges[k]:
-            if m in indeg:
-                indeg[m] += 1
-    ready = [k for k in keep if indeg[k] == 0]
-    done = 0
-    while ready:
-        k = ready.pop()
-        done += 1
-        for m in edges[k]:
-            if m in indeg:
-                indeg[m] -= 1
-                if indeg[m] == 0:
-                    ready.append(m)
-    return done == len(keep)
-
-
-def cyclic_components(edges):
-    """The sets of coupling inputs on a common cycle (brute-force reachability)."""
-    def reach(k):
-        seen, todo = set(), list(edges[k])
-        while todo:
-            m = todo.pop()
-            if m not in seen:
-                seen.add(m)
-                todo.extend(edges[m])
-        return seen
-
-    r = {k: reach(k) for k in edges}
-    return {frozenset(m for m in edges if m in r[k] and k in r[m]) for k in edges if k in r[k]}
-
-
-def fewest_torn(edges, comp):
-    """The size of the smallest set of coupling inputs of ``comp`` whose removal breaks every
-    cycle (exhaustive search)."""
-    for size in range(1, len(comp) + 1):
-        for cut in itertools.combinations(sorted(comp), size):
-            if acyclic(edges, comp, cut):
-                return size
-    raise AssertionError("no tearing")
-
-
-def labels(st, ks):
-    return {st.cin_label(int(k)) for k in ks}
-
-
-def check_tearing(st, minimal=True):
-    """Every loop torn, the torn graph acyclic; each loop torn with the fewest inputs
-    (``minimal``: an exhaustive search, for small loops only)."""
-    edges = coupling_graph(st)
-    assert {frozenset(int(k) for k in lp.inputs) for lp in st.loops} == cyclic_components(edges)
-    assert acyclic(edges, range(st.n_cin)) == (not st.loops)
-    assert acyclic(edges, range(st.n_cin), [int(k) for k in st.torn])
-    assert sorted(int(k) for k in st.torn) == sorted(int(k) for lp in st.loops for k in lp.torn)
-    for lp in st.loops:
-        assert set(lp.torn.tolist()) <= set(lp.inputs.tolist())
-        if minimal:
-            assert len(lp.torn) == fewest_torn(edges, set(lp.inputs.tolist())), lp.label
+def structure(system):
+    return analyse(system, FileUnits().unit_types(system))
 
 
 def initial_outputs(system, **kw):
     """The recorded outputs after the loops are solved at t = 0."""
-    master = build(system, TitopUnits("inprocess"), Options(workers=0, sequence=(1,), **kw))
+    master = build(system, FileUnits(), Options(workers=0, sequence=(1,), **kw))
     try:
         return master.initialize(0.0)
     finally:
@@ -239,33 +123,13 @@ def test_independent_loops_are_found_and_solved():
     assert np.max(np.abs(initial_outputs(s, **EXACT) - expect)) <= EXACT_BOUND
 
 
-def test_loop_jacobian_is_measured_again_only_when_it_pays():
-    """A fresh feedthrough M costs (loop columns + units) evaluations; Newton keeps the old
-    one (Broyden-corrected) while the iterations still needed at the observed rate cost less,
-    and fit in the iterations left. Residuals are weighted: the tolerance is 1."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ParameterWarning)
-        system = balloon.system()
-    master = build(system, TitopUnits("inprocess"), balloon.options(workers=0))
-    try:
-        solver = master.steppers[0].runs[0].solver
-        assert solver._refresh_cost > 3
-        assert not solver._worth_refreshing(100.0, 1000.0, it=1)      # 2 more at 10x each: keep M
-        assert solver._worth_refreshing(100.0, 100.0, it=1)           # stalled
-        assert solver._worth_refreshing(100.0, 50.0, it=1)            # diverging
-        assert solver._worth_refreshing(100.0, 110.0, it=1)           # ~48 more at this rate
-        assert solver._worth_refreshing(100.0, 1000.0, it=solver.max_iter - 2)  # no room left
-    finally:
-        master.terminate()
-
-
 # -- loops without a solution -------------------------------------------------------------------
 
 def test_zero_loop_tolerances_are_refused():
     s = CoSystem()
     pair_loop(s)
     with pytest.raises(SolverError, match=r"loop tolerances must be >= 0 and not both 0"):
-        build(s, TitopUnits("inprocess"), Options(workers=0, loop_rtol=0.0, loop_atol=0.0))
+        build(s, FileUnits(), Options(workers=0, loop_rtol=0.0, loop_atol=0.0))
 
 
 def gain_and_wire(f, **kw):
@@ -284,7 +148,7 @@ def gain_and_wire(f, **kw):
 ], ids=["linear", "quadratic"])
 def test_a_loop_without_solution_is_an_error_naming_it(f, least_residual):
     with pytest.raises(LoopError) as info:
-        simulate(gain_and_wire(f), 0.1, TitopUnits("inprocess"), options=Options(workers=0))
+        simulate(gain_and_wire(f), 0.1, FileUnits(), options=Options(workers=0))
     e = info.value
     assert isinstance(e, SolverError)
     msg = str(e)
@@ -301,7 +165,7 @@ def test_a_loop_losing_its_root_fails_at_that_time(kw):
     master must stop at 0.25 or 0.26."""
     s = gain_and_wire(lambda x, u: [u[0] ** 2 + x[0]], x0=(0.0,), derivative_fn=lambda x, u: np.array([1.0]))
     with pytest.raises(LoopError) as info:
-        simulate(s, 0.5, TitopUnits("inprocess"), options=Options(workers=0, h0=0.01, **kw))
+        simulate(s, 0.5, FileUnits(), options=Options(workers=0, h0=0.01, **kw))
     e = info.value
     assert 0.25 - 1e-12 <= e.time <= 0.26 + 1e-12
     assert f"t={e.time:.9g} s" in str(e) and "loop 1 (gain, wire)" in str(e)
@@ -319,416 +183,7 @@ def test_two_unit_oscillator_follows_the_exact_solution():
     s.connect("mass.q", "spring.q")
     s.connect("spring.F", "mass.F")
     s.record("mass.q")
-    res = simulate(s, 1.0, TitopUnits("inprocess"), output_interval=0.01, options=Options(workers=0))
+    res = simulate(s, 1.0, FileUnits(), output_interval=0.01, options=Options(workers=0))
     err = float(np.max(np.abs(res.values[:, 0] - np.cos(2.0 * res.t))))
     report("two-unit oscillator, 1 s", error=err)
     assert err <= DEFAULT_BOUND
-
-
-# -- connection checks ------------------------------------------------------------------------------
-
-def tree(tip=True):
-    """A valid TITOP tree: base (floating_base_c1) -> arm (revolute_c1) -> tip (revolute_c0);
-    without the tip, arm.c1 is left dangling."""
-    s = CoSystem()
-    s.add("base", "floating_base_c1", mass=10.0, inertia=np.eye(3), **{"c1.r": [0.0, -1.0, 0.0]})
-    s.add("arm", "revolute_c1", mass=1.0, com=[0.0, -1.0, 0.0], **{"c1.r": [0.0, -1.0, 0.0]})
-    s.link("base.c1", "arm.p")
-    if tip:
-        s.add("tip", "revolute_c0", mass=1.0, com=[0.0, -1.0, 0.0])
-        s.link("arm.c1", "tip.p")
-    s.set_input("base.ext.w", [0.0, 12 * 9.81, 0.0, 0.0, 0.0, 0.0])
-    return s
-
-
-def ring(names):
-    """revolute_c1 units linked in a ring: every port connected, the motion links a cycle."""
-    s = CoSystem()
-    for n in names:
-        s.add(n, "revolute_c1", mass=1.0, com=[0.0, -1.0, 0.0], **{"c1.r": [0.0, -1.0, 0.0]})
-    for a, b in zip(names, names[1:] + names[:1]):
-        s.link(f"{a}.c1", f"{b}.p")
-    return s
-
-
-def size_mismatch():
-    s = tree()
-    del s.inputs["base.ext.w"]
-    s.connect("arm.c1.m", "base.ext.w")             # an 18-vector into a 6-vector
-    return s
-
-
-def with_(change):
-    def make():
-        s = tree()
-        change(s)
-        return s
-    return make
-
-
-CONNECTION_ERRORS = {
-    "dangling": (lambda: tree(tip=False), r"dangling required input\(s\): arm\.c1\.w"),
-    "size": (size_mismatch, r"size mismatch: arm\.c1\.m has 18 scalar\(s\), base\.ext\.w has 6"),
-    "unknown unit": (with_(lambda s: s.connect("base.c1.m", "ghost.p.m")), r"unknown unit 'ghost'"),
-    "unknown variable": (with_(lambda s: s.connect("arm.joint.q[3]", "tip.joint.torque")),
-                         r"'tip' \(revolute_c0\) has no input 'joint\.torque'"),
-    "output to output": (with_(lambda s: s.connect("base.c1.m", "arm.c1.m")),
-                         r"'arm\.c1\.m' is an output of 'arm'.*from an output to an input"),
-    "two sources": (with_(lambda s: s.connect("base.c1.m", "tip.p.m")),
-                    r"input tip\.p\.m\[1\] is connected twice \(from arm\.c1\.m\[1\] and base\.c1\.m\[1\]\)"),
-    "tree cycle": (lambda: ring(["x", "y", "z"]), r"cycle in the tree topology: x -> y -> z -> x"),
-    "own motion": (lambda: ring(["x"]), r"x\.c1 -> x\.p: x is linked to itself, a cycle in the tree topology"),
-    "unknown parameter": (with_(lambda s: s.add("more", "revolute_c0", masss=1.0)),
-                          r"'more' \(revolute_c0\) has no parameter 'masss'"),
-    "input values": (with_(lambda s: s.set_input("base.ext.w", [0.0, 1.0, 2.0])),
-                     r"input base\.ext\.w takes 6 value\(s\), got 3"),
-    "unknown recorded": (with_(lambda s: s.record("tip.joint.qq")), r"'tip' \(revolute_c0\) has no output 'joint\.qq'"),
-}
-
-
-@pytest.fixture
-def no_units(monkeypatch):
-    """Fail if the master creates a unit: every check must come before."""
-    def make_runs(*a, **kw):
-        raise AssertionError("units were created for an invalid system")
-    monkeypatch.setattr(stepper, "make_runs", make_runs)
-    import titop_fmu.cosim.engine as engine
-    monkeypatch.setattr(engine, "make_runs", make_runs)
-
-
-def test_the_valid_tree_passes_the_checks():
-    st = structure(tree())
-    assert st.n_cin == 2 * (18 + 6) and len(st.loops) == 1       # the links' loop: accelerations, wrenches
-    check_tearing(st, minimal=False)
-
-
-@pytest.mark.parametrize("case", list(CONNECTION_ERRORS))
-def test_connection_errors_before_anything_runs(case, no_units):
-    make, pattern = CONNECTION_ERRORS[case]
-    with pytest.raises(ConnectionError_, match=pattern):
-        build(make(), TitopUnits("inprocess"), Options(workers=0))
-
-
-@pytest.mark.parametrize("case", ["size", "two sources", "tree cycle", "unknown variable"])
-def test_connection_errors_with_fmus(case, fmu_dir, no_units):
-    """The same checks against the FMUs' model descriptions."""
-    make, pattern = CONNECTION_ERRORS[case]
-    with pytest.raises(ConnectionError_, match=pattern):
-        build(make(), TitopUnits("fmu", fmu_dir), Options(workers=0))
-
-
-def test_unknown_model_or_engine(no_units):
-    s = tree()
-    s.add("odd", "spring_c1")
-    with pytest.raises(ConnectionError_, match=r"unit 'odd': unknown TITOP model 'spring_c1'"):
-        build(s, TitopUnits("inprocess"))
-    with pytest.raises(ConnectionError_, match=r"unknown engine 'fmi'"):
-        build(tree(), TitopUnits("fmi"))
-
-def test_an_fmu_failing_a_call_is_an_error_quoting_its_log(fmu_dir):
-    """A status above fmi2Warning from an FMU is a SolverError naming the unit, the call and
-    what the FMU logged; the unit stays usable after a refused input."""
-    system = balloon.system()
-    units = TitopUnits("fmu", fmu_dir)
-    units.paths = ensure_fmus(["revolute_c1"], fmu_dir)
-    spec = system.units["pendulum1"]
-    u = units.make_unit("pendulum1", spec.model, {**spec.parameters, "mass": -1.0})
-    try:
-        with pytest.raises(SolverError, match=r"'pendulum1#0' \(revolute_c1\): fmi2ExitInitialization"
-                                              r"Mode failed: .*invalid parameter 'mass'"):
-            u.setup({}, 0.0)
-    finally:
-        u.terminate()
-    u = units.make_unit("pendulum1", spec.model, dict(spec.parameters))
-    try:
-        u.setup({}, 0.0)
-        k = u.type.input_index["c1.w[4]"]
-        u.set_inputs(np.array([k]), np.array([0.5]))
-        y0 = u.get_outputs(np.arange(6))
-        with pytest.raises(SolverError, match=r"fmi2SetReal failed: .*non-finite input.*c1\.w\[4\]"):
-            u.set_inputs(np.array([k]), np.array([math.nan]))
-        u.do_step(0.0, 0.01)
-        assert np.all(np.isfinite(u.get_outputs(np.arange(6)))) and not np.array_equal(y0, u.get_outputs(
-            np.arange(6)))
-        with pytest.raises(SolverError, match=r"fmi2DoStep failed: .*invalid communication step size"):
-            u.do_step(0.01, -1.0)
-    finally:
-        u.terminate()
-
-
-
-# -- the balloon through the master ---------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def balloon_truth():
-    """``(t, columns)`` of the in-process monolithic balloon over [0, 1] s, every 0.01 s."""
-    s, tr = run_balloon(stop=BALLOON_STOP)
-    return tr.t, balloon.columns(s, tr.y)
-
-
-def run_master_balloon(engine, fmu_dir=None, stop=BALLOON_STOP, output_interval=0.01, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ParameterWarning)
-        system = balloon.system()
-    start = time.perf_counter()
-    res = simulate(system, stop, TitopUnits(engine, fmu_dir), output_interval=output_interval,
-                   options=balloon.options(**{"workers": 0, **kw}))
-    return res, time.perf_counter() - start
-
-
-@pytest.fixture(scope="module")
-def balloon_inprocess():
-    return run_master_balloon("inprocess", span=SPAN)
-
-
-@pytest.fixture(scope="module")
-def balloon_fmus(fmu_dir):
-    return run_master_balloon("fmu", fmu_dir, span=SPAN)
-
-
-def test_balloon_inprocess_units_match_the_monolithic_run(balloon_inprocess, balloon_truth):
-    res, wall = balloon_inprocess
-    t, truth = balloon_truth
-    assert np.allclose(res.t, t, rtol=0, atol=1e-12) and res.labels == list(balloon.COLUMNS[1:])
-    err = max_error(res.values, truth, ANGLES)
-    report("balloon, in-process units, 1 s, tol 3e-5 over 20 s", error=err, wall_s=wall)
-    assert err <= DEFAULT_BOUND
-
-
-def test_balloon_through_fmus_matches_the_monolithic_run(balloon_fmus, balloon_truth):
-    res, wall = balloon_fmus
-    t, truth = balloon_truth
-    assert np.allclose(res.t, t, rtol=0, atol=1e-12)
-    err = max_error(res.values, truth, ANGLES)
-    report("balloon, FMUs, 1 s, tol 3e-5 over 20 s", error=err, wall_s=wall,
-           macro_steps=res.stats.macro_steps, doSteps=sum(res.stats.unit_steps.values()))
-    assert err <= DEFAULT_BOUND
-
-
-def test_fmus_compute_exactly_what_the_blocks_compute(balloon_fmus, balloon_inprocess):
-    """The FMUs run the same blocks: the FMI layer must not change a bit."""
-    assert np.array_equal(balloon_fmus[0].values, balloon_inprocess[0].values)
-
-
-@pytest.mark.slow
-def test_balloon_20s_through_fmus_default_settings(fmu_dir):
-    """The acceptance run: 20 s through the FMUs with the default settings (two worker
-    processes), against the committed independent reference, which equals the in-process
-    monolithic run to 1e-12 (test_validate): <= 1e-5 on all nine columns."""
-    from titop_fmu.validate import Series, default_reference_dir, errors, load_reference
-    res, wall = run_master_balloon("fmu", fmu_dir, stop=20.0, workers=2)
-    ref = load_reference(default_reference_dir() / "balloon_pinocchio.csv")
-    t, e, att = errors(Series("fmu", res.t, res.values), ref)
-    assert len(t) == 2001
-    report("balloon, FMUs, 20 s, default settings", error=float(e.max()), attitude=float(att.max()),
-           wall_s=wall, macro_steps=res.stats.macro_steps)
-    assert e.max() <= DEFAULT_BOUND and att.max() <= DEFAULT_BOUND
-
-
-@pytest.mark.slow
-def test_balloon_20s_tight_recipe():
-    """The README's tight recipe (--tol 5e-8 --dt-max 0.01) over the whole 20 s, on in-process
-    units (they compute the FMUs' bits): <= 1e-8 on all nine columns against the committed
-    reference. A loop residual is a wrench one body applies and the other does not: with the
-    loop solved to 5e-10 relative (the former default) the balloon's z drifts to 1.85e-8."""
-    from titop_fmu.validate import Series, default_reference_dir, errors, load_reference
-    res, wall = run_master_balloon("inprocess", stop=20.0, workers=2, tol=5e-8, h_max=0.01)
-    ref = load_reference(default_reference_dir() / "balloon_pinocchio.csv")
-    t, e, att = errors(Series("inprocess", res.t, res.values), ref)
-    report("balloon, in-process units, 20 s, tol 5e-8, dt-max 0.01", error=float(e.max()),
-           attitude=float(att.max()), wall_s=wall)
-    assert e.max() <= TIGHT_BOUND and att.max() <= TIGHT_BOUND
-
-
-def test_balloon_through_fmus_tight_tolerance(fmu_dir, balloon_truth):
-    res, wall = run_master_balloon("fmu", fmu_dir, tol=TIGHT_TOL)
-    err = max_error(res.values, balloon_truth[1], ANGLES)
-    report(f"balloon, FMUs, 1 s, tol {TIGHT_TOL:g}", error=err, wall_s=wall)
-    assert err <= TIGHT_BOUND
-
-
-def test_restart_from_a_saved_state_is_bit_identical(fmu_dir):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ParameterWarning)
-        system = balloon.system()
-    opt = balloon.options(workers=0, span=0.2)
-
-    def advance(master, t_end):
-        ts, vs = [], []
-        while master.t < t_end - 1e-12:
-            ts.append(master.advance(t_end))
-            vs.append(master.extrapolated())
-        return np.array(ts), np.array(vs)
-
-    start = time.perf_counter()
-    master = build(system, TitopUnits("fmu", fmu_dir), opt)
-    try:
-        master.initialize(0.0)
-        advance(master, 0.1)
-        at_save = master.extrapolated()
-        snap = master.save()
-        t1, v1 = advance(master, 0.2)
-        master.restore(snap)
-        assert master.t == pytest.approx(0.1, abs=1e-12)
-        t2, v2 = advance(master, 0.2)
-    finally:
-        master.terminate()
-    fresh = build(system, TitopUnits("fmu", fmu_dir), opt)          # the same without a restart
-    try:
-        fresh.initialize(0.0)
-        advance(fresh, 0.1)
-        t3, v3 = advance(fresh, 0.2)
-    finally:
-        fresh.terminate()
-    report("restart, FMUs, 0.2 s", wall_s=time.perf_counter() - start, intervals_after_save=len(t1))
-    assert len(t1) >= 2 and np.max(np.abs(v1[-1] - at_save)) > 1e-4        # it did move on
-    assert np.array_equal(t1, t2) and np.array_equal(v1, v2)
-    assert np.array_equal(t1, t3) and np.array_equal(v1, v3)
-
-
-def test_worker_processes_end_with_the_master():
-    """Three processes for the three runs: this one and two workers. A short run, terminate:
-    both workers have exited and their pipes are closed (no process left behind)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ParameterWarning)
-        system = balloon.system()
-    master = build(system, TitopUnits("inprocess"), balloon.options(workers=3, span=20.0))
-    procs = [s.proc for s in master.steppers if not s.in_process]
-    try:
-        assert len(procs) == 2 and len(master.steppers) == 3
-        master.simulate(0.02, 0.01)
-    finally:
-        master.terminate()
-    assert all(p.poll() is not None for p in procs)
-    assert all(p.stdin.closed and p.stdout.closed for p in procs)
-
-
-# -- the second topology ----------------------------------------------------------------------------
-
-TWO_BRANCH_STOP = 0.3
-
-
-@pytest.fixture(scope="module")
-def two_branch():
-    """The file, the recorded outputs' angle mask, and the monolithic twin's ``(t, recorded)``."""
-    sf = systemfile.read(TWO_BRANCH)
-    angles = np.array([r.endswith(("m[16]", "m[17]", "m[18]")) for r in sf.system.recorded])
-    return sf, angles, monolithic.simulate(sf.system, TWO_BRANCH_STOP, 0.01)
-
-
-def test_two_branch_file_and_its_twin(two_branch):
-    sf, angles, (t, truth) = two_branch
-    s = sf.system
-    assert list(s.units) == ["hub", "arm", "boom", "pend", "tip", "slide"]
-    assert s.units["pend"].parameters["q0"] == pytest.approx(math.radians(70))
-    assert sf.simulation == {"stop": 10.0, "output_interval": 0.01}
-    assert angles.sum() == 3
-    # joints start at their q0; the hub's chain point hub.c1 at [0.5, -0.5, 0], attitude zero
-    assert np.allclose(truth[0], [math.radians(40), math.radians(70), math.radians(-30), 0.1,
-                                  0.5, -0.5, 0.0, 0.0, 0.0, 0.0], rtol=0, atol=1e-12)
-    assert np.ptp(truth, axis=0).min() > 1e-3                          # every recorded output moves
-    st = structure(s)
-    assert len(st.loops) == 1 and set(st.loops[0].units) == set(s.units)
-    check_tearing(st, minimal=False)
-
-
-@pytest.mark.parametrize("engine", ["inprocess", "fmu"])
-def test_two_branch_through_the_master(engine, two_branch, request):
-    sf, angles, (t, truth) = two_branch
-    fmus = request.getfixturevalue("fmu_dir") if engine == "fmu" else None
-    start = time.perf_counter()
-    res = simulate(sf.system, TWO_BRANCH_STOP, TitopUnits(engine, fmus), output_interval=0.01,
-                   options=Options(workers=0))
-    wall = time.perf_counter() - start
-    assert res.labels == sf.system.recorded and np.allclose(res.t, t, rtol=0, atol=1e-12)
-    err = max_error(res.values, truth, angles)
-    report(f"two_branch, {engine} units, {TWO_BRANCH_STOP:g} s, tol 3e-5", error=err, wall_s=wall)
-    assert err <= DEFAULT_BOUND
-
-
-def test_system_file_in_json_is_the_same_system(tmp_path):
-    import json
-    try:
-        import tomllib
-    except ImportError:                                 # Python 3.10
-        tomllib = pytest.importorskip("tomli")
-    data = tomllib.loads(TWO_BRANCH.read_text())
-    path = tmp_path / "two_branch.json"
-    path.write_text(json.dumps(data))
-    a, b = systemfile.read(TWO_BRANCH).system, systemfile.read(path).system
-    assert a.units == b.units and a.connections == b.connections and a.links == b.links
-    assert a.inputs == b.inputs and a.recorded == b.recorded
-
-
-@pytest.mark.parametrize("text, pattern", [
-    ('colour = "red"\n[units.a]\nmodel = "revolute_c0"\n', r"unknown key\(s\) \['colour'\]"),
-    ('[units.a]\nmass = 1.0\n', r"units\.a needs exactly one of model"),
-    ('[units.a]\nmodel = "revolute_c0"\nq0 = "ninety"\n', r"units\.a\.q0: cannot read 'ninety'"),
-])
-def test_system_file_errors_name_the_entry(tmp_path, text, pattern):
-    path = tmp_path / "bad.toml"
-    path.write_text(text)
-    with pytest.raises(ConnectionError_, match=pattern):
-        systemfile.read(path)
-
-
-# -- the command line ---------------------------------------------------------------------------------
-
-def read_csv(path):
-    lines = Path(path).read_text().splitlines()
-    return lines[0].split(","), np.array([[float(x) for x in line.split(",")] for line in lines[1:]])
-
-
-def test_cli_simulates_the_balloon_through_fmus(tmp_path, fmu_dir, balloon_truth):
-    out = tmp_path / "balloon.csv"
-    start = time.perf_counter()
-    assert main(["simulate", "balloon", "--engine", "fmu", "--stop", "0.2", "--out", str(out), "--quiet",
-                 "--workers", "0", "--fmu-dir", str(fmu_dir)]) == 0
-    wall = time.perf_counter() - start
-    header, data = read_csv(out)
-    assert header == ["t", "x", "y", "z", "phi", "theta", "psi", "p", "theta1", "theta2"]
-    assert data.shape == (21, 10) and np.allclose(data[:, 0], 0.01 * np.arange(21), rtol=0, atol=1e-12)
-    err = max_error(data[:, 1:], balloon_truth[1][:21], ANGLES)
-    report("CLI balloon, FMUs, 0.2 s", error=err, wall_s=wall)
-    assert err <= DEFAULT_BOUND
-
-
-def test_cli_simulates_a_system_file_through_fmus(tmp_path, fmu_dir, two_branch):
-    sf, angles, (t, truth) = two_branch
-    out = tmp_path / "two_branch.csv"
-    assert main(["simulate", str(TWO_BRANCH), "--engine", "fmu", "--stop", "0.1", "--out", str(out), "--quiet",
-                 "--workers", "0", "--fmu-dir", str(fmu_dir)]) == 0
-    header, data = read_csv(out)
-    assert header == ["t"] + sf.system.recorded
-    assert data.shape == (11, 11) and np.allclose(data[:, 0], 0.01 * np.arange(11), rtol=0, atol=1e-12)
-    assert max_error(data[:, 1:], truth[:11], angles) <= DEFAULT_BOUND
-
-
-# -- order of the coupling ------------------------------------------------------------------------------
-
-ORDER_STOP, ORDER_H = 0.2, 0.02
-
-
-def fixed_step_error(balloon_truth, H, **kw):
-    """Max error of the balloon's columns every 0.02 s (a macro-step end at both ``H``),
-    fixed macro step ``H``, in-process units; tight coupling-iteration and unit tolerances:
-    the coupling error alone."""
-    res, _ = run_master_balloon("inprocess", stop=ORDER_STOP, output_interval=ORDER_H, fixed=True, h0=H,
-                                h_max=H, tol=1e-9, unit_rtol=1e-13, **kw)
-    t, truth = balloon_truth
-    every = round(ORDER_H / (t[1] - t[0]))
-    n = round(ORDER_STOP / ORDER_H) + 1
-    assert np.allclose(res.t, t[::every][:n], rtol=0, atol=1e-12)
-    return max_error(res.values, truth[::every][:n], ANGLES)
-
-
-@pytest.mark.parametrize("scheme, kw, lo, hi", [
-    ("midpoint, iterated (order 2)", dict(sequence=(1,)), 3.0, math.inf),
-    ("inputs held (order 1)", dict(hold=True), 2 ** 0.75, 2 ** 1.25),
-], ids=["midpoint", "hold"])
-def test_coupling_order(balloon_truth, scheme, kw, lo, hi):
-    e1 = fixed_step_error(balloon_truth, ORDER_H, **kw)
-    e2 = fixed_step_error(balloon_truth, ORDER_H / 2, **kw)
-    report(f"{scheme}, H = {ORDER_H:g} -> {ORDER_H / 2:g}", error_H=e1, error_H_2=e2, ratio=e1 / e2)
-    assert e2 > 1e-7                     # the coupling error, far above the iteration and unit tolerances
-    assert lo <= e1 / e2 <= hi
