@@ -1,11 +1,21 @@
-"""Command line: ``titop-fmu simulate | build | validate``."""
+"""Command line: ``titop-fmu simulate | build | validate``.
+
+Every option is checked before any work (a one-line error, exit code 2); a
+result file is written whole at the end or not at all; Ctrl-C stops a run
+with one line and exit code 130.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import signal
 import sys
+import tempfile
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 from .cosim import Options
@@ -13,42 +23,155 @@ from .errors import ParameterWarning, TitopError
 from .io import parse_set, write_csv
 from .scenarios import balloon
 
-#: defaults of ``simulate`` that a system file's [simulation] table replaces
-FILE_DEFAULTS = dict(stop=20.0, dt=0.01)
-#: defaults of the co-simulation master's options
-MASTER_DEFAULTS = dict(tol=Options.tol, dt_max=Options.h_max, workers=2, sequence="1,2,3")
+#: defaults of ``simulate`` options (a system file's [simulation] table replaces those not given)
+DEFAULTS = dict(stop=20.0, dt=0.01, rtol=1e-12, tol=Options.tol, dt_max=Options.h_max, workers=2,
+                sequence="1,2,3")
+#: the smallest tolerances that can be reached: the in-process integrator works in double
+#: precision; the master's coupling iteration has a noise floor (units integrating at >= 1e-13,
+#: loop residuals at 1e-13) that tolerances below 1e-10 do not clear
+RTOL_MIN, TOL_MIN = 1e-14, 1e-10
+#: most output rows of one run, most child ports of a built FMU, most processes
+MAX_ROWS, MAX_CHILDREN, MAX_WORKERS = 10_000_000, 64, 64
+
+
+class Interrupted(TitopError):
+    """Ctrl-C: the run stopped at the end of a macro step, nothing written."""
+
+
+def _number(option, value, lo=0.0, hi=math.inf, lo_open=True):
+    if not (isinstance(value, (int, float)) and math.isfinite(value)):
+        raise TitopError(f"{option} must be a finite number, got {value}")
+    if value < lo or (lo_open and value == lo) or value > hi:
+        bound = f"> {lo:g}" if lo_open else f">= {lo:g}"
+        raise TitopError(f"{option} must be {bound}" + (f" and <= {hi:g}" if math.isfinite(hi) else "")
+                         + f", got {value:g}")
+    return float(value)
+
+
+def writable_file(option, path) -> Path:
+    """``path`` can be written as a file: its folder exists and is writable, it is not a folder."""
+    path = Path(path)
+    if path.is_dir():
+        raise TitopError(f"{option} {path}: is a folder, not a file")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise TitopError(f"{option} {path}: no folder {parent}")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise TitopError(f"{option} {path}: not writable")
+    return path
+
+
+def writable_folder(option, path) -> Path:
+    """``path`` is a writable folder or can be created as one."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise TitopError(f"{option} {path}: is a file, not a folder")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent if existing.parent != existing else Path(".")
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise TitopError(f"{option} {path}: cannot be written ({existing} is not a writable folder)")
+    return path
+
+
+def write_result(path: Path, t, values, header):
+    """The CSV written to a temporary file beside ``path``, then moved in place: never half."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+    os.close(fd)
+    try:
+        write_csv(tmp, t, values, header)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def cooperative_interrupt():
+    """Ctrl-C asks the master to stop at the end of its macro step (units, FMUs in this
+    process and worker processes are left consistent and terminated cleanly); a second
+    Ctrl-C ends the process at once (the workers end when their pipe closes). Nothing is
+    written either way. Yields the function the master polls."""
+    asked = []
+
+    def handler(signum, frame):
+        if asked:
+            print("\ntitop-fmu: interrupted; nothing written", file=sys.stderr)
+            os._exit(130)
+        asked.append(True)
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:                          # not in the main thread: Ctrl-C as usual
+        yield lambda: False
+        return
+    try:
+        yield lambda: bool(asked)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def master_options(args, **kw) -> Options:
-    """The master's :class:`Options` from the ``simulate`` arguments."""
-    seq = args.sequence
+    """The master's :class:`Options` from the checked ``simulate`` arguments."""
+    return Options(tol=args.tol, h_max=args.dt_max, sequence=args.sequence, workers=args.workers, **kw)
+
+
+def _sequence(text) -> tuple:
     try:
-        seq = tuple(int(x) for x in str(seq).replace(" ", "").split(","))
+        seq = tuple(int(x) for x in str(text).replace(" ", "").split(","))
     except ValueError:
-        raise TitopError(f"--sequence: expected comma-separated integers, got {seq!r}") from None
-    if not seq or any(n <= 0 for n in seq) or list(seq) != sorted(set(seq)):
-        raise TitopError(f"--sequence: expected increasing positive integers, got {seq}")
-    tol, dt_max = float(args.tol), float(args.dt_max)
-    if not (tol > 0 and dt_max > 0):
-        raise TitopError("--tol and --dt-max must be positive")
-    return Options(tol=tol, h_max=dt_max, sequence=seq, workers=int(args.workers or 0), **kw)
+        raise TitopError(f"--sequence: expected comma-separated integers, got {text!r}") from None
+    if not seq or any(n <= 0 for n in seq) or list(seq) != sorted(set(seq)) or len(seq) > 6:
+        raise TitopError(f"--sequence: expected up to 6 increasing positive integers, got {text}")
+    return seq
 
 
-def run_master(args, start) -> None:
-    """``titop-fmu simulate {balloon | SYSTEM_FILE} --engine fmu ...`` (or a system file on
-    any engine: the co-simulation master runs it)."""
-    from .cosim import build, systemfile
+def resolve_options(args, simulation: dict):
+    """Command-line options given explicitly win; then the system file's [simulation] values;
+    then the defaults. Every value is checked (one-line error)."""
+    for name, key in (("stop", "stop"), ("dt", "output_interval"), ("tol", "tolerance")):
+        if getattr(args, name) is None and key in simulation:
+            setattr(args, name, simulation[key])
+    for name, value in DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    args.stop = _number("--stop", args.stop)
+    args.dt = _number("--dt", args.dt, hi=args.stop)
+    if args.stop / args.dt > MAX_ROWS:
+        raise TitopError(f"--stop / --dt = {args.stop / args.dt:.3g} output rows; at most {MAX_ROWS:g}")
+    args.rtol = _number("--rtol", args.rtol, lo=RTOL_MIN, hi=0.1, lo_open=False)
+    args.tol = _number("--tol", args.tol, lo=TOL_MIN, hi=1.0, lo_open=False)
+    args.dt_max = _number("--dt-max", args.dt_max)
+    if not (0 <= args.workers <= MAX_WORKERS):
+        raise TitopError(f"--workers must be between 0 and {MAX_WORKERS}, got {args.workers}")
+    args.sequence = _sequence(args.sequence)
+
+
+def run_master(args, system, observe=None):
+    """The co-simulation master on ``system`` (FMUs, or in-process units); returns
+    ``(result, options, engine)``."""
+    from .cosim import build
     from .titop import TitopUnits
-    quiet = bool(args.quiet)
     engine = "inprocess" if args.inprocess_units else "fmu"
+    opt = master_options(args, **(observe or {}))
+    master = build(system, TitopUnits(engine, args.fmu_dir), opt)
+    try:
+        with cooperative_interrupt() as asked:
+            res = master.simulate(args.stop, args.dt, progress=not args.quiet, stop_requested=asked)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted at t = {master.t:.6g} s; nothing written") from None
+    finally:
+        master.terminate()
+    return res, opt, engine
+
+
+def cmd_simulate(args):
+    start = time.perf_counter()
+    from .cosim import systemfile
+    from .titop import monolithic
     if args.system == "balloon":
-        overrides = parse_set(args.set, balloon.DEFAULTS)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ParameterWarning)
-            system = balloon.system(overrides)
-        opt = master_options(args, observe=balloon.observer(overrides), labels=list(balloon.COLUMNS[1:]),
-                             angles=balloon.ANGLES)
-        stop, dt = args.stop, args.dt
+        sim = {}
+        overrides = balloon.checked(parse_set(args.set, balloon.DEFAULTS))
     else:
         path = Path(args.system)
         if not path.is_file():
@@ -56,95 +179,96 @@ def run_master(args, start) -> None:
         if args.set:
             raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
         sf = systemfile.read(path)
-        system = sf.system
-        if not system.recorded:
+        if not sf.system.recorded:
             raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
-        opt = master_options(args)
-        # the file's [simulation] table replaces the options left at their defaults
-        stop = sf.simulation.get("stop", args.stop) if args.stop == FILE_DEFAULTS["stop"] else args.stop
-        dt = sf.simulation.get("output_interval", args.dt) if args.dt == FILE_DEFAULTS["dt"] else args.dt
-        if opt.tol == MASTER_DEFAULTS["tol"] and "tolerance" in sf.simulation:
-            opt.tol = sf.simulation["tolerance"]
-    if not (stop > 0 and dt > 0):
-        raise TitopError(f"need --stop > 0 and --dt > 0, got {stop}, {dt}")
-    master = build(system, TitopUnits(engine, args.fmu_dir), opt)
-    try:
-        res = master.simulate(stop, dt, progress=not quiet)
-    finally:
-        master.terminate()
-    write_csv(args.out, res.t, res.values, ["t"] + res.labels)
-    if not quiet and args.stats:
-        total = time.perf_counter() - start
-        print(f"co-simulation ({engine} units, sequence {opt.sequence}, tol {opt.tol:g}): "
-              f"{stop:g} s simulated in {total:.2f} s", file=sys.stderr)
-        print(res.stats.summary(), file=sys.stderr)
-        print(f"wrote {args.out} ({len(res.t)} rows)", file=sys.stderr)
-
-
-def cmd_simulate(args):
-    start = time.perf_counter()
-    if args.engine == "fmu" or args.system != "balloon":
-        run_master(args, start)
-        return
-    s = balloon.build(parse_set(args.set, balloon.DEFAULTS))
-    tr = s.simulate(args.stop, args.dt, rtol=args.rtol, atol=args.rtol, progress=not args.quiet)
+        sim = sf.simulation
+    resolve_options(args, sim)
+    out = writable_file("--out", args.out)
+    if args.engine == "fmu" or args.inprocess_units:
+        if args.system == "balloon":
+            system = balloon.system(overrides)
+            observe = dict(observe=balloon.observer(overrides), labels=list(balloon.COLUMNS[1:]),
+                           angles=balloon.ANGLES)
+        else:
+            system, observe = sf.system, None
+        res, opt, engine = run_master(args, system, observe)
+        write_result(out, res.t, res.values, ["t"] + res.labels)
+        rows = len(res.t)
+        if not args.quiet and args.stats:
+            print(f"co-simulation ({engine} units, sequence {opt.sequence}, tol {opt.tol:g}): "
+                  f"{args.stop:g} s simulated in {time.perf_counter() - start:.2f} s", file=sys.stderr)
+            print(res.stats.summary(), file=sys.stderr)
+    else:
+        if args.system == "balloon":
+            s = balloon.build(overrides)
+            tr = s.simulate(args.stop, args.dt, rtol=args.rtol, atol=args.rtol, progress=not args.quiet)
+            values, header = balloon.columns(s, tr.y), balloon.COLUMNS
+        else:
+            tr, values = monolithic.run(sf.system, args.stop, args.dt, args.rtol, args.rtol, progress=not args.quiet)
+            header = ["t"] + list(sf.system.recorded)
+        write_result(out, tr.t, values, header)
+        rows = len(tr.t)
+        if not args.quiet:
+            print(f"in-process monolithic run: {args.stop:g} s simulated in {tr.wall:.2f} s wall, "
+                  f"{tr.nfev} right-hand-side evaluations", file=sys.stderr)
     if not args.quiet:
-        print(f"in-process monolithic run: {args.stop:g} s simulated in {tr.wall:.2f} s wall, "
-              f"{tr.nfev} right-hand-side evaluations", file=sys.stderr)
-    write_csv(args.out, tr.t, balloon.columns(s, tr.y), balloon.COLUMNS)
+        print(f"wrote {out} ({rows} rows)", file=sys.stderr)
 
 
 def cmd_build(args):
     from .fmu.build import build_all
-    paths = build_all(args.out, children=range(args.children + 1) if args.all_counts else [args.children])
-    for p in paths:
-        print(p)
+    if not (0 <= args.children <= MAX_CHILDREN):
+        raise TitopError(f"--children must be between 0 and {MAX_CHILDREN}, got {args.children}")
+    out = writable_folder("--out", args.out)
+    build_all(out, children=range(args.children + 1) if args.all_counts else [args.children], log=print)
 
 
 def cmd_validate(args):
     from .validate import validate
-    validate(args.out, stop=args.stop, reference_dir=args.references, engines=args.engines)
+    _number("--stop", args.stop)
+    validate(writable_folder("--out", args.out), stop=args.stop, reference_dir=args.references,
+             engines=args.engines)
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="titop-fmu", description=__doc__)
+    top = argparse.ArgumentParser(prog="titop-fmu", description=__doc__.splitlines()[0])
     sub = top.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("simulate", help="simulate a system and write a CSV")
     p.add_argument("system", help="'balloon' (the paper's system, shared/balloon-scenario.md) or a "
-                                  "system file (TOML or JSON, see examples/), run by the co-simulation master")
+                                  "system file (TOML or JSON, see examples/)")
     p.add_argument("--engine", choices=["inprocess", "fmu"], default="inprocess",
                    help="inprocess: the monolithic run (exact loop solve, no coupling error); "
                         "fmu: the co-simulation master on the TITOP FMUs")
-    p.add_argument("--stop", type=float, default=FILE_DEFAULTS["stop"], help="stop time [s] (default 20)")
-    p.add_argument("--dt", type=float, default=FILE_DEFAULTS["dt"], help="output interval [s] (default 0.01)")
-    p.add_argument("--rtol", type=float, default=1e-12, help="integration tolerance (in-process)")
+    p.add_argument("--stop", type=float, help=f"stop time [s] (default: the file's, else {DEFAULTS['stop']:g})")
+    p.add_argument("--dt", type=float, help=f"output interval [s] (default: the file's, else {DEFAULTS['dt']:g})")
+    p.add_argument("--rtol", type=float, help=f"integration tolerance of the in-process run (default "
+                                              f"{DEFAULTS['rtol']:g}, at least {RTOL_MIN:g})")
     p.add_argument("--out", default="run.csv", help="CSV file to write (default run.csv)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a scenario value, SI units or e.g. theta1_0=170deg (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     g = p.add_argument_group("co-simulation master (--engine fmu)")
-    g.add_argument("--tol", type=float, default=MASTER_DEFAULTS["tol"],
-                   help=f"coupling tolerance (default {MASTER_DEFAULTS['tol']:g}; on the balloon 5e-8 with "
-                        "--dt-max 0.01 gives below 1e-8)")
-    g.add_argument("--dt-max", type=float, default=MASTER_DEFAULTS["dt_max"],
-                   help=f"largest macro step [s] (default {MASTER_DEFAULTS['dt_max']:g})")
-    g.add_argument("--workers", type=int, default=MASTER_DEFAULTS["workers"],
+    g.add_argument("--tol", type=float,
+                   help=f"coupling tolerance (default: the file's, else {DEFAULTS['tol']:g}; at least "
+                        f"{TOL_MIN:g}; on the balloon 5e-8 with --dt-max 0.01 gives below 1e-8)")
+    g.add_argument("--dt-max", type=float, help=f"largest macro step [s] (default {DEFAULTS['dt_max']:g})")
+    g.add_argument("--workers", type=int,
                    help="processes computing the extrapolated runs, this one included (default 2: this "
                         "one and a worker; 0 or 1: all in this one)")
     g.add_argument("--fmu-dir", default=None,
                    help="folder of the TITOP FMUs (titop-fmu build); missing ones are built there "
                         "(default: a cache under ~/.cache/titop-fmu)")
-    g.add_argument("--sequence", default=MASTER_DEFAULTS["sequence"],
-                   help="base steps per macro step of the extrapolated runs (default 1,2,3: order 6)")
+    g.add_argument("--sequence", help="base steps per macro step of the extrapolated runs (default 1,2,3: order 6)")
     g.add_argument("--inprocess-units", action="store_true",
-                   help="the same master on the in-process blocks instead of the FMUs (no FMI)")
+                   help="the master on the in-process blocks instead of the FMUs (no FMI; implies the master)")
     g.add_argument("--no-stats", dest="stats", action="store_false", help="no statistics summary")
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("build", help="build the TITOP FMUs")
     p.add_argument("--out", default="fmus", help="output folder (default fmus/)")
-    p.add_argument("--children", type=int, default=2, help="number of child ports (default 2)")
+    p.add_argument("--children", type=int, default=2,
+                   help=f"number of child ports (default 2, at most {MAX_CHILDREN})")
     p.add_argument("--all-counts", action="store_true", default=None,
                    help="build every count from 0 to --children (the default when --children is not given)")
     p.set_defaults(func=cmd_build)
@@ -167,6 +291,12 @@ def main(argv=None):
         with warnings.catch_warnings():
             warnings.simplefilter("default", ParameterWarning)
             args.func(args)
+    except Interrupted as e:
+        print(f"titop-fmu: {e}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("titop-fmu: interrupted; nothing written", file=sys.stderr)
+        return 130
     except TitopError as e:
         print(f"titop-fmu: error: {e}", file=sys.stderr)
         return 2

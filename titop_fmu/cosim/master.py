@@ -105,6 +105,7 @@ class Master:
         f = opt.observe
         self._observe = (lambda rec: rec) if f is None else f
         self.angles = None if opt.angles is None else np.asarray(opt.angles, dtype=bool)
+        self.on_attempt = None          # f(H) when an interval is retried shorter (progress display)
         self.labels = list(opt.labels) if opt.labels is not None else [lab for lab, _ in st.recorded]
 
     def _all(self, method, *args):
@@ -207,11 +208,13 @@ class Master:
             self._all("rollback")
         return accepted, ratio
 
-    def next_H(self, H, ratio):
+    def next_H(self, H, ratio, rejected=False):
+        """The next macro step after one of ``H`` with this error ratio; after a rejection it
+        is always shorter (before the control starts too: a stalled first interval)."""
         opt = self.opt
         if opt.fixed or opt.hold:
             return H
-        if not self._controlled():
+        if not self._controlled() and not rejected:
             return min(opt.h_max, H * GROWTH)
         fac = 0.9 * max(ratio, 1e-10) ** (-1.0 / self.order)       # error per unit step ~ H^order
         return float(min(opt.h_max, max(H_MIN, H * min(GROWTH, max(0.2, fac)))))
@@ -247,7 +250,9 @@ class Master:
             if accepted:
                 break
             self.stats.rejected += 1
-            H = self._fit(self.next_H(H, ratio), t_end)
+            H = self._fit(self.next_H(H, ratio, rejected=True), t_end)
+            if self.on_attempt is not None:
+                self.on_attempt(H)
         self._n_hist += 1
         st = self.stats
         st.macro_steps += 1
@@ -262,9 +267,11 @@ class Master:
         return self.t
 
     # -- whole run -------------------------------------------------------------------------------
-    def simulate(self, t_stop, output_interval=None, t0=0.0, progress=False):
+    def simulate(self, t_stop, output_interval=None, t0=0.0, progress=False, stop_requested=None):
         """Run from ``t0`` to ``t_stop``; values on the grid ``t0 + k * output_interval``
-        (at the interval ends when ``None``)."""
+        (at the interval ends when ``None``). ``stop_requested()``, polled after every macro
+        interval, ends the run there with :class:`KeyboardInterrupt` (the units left
+        consistent, ready to terminate)."""
         start = time.perf_counter()
         self.grid = (t0, output_interval) if output_interval else None
         self.span = self.opt.span or (t_stop - t0)
@@ -274,20 +281,26 @@ class Master:
         if progress:
             from tqdm import tqdm
             bar = tqdm(total=float(t_stop - t0), delay=0.5, unit="s(sim)", bar_format=(
-                "{l_bar}{bar}| {n:.2f}/{total:.2f} s [{elapsed}<{remaining}]"))
+                "{l_bar}{bar}| {n:.2f}/{total:.2f} s [{elapsed}<{remaining}{postfix}]"))
+            self.on_attempt = lambda H: bar.set_postfix_str(
+                f"retrying t={self.t:.6g} s with H={H:.3g} s ({self.stats.rejected} rejected)")
         try:
             with single_threaded_blas():
                 while self.t < t_stop - 1e-12 * max(1.0, abs(t_stop)):
+                    if stop_requested is not None and stop_requested():
+                        raise KeyboardInterrupt
                     mesh_t.append(self.advance(t_stop))
                     mesh_v.append(self.extrapolated())
                     ratios.append(self._last_ratio)
                     if bar is not None:
+                        bar.set_postfix_str("", refresh=False)
                         bar.update(self.t - t0 - bar.n)
         finally:
             if bar is not None:
+                self.on_attempt = None
                 bar.close()
             self.stats.wall += time.perf_counter() - start
-            self.collect_stats()
+        self.collect_stats()
         mesh_t, mesh_v = np.array(mesh_t), np.array(mesh_v)
         if output_interval:
             n = int(math.floor((t_stop - t0) / output_interval + 1e-9))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import struct
 import subprocess
 import sys
@@ -71,18 +72,33 @@ class RemoteStepper:
         self.proc = subprocess.Popen([sys.executable, "-m", "titop_fmu.cosim.worker_process"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env)
         self.wait = 0.0
-        _send(self.proc.stdin, (system, units, opt.stepper_options(), list(indices), key, st))
+        self._lost = False
+        self._send((system, units, opt.stepper_options(), list(indices), key, st))
         self.start("ready")                 # the caller collects the answer with result()
 
+    def _send(self, message):
+        try:
+            _send(self.proc.stdin, message)
+        except OSError:                     # the worker is gone: result() says so
+            self._lost = True
+
     def start(self, method, *args):
-        _send(self.proc.stdin, (method, args))
+        self._send((method, args))
+
+    def _ended(self) -> SolverError:
+        code = self.proc.poll()
+        return SolverError(f"worker process {self.key} ended unexpectedly"
+                           + (f" (exit code {code})" if code is not None else ""))
 
     def result(self):
+        if self._lost:
+            raise self._ended()
         t = time.perf_counter()
         try:
             ok, value = _recv(self.proc.stdout)
         except (EOFError, OSError):
-            raise SolverError(f"worker process {self.key} ended unexpectedly") from None
+            self._lost = True
+            raise self._ended() from None
         finally:
             self.wait += time.perf_counter() - t
         if not ok:
@@ -95,23 +111,25 @@ class RemoteStepper:
         return value
 
     def terminate(self):
-        if self.proc.poll() is None:
+        """The worker's units terminated, then the process ends (its input closed); killed if it
+        has not ended 2 s later."""
+        if self.proc.poll() is None and not self._lost:
             try:
                 self.start("terminate")
                 self.result()
-                _send(self.proc.stdin, ("exit", ()))
-            except (OSError, SolverError):
+                self._send(("exit", ()))
+            except SolverError:
                 pass
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
         for f in (self.proc.stdin, self.proc.stdout):
             try:
                 f.close()
             except OSError:
                 pass
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def _worker(inp, out):
@@ -157,7 +175,9 @@ def _worker(inp, out):
 
 
 def serve():
-    """The worker's main: the protocol owns stdin/stdout; anything printed goes to stderr."""
+    """The worker's main: the protocol owns stdin/stdout; anything printed goes to stderr.
+    Ctrl-C reaches the whole process group: the master decides, the worker ignores it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
     with single_threaded_blas():

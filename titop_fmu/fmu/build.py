@@ -175,8 +175,9 @@ def common_files() -> dict:
     return files
 
 
-def build_all(out_dir="fmus", children=DEFAULT_CHILDREN) -> list:
-    """Build every FMU kind for each child-port count in ``children`` into ``out_dir``."""
+def build_all(out_dir="fmus", children=DEFAULT_CHILDREN, log=None) -> list:
+    """Build every FMU kind for each child-port count in ``children`` into ``out_dir``;
+    ``log(path)`` is called as each one is written."""
     out_dir = Path(out_dir)
     children = sorted(set(int(n) for n in children))
     if any(n < 0 for n in children):
@@ -185,4 +186,9 @@ def build_all(out_dir="fmus", children=DEFAULT_CHILDREN) -> list:
     common = common_files()
     with tempfile.TemporaryDirectory(prefix="titop_build_") as tmp:
         shim = compile_shim(Path(tmp) / "shim.so")
-        return [build_fmu(kind, n, out_dir, shim, common) for kind, n in all_identifiers(children)]
+        paths = []
+        for kind, n in all_identifiers(children):
+            paths.append(build_fmu(kind, n, out_dir, shim, common))
+            if log is not None:
+                log(paths[-1])
+        return paths

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..cosim import CoSystem, Options
 from ..errors import ParameterError
+from ..fmu import catalog
 from ..spatial import Gamma, dcm_from_euler, dcm_from_quat, euler_from_dcm
 from ..system import System
 from ..titop.monolithic import twin
@@ -73,6 +74,40 @@ def parameters(overrides=None) -> dict:
             raise ParameterError(name, f"unknown balloon parameter; known: {', '.join(DEFAULTS)}")
         p[name] = value
     return p
+
+
+#: the scenario value each unit parameter is made from (errors name what the user typed)
+SOURCES = {
+    "balloon": {"mass": "m_B", "inertia": "I_B", "c1.r": "CB", "gravity": "g"},
+    "slider": {"mass": "m_S", "axis": "t", "k": "k", "d": "d_s", "q0": "p_0", "qd0": "pd_0", "gravity": "g"},
+    "pendulum1": {"mass": "m_P1", "com": "SP1", "c1.r": "SP1", "axis": "r1", "d": "d_p1", "q0": "theta1_0",
+                  "qd0": "thetad1_0", "gravity": "g"},
+    "pendulum2": {"mass": "m_P2", "com": "P1P2", "axis": "r2", "d": "d_p2", "q0": "theta2_0",
+                  "qd0": "thetad2_0", "gravity": "g"},
+}
+
+
+def checked(overrides=None) -> dict:
+    """``overrides`` once the scenario they make is valid: every unit builds, the buoyancy is
+    finite; a :class:`ParameterError` names the scenario value (``m_P2``, not ``mass``)."""
+    overrides = dict(overrides or {})
+    p = parameters(overrides)
+    for name, value in overrides.items():
+        if not np.all(np.isfinite(np.asarray(value, dtype=float))):
+            raise ParameterError(name, f"must be finite, got {value}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.all(np.isfinite(buoyancy(p)))
+    if not finite:
+        masses = [m for m in ("m_B", "m_S", "m_P1", "m_P2") if m in overrides] or ["g"]
+        raise ParameterError(max(masses, key=lambda m: abs(np.max(p[m]))),
+                             "too large: the buoyancy -m_G g is not a finite number")
+    for unit, spec in system(overrides).units.items():
+        try:
+            catalog.build_unit(spec.model, spec.parameters)
+        except ParameterError as e:
+            source = SOURCES[unit].get(e.parameter.split("[")[0])
+            raise ParameterError(source or f"{unit}.{e.parameter}", str(e).split(": ", 1)[-1]) from None
+    return overrides
 
 
 def buoyancy(p) -> np.ndarray:

@@ -65,11 +65,17 @@ def recorded(cs: CoSystem, system: System, y) -> np.ndarray:
     return np.array(rows)
 
 
+def run(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12, progress=False):
+    """``(trajectory, recorded outputs)`` of the monolithic twin every ``dt`` from 0 to ``stop``."""
+    s = twin(cs)
+    tr = s.simulate(stop, dt, rtol=rtol, atol=atol, progress=progress)
+    return tr, recorded(cs, s, tr.y)
+
+
 def simulate(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12):
     """``(t, recorded outputs)`` of the monolithic twin every ``dt`` from 0 to ``stop``."""
-    s = twin(cs)
-    tr = s.simulate(stop, dt, rtol=rtol, atol=atol)
-    return tr.t, recorded(cs, s, tr.y)
+    tr, values = run(cs, stop, dt, rtol, atol)
+    return tr.t, values
 
 
 def started_at(cs: CoSystem, system: System, y) -> CoSystem:

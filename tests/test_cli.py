@@ -1,0 +1,216 @@
+"""The command line as a new user meets it: options checked before any work, explicit
+options winning over a system file, errors naming what the user typed, Ctrl-C, failures
+of worker processes and of a stalling coupling, any system file on both engines."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from titop_fmu import cli
+from titop_fmu.cli import main
+from titop_fmu.cosim import systemfile
+from titop_fmu.titop import monolithic
+
+ROOT = Path(__file__).resolve().parents[1]
+TWO_BRANCH = ROOT / "examples" / "two_branch.toml"
+
+
+def read(path):
+    with open(path) as f:
+        rows = list(csv.reader(f))
+    return rows[0], np.array(rows[1:], dtype=float)
+
+
+@pytest.fixture
+def no_run(monkeypatch):
+    """Fail if a simulation starts: every check must come before."""
+    def refuse(*a, **kw):
+        raise AssertionError("a simulation started")
+    monkeypatch.setattr(cli, "run_master", refuse)
+    monkeypatch.setattr("titop_fmu.system.System.simulate", refuse)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--stop", "-1"], "--stop must be > 0, got -1"),
+    (["--stop", "0"], "--stop must be > 0, got 0"),
+    (["--stop", "nan"], "--stop must be a finite number"),
+    (["--stop", "inf"], "--stop must be a finite number"),
+    (["--stop", "1e308"], "output rows; at most"),
+    (["--dt", "0"], "--dt must be > 0"),
+    (["--dt", "10", "--stop", "1"], "--dt must be > 0 and <= 1, got 10"),
+    (["--rtol", "-1"], "--rtol must be >= 1e-14"),
+    (["--rtol", "0"], "--rtol must be >= 1e-14"),
+    (["--engine", "fmu", "--tol", "1e-15"], "--tol must be >= 1e-10"),
+    (["--engine", "fmu", "--tol", "0"], "--tol must be >= 1e-10"),
+    (["--engine", "fmu", "--dt-max", "0"], "--dt-max must be > 0"),
+    (["--engine", "fmu", "--workers", "-1"], "--workers must be between 0 and 64"),
+    (["--engine", "fmu", "--sequence", "3,2"], "--sequence: expected up to 6 increasing"),
+    (["--set", "m_P2=-3"], "parameter 'm_P2': must be >= 0"),
+    (["--set", "m_B=1e308"], "parameter 'm_B': too large"),
+    (["--set", "r1=[0,0,0]"], "parameter 'r1': joint axis must be a non-zero vector"),
+    (["--set", "I_B=[[1,0,0],[0,1,0],[0,0,-1]]"], "parameter 'I_B': inertia must be positive semi-definite"),
+    (["--set", "kk=1"], "parameter 'kk': unknown parameter"),
+])
+def test_bad_options_are_one_line_errors_before_any_work(argv, message, no_run, tmp_path, capsys):
+    assert main(["simulate", "balloon", "--out", str(tmp_path / "x.csv"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("titop-fmu: error: ") and message in err, err
+    assert not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.parametrize("where, message", [
+    ("missing/x.csv", "no folder"),
+    (".", "is a folder, not a file"),
+])
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(where, message, no_run, tmp_path, capsys):
+    assert main(["simulate", "balloon", "--out", str(tmp_path / where)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_unwritable_output_folder_is_refused(no_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(os, "access", lambda path, mode: False)     # as for a user without the right (CI is root)
+    assert main(["simulate", "balloon", "--out", str(tmp_path / "x.csv")]) == 2
+    assert "not writable" in capsys.readouterr().err
+
+
+def test_build_and_validate_check_their_options_first(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    assert main(["build", "--children", "1000", "--out", str(tmp_path / "b")]) == 2
+    assert "--children must be between 0 and 64" in capsys.readouterr().err
+    assert main(["build", "--out", str(tmp_path / "file")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert main(["validate", "--out", str(tmp_path / "file")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert main(["validate", "--stop", "-2", "--out", str(tmp_path / "v")]) == 2
+    assert "--stop must be > 0" in capsys.readouterr().err
+    assert not (tmp_path / "b").exists() and not (tmp_path / "v").exists()
+
+
+def test_explicit_options_win_over_the_system_file(tmp_path):
+    """The file says stop = 10, output_interval = 0.01; --stop 0.2 (and --stop equal to the
+    built-in default, 20) win; without --stop the file's value holds."""
+    out = tmp_path / "a.csv"
+    assert main(["simulate", str(TWO_BRANCH), "--stop", "0.2", "--dt", "0.05", "--out", str(out), "--quiet"]) == 0
+    _, a = read(out)
+    assert np.allclose(a[:, 0], [0.0, 0.05, 0.1, 0.15, 0.2])
+    args = cli.parser().parse_args(["simulate", str(TWO_BRANCH), "--stop", "20"])
+    cli.resolve_options(args, systemfile.read(TWO_BRANCH).simulation)
+    assert (args.stop, args.dt) == (20.0, 0.01)
+    args = cli.parser().parse_args(["simulate", str(TWO_BRANCH)])
+    cli.resolve_options(args, systemfile.read(TWO_BRANCH).simulation)
+    assert (args.stop, args.dt, args.tol) == (10.0, 0.01, 3e-5)
+
+
+def test_a_system_file_runs_on_the_monolithic_engine(tmp_path, capsys):
+    """--engine inprocess (the default) on a system file is the exact monolithic twin, with its
+    summary; the master on in-process units is --inprocess-units."""
+    out = tmp_path / "two.csv"
+    assert main(["simulate", str(TWO_BRANCH), "--stop", "0.5", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "in-process monolithic run: 0.5 s simulated in" in err and "right-hand-side evaluations" in err
+    header, got = read(out)
+    t, truth = monolithic.simulate(systemfile.read(TWO_BRANCH).system, 0.5, 0.01)
+    assert header == ["t"] + systemfile.read(TWO_BRANCH).system.recorded
+    assert np.array_equal(got[:, 0], t) and np.allclose(got[:, 1:], truth, rtol=0, atol=1e-12)
+    assert main(["simulate", str(TWO_BRANCH), "--stop", "0.1", "--inprocess-units", "--workers", "0",
+                 "--out", str(out)]) == 0
+    assert "co-simulation (inprocess units" in capsys.readouterr().err
+
+
+def test_the_in_process_balloon_run_prints_no_warning(tmp_path):
+    """The paper's balloon inertia violates the triangle inequality: known and documented once
+    in the README, not warned on every run."""
+    r = subprocess.run([sys.executable, "-m", "titop_fmu.cli", "simulate", "balloon", "--stop", "0.1", "--quiet",
+                        "--out", str(tmp_path / "b.csv")], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+def _start(args, tmp_path):
+    return subprocess.Popen([sys.executable, "-m", "titop_fmu.cli", "simulate", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            cwd=tmp_path)
+
+
+def _workers(pid):
+    r = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return [int(p) for p in r.stdout.split()]
+
+
+def _wait_for_progress(proc, tmp_path):
+    """Until the run is under way: its worker started and some time simulated."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(proc.communicate())
+        if _workers(proc.pid):
+            time.sleep(1.5)
+            return
+        time.sleep(0.1)
+    raise AssertionError("the run did not start")
+
+
+def test_ctrl_c_stops_with_one_line_no_worker_and_no_output(tmp_path):
+    proc = _start(["balloon", "--inprocess-units", "--stop", "20", "--out", "x.csv"], tmp_path)
+    _wait_for_progress(proc, tmp_path)
+    workers = _workers(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)                  # as a terminal sends it: the whole group
+    _, err = proc.communicate(timeout=60)
+    lines = [line for line in err.replace("\r", "\n").splitlines() if line.startswith("titop-fmu")]
+    assert proc.returncode == 130 and lines == [lines[0]] and "interrupted" in lines[0], err[-500:]
+    assert "Traceback" not in err and not list(tmp_path.glob("*.csv*"))
+    for w in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(w, 0)
+
+
+def test_a_worker_failure_is_reported_at_once(tmp_path):
+    proc = _start(["balloon", "--inprocess-units", "--stop", "20", "--out", "x.csv", "--quiet"], tmp_path)
+    _wait_for_progress(proc, tmp_path)
+    killed = time.monotonic()
+    os.kill(_workers(proc.pid)[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and err.strip().startswith("titop-fmu: error: worker process 1 ended unexpectedly"), err
+    assert time.monotonic() - killed < 5.0                  # not a timeout's worth later
+    assert not list(tmp_path.glob("*.csv*"))
+
+
+STIFF = """
+links = [["ground.c1", "arm.p"]]
+connections = [["arm.c1.m", "tie.l.m"], ["tie.l.w", "arm.c1.w"], ["ground.c2.m", "tie.r.m"], ["tie.r.w", "ground.c2.w"]]
+record = ["arm.joint.q[3]"]
+[units.ground]
+model = "imposed_motion_base_c2"
+"c1.r" = [0.0, 0.0, 0.0]
+"c2.r" = [1.0, -1.0, 0.0]
+[units.arm]
+model = "revolute_c1"
+com = [0.0, -1.0, 0.0]
+"c1.r" = [0.0, -1.0, 0.0]
+q0 = "30 deg"
+[units.tie]
+model = "loop_closure"
+K = [[1e12, 0, 0, 0, 0, 0], [0, 1e12, 0, 0, 0, 0], [0, 0, 1e12, 0, 0, 0], [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]]
+D = [[0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]]
+[inputs]
+"ground.p.a" = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+"""
+
+
+def test_a_stalling_coupling_fails_with_its_reason(tmp_path, capsys):
+    """A pendulum held by a loop-closure spring of 1e12 N/m: the coupling cannot converge at
+    any macro step; the master says so, with the time and the reason, after a bounded number
+    of retries (it used to retry the same step forever)."""
+    path = tmp_path / "stiff.toml"
+    path.write_text(STIFF)
+    assert main(["simulate", str(path), "--inprocess-units", "--workers", "0", "--stop", "1",
+                 "--out", str(tmp_path / "s.csv"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "the macro step fell below h_min" in err and "the coupling iteration did not converge" in err
+    assert not (tmp_path / "s.csv").exists()
