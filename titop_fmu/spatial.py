@@ -229,21 +229,31 @@ def quat_derivative(q, omega_b):
 
 
 def rotation_vector(P):
-    """Rotation vector ``phi`` with ``P = e^{(*phi)}`` (the log map of SO(3))."""
-    c = np.clip(0.5 * (np.trace(P) - 1.0), -1.0, 1.0)
-    angle = np.arccos(c)
+    """Rotation vector ``phi`` with ``P = e^{(*phi)}`` (the log map of SO(3)), accurate at
+    every angle: ``|phi| = atan2(sin, cos)`` from the skew and trace parts of ``P``."""
     a = np.array([P[2, 1] - P[1, 2], P[0, 2] - P[2, 0], P[1, 0] - P[0, 1]])
-    if angle < 1e-6:
-        return 0.5 * a * (1.0 + angle * angle / 6.0)
-    if angle < np.pi - 1e-6:
-        return angle / (2.0 * np.sin(angle)) * a
+    s = 0.5 * math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])      # sin(angle)
+    c = 0.5 * (P[0, 0] + P[1, 1] + P[2, 2] - 1.0)                      # cos(angle)
+    angle = math.atan2(s, c)
+    if angle < 1e-4:
+        return 0.5 * a * (1.0 + angle * angle / 6.0)                   # angle / sin(angle), to O(angle^4)
+    if angle < math.pi - 1e-4:
+        return angle / (2.0 * s) * a
     # angle close to pi: axis from the symmetric part
-    B = 0.5 * (P + P.T) - np.cos(angle) * I3
+    B = 0.5 * (P + P.T) - c * I3
     k = int(np.argmax(np.diag(B)))
-    axis = B[:, k] / np.sqrt(B[k, k] * (1.0 - np.cos(angle)))
+    axis = B[:, k] / math.sqrt(B[k, k] * (1.0 - c))
     if axis @ a < 0:
         axis = -axis
     return angle * axis / np.linalg.norm(axis)
+
+
+def exp_rotation(phi):
+    """``e^{(*phi)}``: the rotation by ``|phi|`` about ``phi`` (the exp map of SO(3))."""
+    angle = math.sqrt(float(phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]))
+    if angle < 1e-12:
+        return I3 + skew(phi)
+    return axis_rotation(np.asarray(phi, dtype=float) / angle, angle)
 
 
 # --- augmented DCMs and the motion vector -------------------------------------

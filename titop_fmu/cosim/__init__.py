@@ -11,7 +11,9 @@ Nothing here knows TITOP: the units come from a :class:`~.protocol.UnitFactory`
 * :mod:`.structure`, :mod:`.tearing` -- checks, algebraic loops, tearing, schedules;
 * :mod:`.loop` -- Newton on the torn variables at a communication point;
 * :mod:`.options` -- settings (resolved once) and statistics;
-* :mod:`.numerics` -- angles, extrapolation weights, interpolation, dense output;
+* :mod:`.numerics` -- angles, extrapolation weights, interpolation;
+* :mod:`.charts` -- differences and steps of angles and attitudes (on the rotation group);
+* :mod:`.dense` -- the output between mesh points;
 * :mod:`.run`, :mod:`.stepper`, :mod:`.workers` -- one run's base steps, groups of runs,
   worker processes;
 * :mod:`.master` -- macro steps, extrapolation, step-size control, output;

@@ -121,6 +121,7 @@ class LoopSolver:
         self._torn_angle = st.cin_angle[st.torn]
         self._out_unit = np.searchsorted(st.out_offset, st.cin_src, side="right") - 1
         self._deps = {}
+        self._unit_charts = {}
         self._loop_cols = np.unique(np.concatenate([lp.inputs for lp in st.loops])) if st.loops else \
             np.zeros(0, dtype=int)
         # a fresh M costs about as many unit evaluations as this many Newton iterations
@@ -267,26 +268,43 @@ class LoopSolver:
             dep = self._dep_matrix(j)[uniq]                 # (outputs, local inputs) bool
             y0 = u.get_outputs(uniq)
             self.evaluations += 1
-            prev = None
+            chart_in, chart_out = self.unit_charts(j)
+            prev = None                                     # (local inputs, values) to restore
             for k in ks:
-                i = int(st.cin_local[k])
-                hit = dep[:, i]
+                c = int(np.searchsorted(st.unit_cin[j], k))
+                if chart_in.in_triple[c]:                   # the attitude turned about a rotation-vector axis
+                    tr = chart_in.triples[np.flatnonzero((chart_in.triples == c).any(axis=1))[0]]
+                    i = st.cin_local[st.unit_cin[j][tr]]
+                    x = self.Ucur[st.unit_cin[j][tr]]
+                    d = 1e-6
+                    v = chart_in.restricted(tr).plus(x, d * (tr == c))
+                else:
+                    i, x = st.cin_local[[k]], self.Ucur[[k]]
+                    d = 1e-6 * max(1.0, abs(x[0]))
+                    v = x + d
+                hit = dep[:, i].any(axis=1)
                 if not hit.any():
                     M[rows, k] = 0.0
                     continue
-                x = self.Ucur[k]
-                d = 1e-6 * max(1.0, abs(x))
                 if prev is None:
-                    u.set_inputs(np.array([i]), np.array([x + d]))
-                else:                                       # restore the previous one, perturb this one
-                    u.set_inputs(np.array([prev[0], i]), np.array([prev[1], x + d]))
+                    u.set_inputs(i, v)
+                else:                                       # restore the previous ones, perturb these
+                    back = ~np.isin(prev[0], i)
+                    u.set_inputs(np.concatenate([prev[0][back], i]), np.concatenate([prev[1][back], v]))
                 prev = (i, x)
                 y = u.get_outputs(uniq)
                 self.evaluations += 1
-                M[rows, k] = np.where(hit, (y - y0) / d, 0.0)[inv]
+                M[rows, k] = np.where(hit[inv], chart_out.minus(y[inv], y0[inv]) / d, 0.0)
             if prev is not None:
-                u.set_inputs(np.array([prev[0]]), np.array([prev[1]]))
+                u.set_inputs(prev[0], prev[1])
         return M
+
+    def unit_charts(self, j):
+        """The charts of unit ``j``'s coupling inputs and of the coupling inputs it feeds."""
+        if j not in self._unit_charts:
+            self._unit_charts[j] = (self.st.cin_chart.restricted(self.st.unit_cin[j]),
+                                    self.st.cin_chart.restricted(np.flatnonzero(self._out_unit == j)))
+        return self._unit_charts[j]
 
     def _dep_matrix(self, j):
         D = self._deps.get(j)

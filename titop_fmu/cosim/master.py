@@ -54,7 +54,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SolverError
-from .numerics import dense, error_factor, extrapolation_weights, single_threaded_blas, wrap_where
+from .charts import Chart
+from .dense import dense
+from .numerics import error_factor, extrapolation_weights, single_threaded_blas
 from .options import Options, Stats
 from .run import NoConvergence
 from .structure import Structure
@@ -104,9 +106,11 @@ class Master:
         self._rec = None
         f = opt.observe
         self._observe = (lambda rec: rec) if f is None else f
-        self.angles = None if opt.angles is None else np.asarray(opt.angles, dtype=bool)
         self.on_attempt = None          # f(H) when an interval is retried shorter (progress display)
         self.labels = list(opt.labels) if opt.labels is not None else [lab for lab, _ in st.recorded]
+        # the observed values' angles and attitudes: the recorded outputs' (the units say which),
+        # or the observer's (the options say)
+        self.chart = st.rec_chart if f is None else Chart(len(self.labels), opt.angles, opt.attitudes or ())
 
     def _all(self, method, *args):
         for s in self.steppers:
@@ -147,14 +151,14 @@ class Master:
         k = len(self.sequence)
         if k < 2:
             return np.zeros(int(self.st.cin_state.sum()) or self.st.n_cin)
-        ang = self.st.cin_angle
+        chart = self.st.cin_chart
         ref = U[k - 1]
         sub = extrapolation_weights(self.sequence[1:])
 
         def comb(weights, runs):
             out = np.zeros_like(ref)
             for w, i in zip(weights, runs):
-                out += w * wrap_where(U[i] - ref, ang)
+                out += w * chart.minus(U[i], ref)
             return out
 
         E = (comb(self.weights, range(k)) - comb(sub, range(1, k))) / self.scale
@@ -167,13 +171,20 @@ class Master:
         first and second time derivatives when the observer gives them."""
         vals = [np.asarray(self._observe(self._rec[i]), dtype=float) for i in range(len(self.sequence))]
         ref = vals[-1]
-        ang = self.angles
+        chart = self.chart
         out = np.zeros_like(ref)
         for w, v in zip(self.weights, vals):
             d = v - ref
-            wrap_where(d[0] if d.ndim == 2 else d, ang)          # values only, not their derivatives
+            if d.ndim == 2:                             # values on the chart, derivatives as they are
+                d[0] = chart.minus(v[0], ref[0])
+            else:
+                d = chart.minus(v, ref)
             out += w * d
-        return ref + out
+        if out.ndim == 2:
+            out += ref
+            out[0] = chart.plus(ref[0], out[0] - ref[0])
+            return out
+        return chart.plus(ref, out)
 
     # -- macro intervals ------------------------------------------------------------------------
     def _controlled(self):
@@ -305,7 +316,7 @@ class Master:
         if output_interval:
             n = int(math.floor((t_stop - t0) / output_interval + 1e-9))
             grid = t0 + output_interval * np.arange(n + 1)
-            values = dense(mesh_t, mesh_v, grid, self.angles)
+            values = dense(mesh_t, mesh_v, grid, self.chart)
         else:
             grid, values = mesh_t, (mesh_v[:, 0] if mesh_v.ndim == 3 else mesh_v)
         return Result(grid, values, self.labels, self.stats, mesh_t, mesh_v, np.array(ratios))

@@ -1,5 +1,5 @@
 """Numbers of the master: angles modulo 2 pi, extrapolation weights and the error
-factor, Lagrange and quintic Hermite interpolation, dense output."""
+factor, Lagrange and quintic Hermite interpolation."""
 
 from __future__ import annotations
 
@@ -70,46 +70,6 @@ def single_threaded_blas():
     than on one on a 2-core machine), and the worker processes already use the cores."""
     from threadpoolctl import threadpool_limits
     return threadpool_limits(limits=1, user_api="blas")
-
-
-def dense(mesh_t, mesh_v, grid, angles=None, degree=5):
-    """Values at ``grid`` from the values at ``mesh_t``.
-
-    ``mesh_v`` is ``(N, n)`` values, or ``(N, 3, n)`` values with first and
-    second derivatives. Between two mesh points a column with both derivatives
-    known at both ends is a quintic Hermite polynomial, any other column a local
-    Lagrange polynomial through the ``degree + 1`` mesh points around. Angles
-    are unwrapped first and wrapped back to ``[-pi, pi)``.
-    """
-    mv = np.array(mesh_v, dtype=float)
-    has_d = mv.ndim == 3
-    v = mv[:, 0, :].copy() if has_d else mv.copy()
-    ang = np.zeros(v.shape[1], dtype=bool) if angles is None else np.asarray(angles, dtype=bool)
-    if ang.any():
-        v[:, ang] = np.unwrap(v[:, ang], axis=0)
-    n = len(mesh_t)
-    out = np.empty((len(grid), v.shape[1]))
-    idx = np.clip(np.searchsorted(mesh_t, grid, side="right") - 1, 0, n - 1)
-    k = min(degree + 1, n)
-    for g, (t, i) in enumerate(zip(grid, idx)):
-        tol = 1e-12 * max(1.0, abs(t))
-        if abs(mesh_t[i] - t) <= tol:
-            out[g] = v[i]
-            continue
-        if i + 1 < n and abs(mesh_t[i + 1] - t) <= tol:
-            out[g] = v[i + 1]
-            continue
-        lo = int(min(max(i - (k // 2 - 1), 0), n - k))
-        out[g] = lagrange_weights(mesh_t[lo:lo + k], t) @ v[lo:lo + k]
-        if has_d and i + 1 < n:
-            d1, d2 = mv[i:i + 2, 1, :], mv[i:i + 2, 2, :]
-            ok = np.all(np.isfinite(d1), axis=0) & np.all(np.isfinite(d2), axis=0)
-            if ok.any():
-                out[g, ok] = hermite5(t, mesh_t[i], mesh_t[i + 1], v[i, ok], d1[0, ok], d2[0, ok],
-                                      v[i + 1, ok], d1[1, ok], d2[1, ok])
-    if ang.any():
-        out[:, ang] = wrap(out[:, ang])
-    return out
 
 
 def hermite5(t, a, b, ya, da, dda, yb, db, ddb):

@@ -29,7 +29,10 @@ class Options:
     workers:   processes computing the runs, this one included (0 or 1: all in this process)
     observe:   ``f(recorded outputs) -> values``, or ``(3, n)`` values and two time derivatives
     labels:    names of the observed values (default: the recorded outputs)
-    angles:    bool mask of observed values that are angles (mod 2 pi); default: none
+    angles:    bool mask of observed values that are angles (mod 2 pi), and
+    attitudes: index triples of observed values that are 3-2-1 Euler angles ``phi, theta, psi``
+               (interpolated and extrapolated on the rotation group); both only with ``observe``:
+               without it, the recorded outputs' are those the unit types declare
     """
 
     tol: float = 3e-5
@@ -46,6 +49,7 @@ class Options:
     observe: object = None
     labels: object = None
     angles: object = None
+    attitudes: object = None
 
     def resolved(self) -> Options:
         """A copy with every derived default filled in (idempotent)."""

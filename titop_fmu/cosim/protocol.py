@@ -44,7 +44,8 @@ class UnitType:
     output_names: list
     dependencies: list                          # per output: array of input indices
     required: frozenset = frozenset()           # inputs that must be connected or given a value
-    angle_inputs: frozenset = frozenset()       # inputs that are angles (averaged, extrapolated modulo 2 pi)
+    angles: frozenset = frozenset()             # inputs and outputs that are angles (modulo 2 pi)
+    attitudes: tuple = ()                       # (phi, theta, psi) name triples: 3-2-1 Euler angles of a frame
 
     def __post_init__(self):
         self.input_index = {n: i for i, n in enumerate(self.input_names)}

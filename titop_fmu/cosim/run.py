@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import SolverError
 from .loop import LoopSolver, Sensitivities
-from .numerics import lagrange_weights, wrap_where
+from .numerics import lagrange_weights
 from .options import Options
 from .structure import Structure
 
@@ -94,11 +94,11 @@ class Run:
         if k == 1:
             return base.copy()
         w = lagrange_weights(self.hist_t[-k:], t)
-        ang = self.st.cin_angle
+        chart = self.st.cin_chart
         z = np.zeros_like(base)
         for wi, Ui in zip(w, self.hist_U[-k:]):
-            z += wi * wrap_where(Ui - base, ang)
-        return base + z
+            z += wi * chart.minus(Ui, base)
+        return chart.plus(base, z)
 
     # -- the base step ------------------------------------------------------------------------
     def base_step(self, t, h, tol, scale):
@@ -118,7 +118,7 @@ class Run:
             return 0.0
         saved = [u.get_state() for u in units]
         z = self.predict(t + h)
-        ang = st.cin_angle
+        chart = st.cin_chart
         w = 1.0 / scale
         eye = np.eye(st.n_cin)
         rho = 1.0 if self.jac.J is None else max(1e-3, float(np.abs(self.jac.at(h)).sum(axis=1).max()))
@@ -131,23 +131,23 @@ class Run:
                 if k:
                     for u, s in zip(units, saved):
                         u.set_state(s)
-                ubar = U0 + 0.5 * wrap_where(z - U0, ang)
+                ubar = chart.plus(U0, 0.5 * chart.minus(z, U0))
                 self.set_coupling(ubar)
                 for u in units:
                     u.do_step(t, h)
                 # the loop only as exact as the coupling iteration can see (through dG/dz)
                 Y, G = self.solver.solve(t + h, z0=z[st.torn], tol=loop_tol, weights=w)
                 self.iterations += 1
-                r = wrap_where(G - z, ang)
+                r = chart.minus(G, z)
                 if not r.size:
                     break
                 if self.jac.J is None:
                     self.measure_P(saved, ubar, t, h, Y)
                 if z_prev is not None:
-                    dG = wrap_where(G - G_prev, ang)
+                    dG = chart.minus(G, G_prev)
                     # a secant pair above the loop-solve and integration noise only
                     if float((np.abs(dG) * w).max()) > 10 * loop_tol + 1e3 * NOISE:
-                        self.jac.update(z - z_prev, dG, w)
+                        self.jac.update(chart.minus(z, z_prev), dG, w)
                 J = self.jac.at(h)
                 corr = np.linalg.solve(eye - J, r)
                 e = float((np.abs(corr - r) * w).max())
@@ -170,7 +170,7 @@ class Run:
                     corr = np.linalg.solve(eye - self.jac.at(h), r)
                     refreshed = True
                 e_prev, z_prev, G_prev = e, z, G
-                z = z + corr
+                z = chart.plus(z, corr)
         finally:
             for u, s in zip(units, saved):
                 u.free_state(s)
@@ -198,18 +198,23 @@ class Run:
                 continue
             local_in = st.cin_local[ks]
             uniq, inv = np.unique(st.cin_src[rows] - st.out_offset[j], return_inverse=True)
-            y0 = Y[st.out_offset[j] + uniq]
+            y0 = Y[st.out_offset[j] + uniq][inv]
             end = Ucur[ks].copy()
+            chart_in, chart_out = self.solver.unit_charts(j)
             stepped = u.get_state()
             for c, k in enumerate(ks):
-                d = 1e-4 * max(1.0, abs(ubar[k]))
-                v = ubar[ks].copy()
-                v[c] += d
+                if chart_in.in_triple[c]:                 # along a rotation-vector axis
+                    d = 1e-4
+                    v = chart_in.plus(ubar[ks], d * np.eye(len(ks))[c])
+                else:
+                    d = 1e-4 * max(1.0, abs(ubar[k]))
+                    v = ubar[ks].copy()
+                    v[c] += d
                 u.set_state(saved[j])
                 u.set_inputs(local_in, v)
                 u.do_step(t, h)
                 u.set_inputs(local_in, end)
-                P[rows, k] = ((u.get_outputs(uniq) - y0) / d)[inv]
+                P[rows, k] = chart_out.minus(u.get_outputs(uniq)[inv], y0) / d
             u.set_state(stepped)
             u.free_state(stepped)
         self.jac.reset(P, self.sens.M, h)

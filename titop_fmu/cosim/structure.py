@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import ConnectionError_
 from ..topology import tree_order
+from .charts import Chart
 from .graph import CoSystem
 from .names import port_of
 from .protocol import UnitType
@@ -52,6 +53,8 @@ class Structure:
     recorded: list                      # [(label, global output index)]
     dep_in: list                        # per unit: per output, local input indices
     cin_state: np.ndarray = None        # bool: coupling input outside every loop (a function of states)
+    cin_chart: Chart = None             # coordinates of the coupling inputs (angles, attitudes)
+    rec_chart: Chart = None             # coordinates of the recorded outputs
 
     @property
     def n_cin(self):
@@ -184,7 +187,10 @@ def analyse(system: CoSystem, types: dict) -> Structure:
     cin_local = np.array([types[b].input_index[i] for b, i in keys], dtype=int)
     cin_src = np.array([out_offset[index[src_of[key][0]]] + types[src_of[key][0]].output_index[src_of[key][1]]
                         for key in keys], dtype=int)
-    cin_angle = np.array([i in types[b].angle_inputs for b, i in keys], dtype=bool)
+    cin_angle = np.array([i in types[b].angles for b, i in keys], dtype=bool)
+    cin_pos = {key: k for k, key in enumerate(keys)}
+    cin_triples = [[cin_pos[(b, n)] for n in tr] for b in names for tr in types[b].attitudes
+                   if all((b, n) in cin_pos for n in tr)]
     unit_cin = [np.flatnonzero(cin_unit == j) for j in range(len(names))]
 
     dep_in = [[np.asarray(d, dtype=int) for d in t.dependencies] for t in tlist]
@@ -198,9 +204,15 @@ def analyse(system: CoSystem, types: dict) -> Structure:
         a, outs = _resolve(ref, types, "output")
         for o in outs:
             recorded.append((f"{a}.{o}", int(out_offset[index[a]] + types[a].output_index[o])))
+    rec_pos = {label: i for i, (label, _) in enumerate(recorded)}
+    rec_angle = np.array([label.partition(".")[2] in types[label.partition(".")[0]].angles
+                          for label, _ in recorded], dtype=bool)
+    rec_triples = [[rec_pos[f"{a}.{n}"] for n in tr] for a in names for tr in types[a].attitudes
+                   if all(f"{a}.{n}" in rec_pos for n in tr)]
 
     return Structure(names, tlist, out_offset, n_out, cin_unit, cin_local, cin_src, cin_angle, unit_cin,
-                     constants, loops, torn, pre, loop_ops, full, recorded, dep_in, cin_state)
+                     constants, loops, torn, pre, loop_ops, full, recorded, dep_in, cin_state,
+                     Chart(len(keys), cin_angle, cin_triples), Chart(len(recorded), rec_angle, rec_triples))
 
 
 def _check_links(system: CoSystem, names):

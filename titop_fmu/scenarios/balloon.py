@@ -192,4 +192,4 @@ def observer(overrides=None):
 
 def options(overrides=None, **kw) -> Options:
     """Master options with the balloon's CSV columns as observed values."""
-    return Options(observe=observer(overrides), labels=list(COLUMNS[1:]), angles=ANGLES, **kw)
+    return Options(observe=observer(overrides), labels=list(COLUMNS[1:]), angles=ANGLES, attitudes=[(3, 4, 5)], **kw)

@@ -40,19 +40,22 @@ def titop_required(input_names) -> frozenset:
     return frozenset(n for n in input_names if _PARENT_PORT.match(n) or _CHILD_WRENCH.match(n))
 
 
-def titop_angles(input_names) -> frozenset:
-    """Motion-vector components 16..18: 3-2-1 Euler angles, defined modulo 2 pi."""
-    return frozenset(n for n in input_names if _EULER.match(n))
+def titop_attitudes(names) -> tuple:
+    """Motion-vector components 16..18 of each motion port: the 3-2-1 Euler angles of its frame."""
+    ports = sorted({n[:-len("[16]")] for n in names if n.endswith(".m[16]") and _EULER.match(n)})
+    return tuple((f"{p}[16]", f"{p}[17]", f"{p}[18]") for p in ports if f"{p}[18]" in names)
 
 
 def with_titop_ports(t: UnitType) -> UnitType:
-    """``t`` with the required and angle inputs of a TITOP block when it is one (by its
-    model identifier), else ``t``."""
+    """``t`` with what the master must know of a TITOP block's ports when it is one (by its
+    model identifier): the required inputs, the attitudes and angles of the motion vectors."""
     try:
         catalog.interface_of(t.name)
     except KeyError:
         return t
-    return dataclasses.replace(t, required=titop_required(t.input_names), angle_inputs=titop_angles(t.input_names))
+    attitudes = titop_attitudes(set(t.input_names) | set(t.output_names))
+    return dataclasses.replace(t, required=titop_required(t.input_names), attitudes=attitudes,
+                               angles=frozenset(n for tr in attitudes for n in tr))
 
 
 @lru_cache(maxsize=None)

@@ -1,0 +1,62 @@
+"""Differences and steps of vectors holding angles and attitudes: plain angles modulo 2 pi,
+3-2-1 Euler triples on the rotation group (local rotation-vector coordinates).
+
+The master extrapolates, averages, interpolates and iterates on coupling inputs and
+recorded values. Done component-wise on Euler angles, all of these go wrong near
+``theta = +-pi/2``, where ``phi`` and ``psi`` turn fast (or jump) while the attitude
+turns slowly. A :class:`Chart` does them on the attitude instead: ``a - b`` becomes
+``b^-1 a`` as a rotation vector in ``b``'s frame, ``b + d`` becomes ``b e^{(*d)}``
+back in Euler angles (``theta`` in ``[-pi/2, pi/2]``). Vectors without angles are
+untouched: the arithmetic is then exactly ``-`` and ``+``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..spatial import dcm_from_euler, euler_from_dcm, exp_rotation, rotation_vector
+from .numerics import wrap
+
+
+class Chart:
+    """The coordinates of a vector of ``n`` values: ``angles`` (bool mask) are angles,
+    each row of ``triples`` (``(m, 3)`` positions) the ``phi, theta, psi`` of one attitude."""
+
+    def __init__(self, n: int, angles=None, triples=()):
+        self.n = n
+        self.triples = np.asarray(triples, dtype=int).reshape(-1, 3)
+        self.in_triple = np.zeros(n, dtype=bool)
+        self.in_triple[self.triples.ravel()] = True
+        self.angles = np.zeros(n, dtype=bool) if angles is None else np.asarray(angles, dtype=bool).copy()
+        self.angles &= ~self.in_triple                  # plain angles: wrapped differences
+        self.plain = not self.angles.any() and not len(self.triples)
+
+    def minus(self, a, b):
+        """``a (-) b``: the difference of two vectors (attitudes: ``b^-1 a`` as a rotation vector)."""
+        d = np.asarray(a, dtype=float) - b
+        if self.plain:
+            return d
+        if self.angles.any():
+            d[self.angles] = wrap(d[self.angles])
+        for tr in self.triples:
+            d[tr] = rotation_vector(dcm_from_euler(b[tr]).T @ dcm_from_euler(a[tr]))
+        return d
+
+    def plus(self, b, d):
+        """``b (+) d``: ``b`` moved by the difference ``d`` (attitudes: ``b e^{(*d)}``)."""
+        out = np.asarray(b, dtype=float) + d
+        for tr in self.triples:
+            out[tr] = euler_from_dcm(dcm_from_euler(b[tr]) @ exp_rotation(d[tr]))
+        return out
+
+    def restricted(self, positions) -> Chart:
+        """The chart of the sub-vector at ``positions`` (attitudes split by it: plain angles)."""
+        positions = np.asarray(positions, dtype=int)
+        where = {int(p): i for i, p in enumerate(positions)}
+        triples = [[where[int(k)] for k in tr] for tr in self.triples if all(int(k) in where for k in tr)]
+        angles = self.angles[positions].copy()
+        for tr in self.triples:
+            for k in tr:
+                if int(k) in where and not all(int(j) in where for j in tr):
+                    angles[where[int(k)]] = True
+        return Chart(len(positions), angles, triples)

@@ -1,0 +1,61 @@
+"""Dense output: the observed values between the mesh points of the accepted macro intervals."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .charts import Chart
+from .numerics import hermite5, lagrange_weights, wrap
+
+
+def dense(mesh_t, mesh_v, grid, chart: Chart | None = None, degree=5):
+    """Values at ``grid`` from the values at ``mesh_t``.
+
+    ``mesh_v`` is ``(N, n)`` values, or ``(N, 3, n)`` values with first and
+    second derivatives. Between two mesh points a column with both derivatives
+    known at both ends is a quintic Hermite polynomial, any other column a local
+    Lagrange polynomial through the ``degree + 1`` mesh points around. The
+    ``chart``'s angles are unwrapped first and wrapped back to ``[-pi, pi)``. Its
+    attitudes are interpolated on the rotation group (Lagrange in rotation-vector
+    coordinates about the mesh point before), except between two mesh points where
+    the Euler angles' derivatives are known and ``|cos(theta)| >= 1/2``: there the
+    Euler angles are smooth, their rates at most twice the angular velocity, and
+    Hermite interpolation of the unwrapped angles is the more accurate.
+    """
+    mv = np.array(mesh_v, dtype=float)
+    has_d = mv.ndim == 3
+    v = mv[:, 0, :].copy() if has_d else mv.copy()
+    chart = chart or Chart(v.shape[1])
+    ang = chart.angles | chart.in_triple               # unwrapped for Hermite and Lagrange alike
+    if ang.any():
+        v[:, ang] = np.unwrap(v[:, ang], axis=0)
+    attitude = Chart(3, triples=[(0, 1, 2)])
+    n = len(mesh_t)
+    out = np.empty((len(grid), v.shape[1]))
+    idx = np.clip(np.searchsorted(mesh_t, grid, side="right") - 1, 0, n - 1)
+    k = min(degree + 1, n)
+    for g, (t, i) in enumerate(zip(grid, idx)):
+        tol = 1e-12 * max(1.0, abs(t))
+        if abs(mesh_t[i] - t) <= tol:
+            out[g] = v[i]
+            continue
+        if i + 1 < n and abs(mesh_t[i + 1] - t) <= tol:
+            out[g] = v[i + 1]
+            continue
+        lo = int(min(max(i - (k // 2 - 1), 0), n - k))
+        w = lagrange_weights(mesh_t[lo:lo + k], t)
+        out[g] = w @ v[lo:lo + k]
+        if has_d and i + 1 < n:
+            d1, d2 = mv[i:i + 2, 1, :], mv[i:i + 2, 2, :]
+            ok = np.all(np.isfinite(d1), axis=0) & np.all(np.isfinite(d2), axis=0)
+            if ok.any():
+                out[g, ok] = hermite5(t, mesh_t[i], mesh_t[i + 1], v[i, ok], d1[0, ok], d2[0, ok],
+                                      v[i + 1, ok], d1[1, ok], d2[1, ok])
+        for tr in chart.triples:
+            if has_d and i + 1 < n and ok[tr].all() and min(abs(np.cos(v[i, tr[1]])), abs(np.cos(v[i + 1, tr[1]]))) >= 0.5:
+                continue
+            x = sum(wm * attitude.minus(v[m, tr], v[i, tr]) for wm, m in zip(w, range(lo, lo + k)))
+            out[g, tr] = np.unwrap(np.vstack([v[i, tr], attitude.plus(v[i, tr], x)]), axis=0)[1]
+    if ang.any():
+        out[:, ang] = wrap(out[:, ang])
+    return out
