@@ -58,6 +58,11 @@ def balloon_columns():
     return tuple(_titop()[0].COLUMNS[1:])
 
 
+def balloon_columns_of(system, y):
+    """The balloon's output columns at the states ``y`` of an in-process run."""
+    return _titop()[0].columns(system, y)
+
+
 def balloon_inprocess(stop, dt=DT, tol=1e-12):
     """``(t, columns)`` of the in-process monolithic balloon."""
     balloon, ParameterWarning, *_ = _titop()
