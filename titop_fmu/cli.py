@@ -70,7 +70,7 @@ def cmd_build(args):
 
 def cmd_validate(args):
     from .validate import validate
-    validate(args.out, stop=args.stop, reference_dir=args.references, engines=args.engines)
+    validate(args.out, stop=args.stop, reference_dir=args.references, engines=args.engines, msl=args.msl)
 
 
 def main(argv=None):
@@ -108,6 +108,8 @@ def main(argv=None):
     p.add_argument("--references", default=None, help="folder of reference CSVs (default validation/reference)")
     p.add_argument("--engines", nargs="+", default=["inprocess", "fmu"], choices=["inprocess", "fmu"],
                    help="engines to run (default: both; the first one's run is drawn)")
+    p.add_argument("--msl", default=None, metavar="DIR",
+                   help="folder holding the Modelica Standard Library's Modelica/ (default: MODELICAPATH)")
     p.set_defaults(func=cmd_validate)
 
     args = parser.parse_args(argv)

@@ -33,12 +33,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import TitopError
+
 MODELICAPATH = "MODELICAPATH"
 SOLVER = "rk-like"
 RTOL = ATOL = 1e-12
 
 
-class ModelicaError(RuntimeError):
+class ModelicaError(TitopError, RuntimeError):
     """A Modelica model could not be compiled or simulated, or its result is unusable."""
 
 

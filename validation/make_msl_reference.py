@@ -88,7 +88,7 @@ def main(argv=None):
         "generator": "validation/make_msl_reference.py (titop_fmu/modelica.py)",
         "command": COMMAND,
         "model": "validation/modelica/BalloonSystem.mo (model BalloonSystem)",
-        "tool": f"Modelica MultiBody ({info['compiler']})",
+        "tool": f"Modelica MultiBody (MSL {info['msl_version']}), {info['compiler']}",
         "compiler": info["compiler"],
         "version": info["compiler_version"],
         "msl_version": info["msl_version"],
