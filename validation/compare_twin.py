@@ -89,6 +89,11 @@ def system_file_records(path):
     return list(_titop()[5].read(path).system.recorded)
 
 
+def system_file_stop(path, default=10.0):
+    """The ``[simulation] stop`` of a system file, else ``default``."""
+    return float(_titop()[5].read(path).simulation.get("stop", default))
+
+
 def system_file_inprocess(path, stop, dt=DT):
     """``(t, recorded outputs)`` of the in-process monolithic run of a system file."""
     *_, reference, systemfile = _titop()
@@ -147,7 +152,7 @@ def compare_system_file(path, model_file=None, stop=None, msl=None):
     if model_file is None:
         raise ValueError(f"{path}: no Modelica twin given (second argument or a 'modelica' key)")
     records = system_file_records(path)
-    stop = 10.0 if stop is None else stop
+    stop = system_file_stop(path) if stop is None else stop
     names = [modelica_name(r) for r in records]
     mo = modelica.simulate(model_file, names, stop, DT, msl=msl)
     t, Y = system_file_inprocess(path, stop, DT)
@@ -171,7 +176,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("system", help='a system file (.toml/.json), or "balloon"')
     ap.add_argument("model", nargs="?", help="the Modelica twin (.mo); default the system file's 'modelica' key")
-    ap.add_argument("--stop", type=float, help="final time [s] (default: 10, the balloon 20)")
+    ap.add_argument("--stop", type=float,
+                    help="final time [s] (default: the system file's [simulation] stop, else 10; the balloon 20)")
     ap.add_argument("--msl", help="folder holding the Modelica/ package (default: MODELICAPATH)")
     ap.add_argument("--bound", type=float, default=1e-8, help="largest accepted error (default %(default)g)")
     args = ap.parse_args(argv)

@@ -244,3 +244,14 @@ def test_omc_backend_with_a_fake_omc(tmp_path, monkeypatch):
     assert f'loadFile("{(msl / "Modelica" / "package.mo").resolve().as_posix()}");' in mos
     assert f'loadFile("{BALLOON_MO.as_posix()}");' in mos
     assert "simulate(BalloonSystem," in mos and "tolerance=1e-09" in mos and 'method="dassl"' in mos
+
+
+def test_twin_model_named_in_the_system_file(tmp_path):
+    """A ``modelica = "<path relative to the file>"`` key names the twin (once the reader accepts it)."""
+    f = tmp_path / "sys" / "s.toml"
+    f.parent.mkdir()
+    f.write_text('modelica = "../models/S.mo"\n[units.a]\nmodel = "revolute_c0"\n')
+    assert twin.twin_model_of(f) == (tmp_path / "models" / "S.mo").resolve()
+    assert twin.twin_model_of(TWO_BRANCH) is None
+    with pytest.raises(ValueError, match="no Modelica twin given"):
+        twin.compare_system_file(TWO_BRANCH)
