@@ -149,13 +149,6 @@ def unavailable_reason(msl=None) -> str | None:
     return None
 
 
-def describe(msl=None) -> str:
-    """``"MSL 4.1.0, rumoca 0.10.2"`` for the report (assumes :func:`unavailable_reason` is None)."""
-    root = find_msl(msl)
-    msl_txt = f"MSL {msl_version(root)}" if root is not None else "MSL of the compiler"
-    return f"{msl_txt}, {find_compiler()}"
-
-
 # --------------------------------------------------------------------------
 # Simulation
 # --------------------------------------------------------------------------

@@ -135,7 +135,8 @@ def test_two_branch_teeth_wrong_mount(tmp_path):
     assert r["scaled"].max() > 1e-4
 
 
-def test_compare_twin_command(capsys, monkeypatch):
+@pytest.mark.slow
+def test_compare_twin_command(capsys):
     """The one command: exit 0 and a line per recorded output."""
     need_modelica()
     assert twin.main([str(TWO_BRANCH), str(TWO_BRANCH_MO), "--stop", "1"]) == 0
