@@ -44,13 +44,19 @@ DT = 0.01
 
 
 # -- the ONE place that imports the TITOP modules a refactor may move -----------------------------
-# (titop_fmu.balloon, titop_fmu.master.{systemfile, reference, balloon_fmu, engines})
+# (titop_fmu.balloon, titop_fmu.spatial, titop_fmu.master.{systemfile, reference, balloon_fmu, engines})
 
 def _titop():
     from titop_fmu import balloon
     from titop_fmu.errors import ParameterWarning
     from titop_fmu.master import balloon_fmu, engines, reference, systemfile
     return balloon, ParameterWarning, balloon_fmu, engines, reference, systemfile
+
+
+def dcm_from_euler(angles):
+    """The project's ``P_b/i = Rz(psi) Ry(theta) Rx(phi)`` of ``[phi, theta, psi]``."""
+    from titop_fmu.spatial import dcm_from_euler
+    return dcm_from_euler(angles)
 
 
 def balloon_columns():

@@ -23,7 +23,7 @@ import pytest
 
 from modelica_runs import BALLOON_MO, TWO_BRANCH_MO, need_modelica
 from titop_fmu import modelica
-from titop_fmu.spatial import dcm_from_euler
+from validation.compare_twin import dcm_from_euler   # the TITOP side (one import place)
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL, TWO_BRANCH_MODEL = BALLOON_MO, TWO_BRANCH_MO
