@@ -227,7 +227,7 @@ def cmd_validate(args):
     from .validate import validate
     _number("--stop", args.stop)
     validate(writable_folder("--out", args.out), stop=args.stop, reference_dir=args.references,
-             engines=args.engines)
+             engines=args.engines, msl=args.msl)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -279,6 +279,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--references", default=None, help="folder of reference CSVs (default validation/reference)")
     p.add_argument("--engines", nargs="+", default=["inprocess", "fmu"], choices=["inprocess", "fmu"],
                    help="engines to run (default: both; the first one's run is drawn)")
+    p.add_argument("--msl", default=None, metavar="DIR",
+                   help="folder holding the Modelica Standard Library's Modelica/ (default: MODELICAPATH)")
     p.set_defaults(func=cmd_validate)
     return top
 

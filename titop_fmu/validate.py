@@ -15,6 +15,7 @@ the output folder:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import time
 import warnings
@@ -23,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import invariants
+from . import invariants, modelica
 from .cosim.numerics import wrap
-from .errors import ParameterWarning
+from .errors import ParameterWarning, TitopError
 from .scenarios import balloon
 from .spatial import dcm_from_euler, rotation_vector
 
@@ -34,6 +35,41 @@ ANGLES = {"phi", "theta", "psi", "theta1", "theta2"}
 UNITS = {"x": "m", "y": "m", "z": "m", "phi": "rad", "theta": "rad", "psi": "rad", "p": "m",
          "theta1": "rad", "theta2": "rad"}
 WINDOWS = (5.0, 10.0, 20.0)
+
+
+class ValidationError(TitopError, ValueError):
+    """The validation cannot run as asked (a folder named that does not exist, a model that fails)."""
+
+
+def balloon_model_file() -> Path:
+    """``validation/modelica/BalloonSystem.mo`` of the checkout this package lives in (or of the cwd)."""
+    for base in (Path(__file__).resolve().parents[1], Path.cwd()):
+        f = base / "validation" / "modelica" / "BalloonSystem.mo"
+        if f.is_file():
+            return f
+    return Path("validation") / "modelica" / "BalloonSystem.mo"
+
+
+def run_modelica(stop: float, msl=None):
+    """``(Series, note)`` of BalloonSystem.mo (Modelica MultiBody), or ``(None, one-line reason)``."""
+    try:
+        reason = modelica.unavailable_reason(msl)
+    except ValueError as e:
+        raise ValidationError(str(e)) from None
+    model = balloon_model_file()
+    if reason is None and not model.is_file():
+        reason = f"no {model}"
+    if reason:
+        return None, f"- Modelica MultiBody: not run ({reason})"
+    try:
+        res = modelica.simulate(model, OUTPUTS, stop, 0.01, msl=msl)
+    except (modelica.ModelicaError, ValueError) as e:
+        raise ValidationError(f"Modelica MultiBody: {e}") from None
+    i = res.info
+    name = f"Modelica MultiBody (MSL {i['msl_version']}, {i['compiler']} {i['compiler_version']})"
+    note = (f"- `{name}`: {i['solver']}, rtol {i['rtol']:g}, atol {i['atol']:g}; compiled in "
+            f"{i['compile_s']:.1f} s, {stop:g} s simulated in {i['simulate_s']:.1f} s wall")
+    return Series(name, res.t, res.values, i), note
 
 
 def default_reference_dir() -> Path:
@@ -200,13 +236,32 @@ def table(pairs, stop):
     return "\n".join(lines), worst
 
 
-def validate(out_dir, stop=20.0, reference_dir=None, engines=("inprocess",), log=print):
-    """Run the comparison and write the report; returns ``{comparison: max error}``."""
+def validate(out_dir, stop=20.0, reference_dir=None, engines=("inprocess",), log=print, msl=None):
+    """Run the comparison and write the report; returns ``{comparison: max error}``.
+
+    Checked before any work: a ``reference_dir`` named must exist; ``msl`` (the
+    folder holding ``Modelica/``, default ``MODELICAPATH``) must hold the MSL when
+    named. Without a Modelica compiler or MSL the report says so in one line;
+    without matplotlib it has no figures and says so.
+    """
+    if reference_dir is not None and not Path(reference_dir).is_dir():
+        raise ValidationError(f"reference folder {reference_dir} does not exist")
+    unknown = [e for e in engines if e not in ("inprocess", "fmu")]
+    if unknown or not engines:
+        raise ValidationError(f"engines must be among 'inprocess', 'fmu', got {list(engines)}")
+    try:
+        modelica.find_msl(msl)
+    except ValueError as e:
+        raise ValidationError(str(e)) from None
+    plots = importlib.util.find_spec("matplotlib") is not None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ref_dir = Path(reference_dir) if reference_dir else default_reference_dir()
     refs = [load_reference(p).until(stop) for p in sorted(ref_dir.glob("balloon_*.csv"))]
     runs, notes = [], []
+    mo, note = run_modelica(stop, msl)                  # first: a model that fails, fails early
+    notes.append(note)
+    log(note[2:])
     damped = None
     for engine in engines:
         t0 = time.perf_counter()
@@ -225,9 +280,19 @@ def validate(out_dir, stop=20.0, reference_dir=None, engines=("inprocess",), log
         notes.append(f"- `{engine}`: {stop:g} s simulated in {time.perf_counter() - t0:.1f} s wall")
         log(notes[-1][2:])
     pairs = [(r, ref) for r in runs for ref in refs] + [(r, runs[0]) for r in runs[1:]]
+    if mo is not None:
+        label = {"inprocess": "in-process", "fmu": "FMUs + master"}
+        pairs += [(mo, Series(label["inprocess"], r.t, r.cols)) for r in runs if r.name == "inprocess"]
+        pairs += [(Series(label["fmu"], r.t, r.cols), Series("Modelica", mo.t, mo.cols))
+                  for r in runs if r.name == "fmu"]
     tab, worst = table(pairs, stop)
     inv = invariant_checks(stop, damped)
-    figs = [write_overview(out, runs[0], pairs)] + write_figures(out, runs[0], pairs)
+    if plots:
+        figs = [write_overview(out, runs[0], pairs)] + write_figures(out, runs[0], pairs)
+        fig_lines = [f"![{p.stem}]({p.name})" for p in figs]
+    else:
+        fig_lines = ["Figures skipped: matplotlib is not installed (pip install -e \".[report]\")."]
+        log(fig_lines[0])
     ref_lines = []
     for ref in refs:
         i = ref.info
@@ -258,7 +323,7 @@ def validate(out_dir, stop=20.0, reference_dir=None, engines=("inprocess",), log
         *[f"| {k} | {v:.3e} |" for k, v in inv.items()],
         "",
         "## Figures",
-        *[f"![{p.stem}]({p.name})" for p in figs],
+        *fig_lines,
         "",
     ]
     (out / "report.md").write_text("\n".join(md))

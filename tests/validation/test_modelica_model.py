@@ -1,13 +1,13 @@
-"""Structural checks of the Modelica model of the balloon system.
+"""The Modelica models' conventions, checked by behaviour.
 
-No Modelica compiler is needed: the model text is parsed just enough to catch
-breakage (unbalanced brackets, renamed or retyped components, connections to
-undeclared components or to connectors the MSL 4.x classes do not have,
-parameter values that drift from the scenario, missing outputs).  The
-3-2-1 Euler-angle extraction written in the model is checked numerically
-against the MSL orientation convention.  The OpenModelica runner script is
-tested without OpenModelica (clear failure, exit code 2) and against a fake
-``omc`` executable.
+The models' data, topology and outputs are checked by running them against
+the TITOP blocks (test_modelica_run.py). Here: the 3-2-1 Euler-angle
+extraction written in BalloonSystem.mo and TwoBranch.mo, evaluated in Python
+against a transcription of MSL's orientation convention (no compiler needed)
+and compiled together with the real ``Frames.axesRotations`` of the MSL
+against the project's ``dcm_from_euler`` (with a compiler); the OpenModelica
+runner script without OpenModelica (clear failure, exit code 2) and against a
+fake ``omc`` executable.
 """
 
 import importlib.util
@@ -16,143 +16,24 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from modelica_runs import BALLOON_MO, TWO_BRANCH_MO, need_modelica
+from titop_fmu import modelica
+from validation.compare_twin import dcm_from_euler   # the TITOP side (one import place)
+
 ROOT = Path(__file__).resolve().parents[2]
-MODEL = ROOT / "validation" / "modelica" / "BalloonSystem.mo"
+MODEL, TWO_BRANCH_MODEL = BALLOON_MO, TWO_BRANCH_MO
+# (file, DCM definition, {Euler angle: output variable})
+EULER_OUTPUTS = [
+    (MODEL, "transpose(balloon.frame_a.R.T)", {"phi": "phi", "theta": "theta", "psi": "psi"}),
+    (TWO_BRANCH_MODEL, "transpose(hub.frame_a.R.T)",
+     {"phi": "hub_c1_m_16", "theta": "hub_c1_m_17", "psi": "hub_c1_m_18"}),
+]
 SCRIPT = ROOT / "validation" / "run_openmodelica.py"
-
-MB = "Modelica.Mechanics.MultiBody."
-SPRING_DAMPER = "Modelica.Mechanics.Translational.Components.SpringDamper"
-ROT_DAMPER = "Modelica.Mechanics.Rotational.Components.Damper"
-
-# (component name, MSL 4.x class)
-COMPONENTS = (
-    ("world", MB + "World"),
-    ("balloon", MB + "Parts.Body"),
-    ("chain", MB + "Parts.FixedTranslation"),
-    ("prismatic", MB + "Joints.Prismatic"),
-    ("springDamper", SPRING_DAMPER),
-    ("slider", MB + "Parts.PointMass"),
-    ("revolute1", MB + "Joints.Revolute"),
-    ("damper1", ROT_DAMPER),
-    ("rod1", MB + "Parts.FixedTranslation"),
-    ("mass1", MB + "Parts.PointMass"),
-    ("revolute2", MB + "Joints.Revolute"),
-    ("damper2", ROT_DAMPER),
-    ("rod2", MB + "Parts.FixedTranslation"),
-    ("mass2", MB + "Parts.PointMass"),
-    ("buoyancy", MB + "Forces.WorldForce"),
-)
-
-# Connectors of these classes in MSL 4.x (WorldForce.frame_resolve is
-# conditional and not used here; the joint flanges exist with useAxisFlange).
-CONNECTORS = {
-    MB + "World": {"frame_b"},
-    MB + "Parts.Body": {"frame_a"},
-    MB + "Parts.FixedTranslation": {"frame_a", "frame_b"},
-    MB + "Parts.PointMass": {"frame_a"},
-    MB + "Joints.Prismatic": {"frame_a", "frame_b", "axis", "support"},
-    MB + "Joints.Revolute": {"frame_a", "frame_b", "axis", "support"},
-    MB + "Forces.WorldForce": {"frame_b"},
-    SPRING_DAMPER: {"flange_a", "flange_b"},
-    ROT_DAMPER: {"flange_a", "flange_b"},
-}
-
-# The kinematic tree, the 1-D force elements and the buoyancy (world is only
-# the inner gravity/reference object and stays unconnected).
-CONNECTIONS = {frozenset(pair) for pair in (
-    ("balloon.frame_a", "chain.frame_a"),
-    ("chain.frame_b", "prismatic.frame_a"),
-    ("prismatic.frame_b", "slider.frame_a"),
-    ("prismatic.frame_b", "revolute1.frame_a"),
-    ("revolute1.frame_b", "rod1.frame_a"),
-    ("rod1.frame_b", "mass1.frame_a"),
-    ("rod1.frame_b", "revolute2.frame_a"),
-    ("revolute2.frame_b", "rod2.frame_a"),
-    ("rod2.frame_b", "mass2.frame_a"),
-    ("springDamper.flange_a", "prismatic.support"),
-    ("springDamper.flange_b", "prismatic.axis"),
-    ("damper1.flange_a", "revolute1.support"),
-    ("damper1.flange_b", "revolute1.axis"),
-    ("damper2.flange_a", "revolute2.support"),
-    ("damper2.flange_b", "revolute2.axis"),
-    ("buoyancy.frame_b", "balloon.frame_a"),
-)}
-
-# Modifiers each component must carry (whitespace removed).  Names are the
-# MSL 4.x parameter / variable names read from the library sources.
-MODIFIERS = {
-    "world": {"g": "g", "n": "{0,-1,0}"},
-    "balloon": {"m": "m_B", "r_CM": "{0,0,0}", "I_11": "I_B11", "I_22": "I_B22",
-                "I_33": "I_B33", "I_21": "I_B21", "I_31": "I_B31", "I_32": "I_B32",
-                "useQuaternions": "true", "r_0": "(start={0,0,0},eachfixed=true)",
-                "v_0": "(start={0,0,0},eachfixed=true)", "angles_fixed": "true",
-                "angles_start": "{0,0,0}", "w_0_fixed": "true", "w_0_start": "{0,0,0}"},
-    "chain": {"r": "r_BC"},
-    "prismatic": {"useAxisFlange": "true", "n": "t_axis",
-                  "s": "(fixed=true,start=p_0)", "v": "(fixed=true,start=pd_0)"},
-    "springDamper": {"c": "k", "d": "d_s", "s_rel0": "0"},
-    "slider": {"m": "m_S"},
-    "revolute1": {"useAxisFlange": "true", "n": "n_r1",
-                  "phi": "(fixed=true,start=theta1_0)", "w": "(fixed=true,start=thetad1_0)"},
-    "damper1": {"d": "d_p1"},
-    "rod1": {"r": "r_SP1"},
-    "mass1": {"m": "m_P1"},
-    "revolute2": {"useAxisFlange": "true", "n": "n_r2",
-                  "phi": "(fixed=true,start=theta2_0)", "w": "(fixed=true,start=thetad2_0)"},
-    "damper2": {"d": "d_p2"},
-    "rod2": {"r": "r_P1P2"},
-    "mass2": {"m": "m_P2"},
-    "buoyancy": {"resolveInFrame": MB + "Types.ResolveInFrameB.world", "force": "F_buoy"},
-}
-
-# Scenario numbers (balloon-scenario.md, paper Table 1) and their units.
-SCENARIO = {
-    "g": (9.81, "m/s2"),
-    "m_B": (10, "kg"),
-    "I_B11": (5, "kg.m2"), "I_B22": (10, "kg.m2"), "I_B33": (10, "kg.m2"),
-    "I_B21": (0, "kg.m2"), "I_B31": (0, "kg.m2"), "I_B32": (-7, "kg.m2"),
-    "r_BC": ([0, -2, 0], "m"),
-    "m_S": (1, "kg"),
-    "t_axis": ([1, 0, -1], "1"),
-    "k": (50, "N/m"),
-    "d_s": (5, "N.s/m"),
-    "p_0": (0, "m"),
-    "pd_0": (0, "m/s"),
-    "m_P1": (2, "kg"),
-    "n_r1": ([0, 0, 1], "1"),
-    "r_SP1": ([0, -1.2, 0], "m"),
-    "d_p1": (0.5, "N.m.s/rad"),
-    "theta1_0_deg": (170, "deg"),
-    "thetad1_0": (0, "rad/s"),
-    "m_P2": (3, "kg"),
-    "n_r2": ([0, 0, 1], "1"),
-    "r_P1P2": ([0, -1.6, 0], "m"),
-    "d_p2": (0.5, "N.m.s/rad"),
-    "theta2_0_deg": (-170, "deg"),
-    "thetad2_0": (0, "rad/s"),
-}
-DERIVED = {
-    "theta1_0": "Modelica.Units.Conversions.from_deg(theta1_0_deg)",
-    "theta2_0": "Modelica.Units.Conversions.from_deg(theta2_0_deg)",
-    "m_G": "m_B+m_S+m_P1+m_P2",
-    "F_buoy": "{0,m_G*g,0}",
-}
-
-OUTPUTS = {"x": "m", "y": "m", "z": "m", "phi": "rad", "theta": "rad", "psi": "rad",
-           "p": "m", "theta1": "rad", "theta2": "rad"}
-OUTPUT_EQUATIONS = {
-    "x": "balloon.r_0[1]", "y": "balloon.r_0[2]", "z": "balloon.r_0[3]",
-    "p": "prismatic.s", "theta1": "revolute1.phi", "theta2": "revolute2.phi",
-}
-
-IDENT = r"[A-Za-z_]\w*"
-
 
 # --------------------------------------------------------------------------
 # Parsing helpers
@@ -190,212 +71,18 @@ def split_source(text):
     return "".join(code), "".join(bare)
 
 
-@pytest.fixture(scope="module")
-def source():
-    return split_source(MODEL.read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="module")
-def code(source):
-    return source[0]
-
-
-@pytest.fixture(scope="module")
-def bare(source):
-    return source[1]
+def bare_text(path):
+    return split_source(path.read_text(encoding="utf-8"))[1]
 
 
 def squash(s):
     return re.sub(r"\s+", "", s)
 
 
-def balanced_group(text, start):
-    """Text of the bracket group opening at text[start] (without the brackets)."""
-    pairs = {"(": ")", "{": "}", "[": "]"}
-    stack = []
-    for j in range(start, len(text)):
-        c = text[j]
-        if c in pairs:
-            stack.append(pairs[c])
-        elif c in pairs.values():
-            assert stack and stack.pop() == c, f"mismatched {c!r} at {j}"
-            if not stack:
-                return text[start + 1:j]
-    raise AssertionError("unbalanced group")
-
-
-def split_top_level(s, sep=","):
-    parts, depth, cur = [], 0, []
-    for c in s:
-        if c in "({[":
-            depth += 1
-        elif c in ")}]":
-            depth -= 1
-        if c == sep and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(c)
-    parts.append("".join(cur))
-    return [p.strip() for p in parts if p.strip()]
-
-
-def declarations(bare):
-    """{component name: (class, modifier text)} for Modelica.* component declarations."""
-    out = {}
-    for m in re.finditer(rf"\b(Modelica(?:\.{IDENT})+)\s+({IDENT})\s*(\(?)", bare):
-        cls, name, paren = m.groups()
-        assert name not in out, f"component {name} declared twice"
-        mods = balanced_group(bare, m.end() - 1) if paren else ""
-        out[name] = (cls, mods)
-    return out
-
-
-def modifiers(mod_text):
-    """'a=1, b(c=2)' -> {'a': '1', 'b': '(c=2)'} with whitespace removed."""
-    out = {}
-    for item in split_top_level(mod_text):
-        m = re.match(rf"(?:each\s+)?(?:final\s+)?({IDENT})\s*(.*)$", item, re.S)
-        key, rest = m.groups()
-        rest = squash(rest)
-        out[key] = rest[1:] if rest.startswith("=") else rest
-    return out
-
-
-def parameters(bare):
-    """{name: value expression} of 'parameter Real name[...](...) = value' (whitespace removed)."""
-    out = {}
-    pattern = rf"\bparameter\s+Real\s+({IDENT})\s*(?:\[[^\]]*\])?\s*(\()?"
-    for m in re.finditer(pattern, bare):
-        pos = m.end()
-        if m.group(2):
-            pos = m.end() - 1 + len(balanced_group(bare, m.end() - 1)) + 2
-        rest = re.match(r"\s*=\s*([^;]+);", bare[pos:])
-        assert rest, f"parameter {m.group(1)} has no value"
-        out[m.group(1)] = squash(rest.group(1))
-    return out
-
-
-def number(expr):
-    if expr.startswith("{"):
-        return [float(v) for v in split_top_level(expr[1:-1])]
-    return float(expr)
-
-
 def equation_section(bare):
     parts = re.split(r"\bequation\b", bare)
     assert len(parts) == 2, "expected exactly one equation section"
     return parts[1]
-
-
-# --------------------------------------------------------------------------
-# Model text
-# --------------------------------------------------------------------------
-
-def test_model_file_exists():
-    assert MODEL.is_file(), MODEL
-
-
-def test_brackets_balanced(bare):
-    pairs = {")": "(", "}": "{", "]": "["}
-    stack = []
-    for lineno, line in enumerate(bare.splitlines(), 1):
-        for c in line:
-            if c in "({[":
-                stack.append((c, lineno))
-            elif c in pairs:
-                assert stack, f"unmatched {c!r} on line {lineno}"
-                opening, where = stack.pop()
-                assert opening == pairs[c], f"{opening!r} (line {where}) closed by {c!r} (line {lineno})"
-    assert not stack, f"unclosed {stack[-1][0]!r} from line {stack[-1][1]}"
-
-
-def test_model_begins_and_ends(bare):
-    text = bare.strip()
-    text = re.sub(r"^within\s*[\w.]*\s*;", "", text).strip()
-    assert re.match(r"model\s+BalloonSystem\b", text), "file must start with 'model BalloonSystem'"
-    assert re.search(r"\bend\s+BalloonSystem\s*;$", text), "file must end with 'end BalloonSystem;'"
-    assert len(re.findall(r"\bmodel\b", text)) == 1, "exactly one model expected"
-    assert len(re.findall(r"\bend\s+BalloonSystem\b", text)) == 1
-
-
-def test_components_declared_with_msl_classes(bare):
-    decls = declarations(bare)
-    for name, cls in COMPONENTS:
-        assert name in decls, f"component {name} ({cls}) not declared"
-        assert decls[name][0] == cls, f"{name} is a {decls[name][0]}, expected {cls}"
-    extra = set(decls) - {name for name, _ in COMPONENTS}
-    assert not extra, f"undeclared in COMPONENTS: {sorted(extra)}"
-    assert re.search(r"\binner\s+Modelica\.Mechanics\.MultiBody\.World\s+world\b", bare), \
-        "world must be declared 'inner'"
-
-
-@pytest.mark.parametrize("name", sorted(MODIFIERS))
-def test_component_modifiers(bare, name):
-    mods = modifiers(declarations(bare)[name][1])
-    for key, value in MODIFIERS[name].items():
-        assert key in mods, f"{name}: modifier {key} missing"
-        assert mods[key] == value, f"{name}.{key} = {mods[key]}, expected {value}"
-
-
-def test_connections(bare):
-    decls = declarations(bare)
-    eqs = equation_section(bare)
-    found = re.findall(rf"\bconnect\s*\(\s*([\w.\[\]]+)\s*,\s*([\w.\[\]]+)\s*\)\s*;", eqs)
-    assert len(found) == len(re.findall(r"\bconnect\b", bare)), "malformed connect statement"
-    seen = set()
-    for pair in found:
-        for end in pair:
-            comp, _, connector = end.partition(".")
-            assert comp in decls, f"connect to undeclared component {comp!r}"
-            cls = decls[comp][0]
-            assert connector in CONNECTORS.get(cls, ()), f"{cls} has no connector {connector!r}"
-        key = frozenset(pair)
-        assert key not in seen, f"duplicate connect{pair}"
-        seen.add(key)
-    assert seen == CONNECTIONS, (f"missing: {sorted(map(sorted, CONNECTIONS - seen))}, "
-                                 f"unexpected: {sorted(map(sorted, seen - CONNECTIONS))}")
-    connected = {end.partition(".")[0] for pair in found for end in pair}
-    assert connected == {name for name, _ in COMPONENTS} - {"world"}
-
-
-def test_scenario_parameters(bare, code):
-    params = parameters(bare)
-    for name, (value, unit) in SCENARIO.items():
-        assert name in params, f"parameter {name} missing"
-        got = number(params[name])
-        assert got == pytest.approx(value, abs=1e-15), f"{name} = {got}, scenario {value}"
-        m = re.search(rf"\bparameter\s+Real\s+{name}\b[^;]*?\bunit\s*=\s*\"([^\"]*)\"", code)
-        assert m and m.group(1) == unit, f"{name}: unit {m and m.group(1)!r}, expected {unit!r}"
-    for name, expr in DERIVED.items():
-        assert params.get(name) == expr, f"{name} = {params.get(name)}, expected {expr}"
-    unknown = set(params) - set(SCENARIO) - set(DERIVED)
-    assert not unknown, f"parameters not checked: {sorted(unknown)}"
-    # Buoyancy cancels the total weight: 16 kg * 9.81 m/s2 = 156.96 N.
-    m_g = sum(SCENARIO[k][0] for k in ("m_B", "m_S", "m_P1", "m_P2"))
-    assert m_g * SCENARIO["g"][0] == pytest.approx(156.96)
-
-
-def test_outputs_declared_with_units(bare, code):
-    decl = dict(re.findall(rf"\boutput\s+Real\s+({IDENT})\s*\(([^)]*)\)", code))
-    assert set(decl) == set(OUTPUTS)
-    for name, unit in OUTPUTS.items():
-        m = re.search(r"\bunit\s*=\s*\"([^\"]*)\"", decl[name])
-        assert m and m.group(1) == unit, f"output {name}: unit {m and m.group(1)!r}, expected {unit!r}"
-    eqs = equation_section(bare)
-    for name in OUTPUTS:
-        assert len(re.findall(rf"(?<![\w.]){name}\s*=(?!=)", eqs)) == 1, \
-            f"output {name} needs exactly one defining equation"
-    for name, expr in OUTPUT_EQUATIONS.items():
-        m = re.search(rf"(?<![\w.]){name}\s*=\s*([^;]+);", eqs)
-        assert squash(m.group(1)) == expr, f"{name} = {m.group(1)}, expected {expr}"
-
-
-def test_experiment_annotation(bare):
-    m = re.search(r"\bexperiment\s*\(([^)]*)\)", bare)
-    assert m, "experiment annotation missing"
-    settings = {k: float(v) for k, v in (item.split("=") for item in split_top_level(squash(m.group(1))))}
-    assert settings == {"StartTime": 0.0, "StopTime": 20.0, "Interval": 0.01, "Tolerance": 1e-10}
 
 
 # --------------------------------------------------------------------------
@@ -418,54 +105,79 @@ def msl_axes_rotations_T(sequence, angles):
             @ msl_axis_rotation(sequence[0], angles[0]))
 
 
-def scenario_dcm(phi, theta, psi):
-    """P_bi = Rz(psi) Ry(theta) Rx(phi) (balloon axes as columns, in R_i)."""
-    cx, sx, cy, sy, cz, sz = (math.cos(phi), math.sin(phi), math.cos(theta), math.sin(theta),
-                              math.cos(psi), math.sin(psi))
-    Rx = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
-    Ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
-    Rz = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
-    return Rz @ Ry @ Rx
-
-
-def model_euler_formulas(bare):
-    """The model's equations for phi, theta, psi as Python callables of P_bi."""
-    eqs = equation_section(bare)
-    assert squash(re.search(r"\bP_bi\s*=\s*([^;]+);", eqs).group(1)) == \
-        "transpose(balloon.frame_a.R.T)"
+def model_euler_formulas(path, dcm, names):
+    """``{angle: (Modelica expression of P_bi, Python callable of P)}`` from the model's equations."""
+    eqs = equation_section(bare_text(path))
+    assert squash(re.search(r"\bP_bi\s*=\s*([^;]+);", eqs).group(1)) == dcm
     funcs = {}
-    for name in ("phi", "theta", "psi"):
-        expr = squash(re.search(rf"(?<![\w.]){name}\s*=\s*([^;]+);", eqs).group(1))
+    for angle, var in names.items():
+        expr = squash(re.search(rf"(?<![\w.]){var}\s*=\s*([^;]+);", eqs).group(1))
         py = re.sub(r"P_bi\[(\d),(\d)\]", lambda m: f"P[{int(m[1]) - 1}][{int(m[2]) - 1}]", expr)
         py = py.replace("^", "**")
         assert re.fullmatch(r"[\w\[\]()*+\-/.,]+", py), py
-        funcs[name] = (lambda code: lambda P: eval(code, {"atan2": math.atan2, "sqrt": math.sqrt,
-                                                          "P": P}))(py)
+        funcs[angle] = (expr, (lambda code: lambda P: eval(code, {"atan2": math.atan2, "sqrt": math.sqrt,
+                                                                   "P": P}))(py))
     return funcs
 
 
-def test_msl_orientation_matches_scenario_dcm():
-    """MSL axesRotations({3,2,1}, {psi, theta, phi}).T is the transpose of P_bi."""
-    rng = np.random.default_rng(0)
-    for _ in range(50):
-        phi, psi = rng.uniform(-math.pi, math.pi, 2)
-        theta = rng.uniform(-math.pi / 2, math.pi / 2)
-        T = msl_axes_rotations_T((3, 2, 1), (psi, theta, phi))
-        assert np.allclose(T.T, scenario_dcm(phi, theta, psi), atol=1e-14)
-
-
-def test_model_euler_angles_invert_the_dcm(bare):
-    funcs = model_euler_formulas(bare)
-    rng = np.random.default_rng(1)
-    for _ in range(200):
+def random_angles(rng, n):
+    out = []
+    for _ in range(n):
         phi, psi = rng.uniform(-math.pi, math.pi, 2)
         theta = rng.uniform(-math.pi / 2 + 1e-6, math.pi / 2 - 1e-6)
-        T = msl_axes_rotations_T((3, 2, 1), (psi, theta, phi))  # what MSL stores in R.T
-        P = T.T
-        assert funcs["phi"](P) == pytest.approx(phi, abs=1e-9)
-        assert funcs["theta"](P) == pytest.approx(theta, abs=1e-9)
-        assert funcs["psi"](P) == pytest.approx(psi, abs=1e-9)
-    assert all(abs(f(np.eye(3))) == 0.0 for f in funcs.values())  # initial attitude
+        out.append((phi, theta, psi))
+    return out
+
+
+@pytest.mark.parametrize("path, dcm, names", EULER_OUTPUTS, ids=["balloon", "two_branch"])
+def test_model_euler_angles_invert_the_dcm(path, dcm, names):
+    funcs = model_euler_formulas(path, dcm, names)
+    for phi, theta, psi in random_angles(np.random.default_rng(1), 200):
+        P = msl_axes_rotations_T((3, 2, 1), (psi, theta, phi)).T  # MSL stores P_bi^T in R.T
+        assert np.allclose(P, dcm_from_euler([phi, theta, psi]), rtol=0, atol=1e-14)
+        got = [funcs[a][1](P) for a in ("phi", "theta", "psi")]
+        assert got == pytest.approx([phi, theta, psi], abs=1e-9)
+    assert all(abs(f(np.eye(3))) == 0.0 for _, f in funcs.values())  # initial attitude
+
+
+EULER_CHECK = """model EulerCheck
+  parameter Real phi = 0;
+  parameter Real theta = 0;
+  parameter Real psi = 0;
+  Modelica.Mechanics.MultiBody.Frames.Orientation R =
+    Modelica.Mechanics.MultiBody.Frames.axesRotations({{3, 2, 1}}, {{psi, theta, phi}}, zeros(3));
+  Real P_bi[3, 3];
+  output Real P11, P12, P13, P21, P22, P23, P31, P32, P33, phi_out, theta_out, psi_out;
+equation
+  P_bi = transpose(R.T);
+  P11 = P_bi[1, 1]; P12 = P_bi[1, 2]; P13 = P_bi[1, 3];
+  P21 = P_bi[2, 1]; P22 = P_bi[2, 2]; P23 = P_bi[2, 3];
+  P31 = P_bi[3, 1]; P32 = P_bi[3, 2]; P33 = P_bi[3, 3];
+  phi_out = {phi};
+  theta_out = {theta};
+  psi_out = {psi};
+end EulerCheck;
+"""
+
+
+@pytest.mark.parametrize("path, dcm, names", EULER_OUTPUTS, ids=["balloon", "two_branch"])
+def test_model_euler_formulas_with_the_msl_compiled(path, dcm, names, tmp_path):
+    """The model's Euler formulas and the MSL's own Frames.axesRotations({3,2,1}, {psi, theta, phi}),
+    compiled, against the project's dcm_from_euler at random attitudes."""
+    need_modelica()
+    if modelica.find_compiler().name != "rumoca":
+        pytest.skip("parameter sweeps use rumoca's API")
+    import rumoca
+    funcs = model_euler_formulas(path, dcm, names)
+    check = tmp_path / "EulerCheck.mo"
+    check.write_text(EULER_CHECK.format(**{a: e for a, (e, _) in funcs.items()}))
+    m = rumoca.Session(roots=[str(modelica.find_msl())]).load(str(check), model="EulerCheck")
+    for phi, theta, psi in random_angles(np.random.default_rng(2), 12):
+        r = m.simulate((0.0, 0.01), dt=0.01, params={"phi": phi, "theta": theta, "psi": psi})
+        P = np.array([[r[f"P{i}{j}"][-1] for j in (1, 2, 3)] for i in (1, 2, 3)])
+        assert np.allclose(P, dcm_from_euler([phi, theta, psi]), rtol=0, atol=1e-14)
+        got = [r[f"{a}_out"][-1] for a in ("phi", "theta", "psi")]
+        assert got == pytest.approx([phi, theta, psi], abs=1e-12)
 
 
 # --------------------------------------------------------------------------

@@ -47,5 +47,53 @@ def test_validate_writes_figures_and_table(tmp_path, monkeypatch):
     values = [float(v) for v in row.strip("|").split("|")[2:]]
     assert len(values) == 10 and max(values) <= 1e-5          # the master's default tolerance
     assert "| fmu vs inprocess | [0, 2] s |" in report
+    if "- Modelica MultiBody: not run (" not in report:        # a Modelica compiler and the MSL are there
+        rows = _report_rows(report, "| Modelica MultiBody (MSL 4.")
+        assert len(rows) == 1 and " vs in-process | [0, 2] s |" in rows[0]
+        values = [float(v) for v in rows[0].strip("|").split("|")[2:]]
+        assert len(values) == 10 and max(values) <= 1e-9
+        assert _report_rows(report, "| inprocess vs msl | [0, 2] s |")
+        row = next(line for line in report.splitlines() if line.startswith("| FMUs + master vs Modelica | [0, 2] s |"))
+        values = [float(v) for v in row.strip("|").split("|")[2:]]
+        assert len(values) == 10 and max(values) <= 1e-5
+    else:                                                      # only when Modelica cannot run here
+        from titop_fmu.modelica import unavailable_reason
+        assert unavailable_reason() is not None
     assert "centre of mass drift" in report
     assert default_reference_dir().is_dir()
+
+
+def test_validate_missing_reference_folder_is_an_error(tmp_path, capsys):
+    """A folder the user named that does not exist: exit 2 with the name, before any run."""
+    missing = tmp_path / "nonexistent"
+    assert main(["validate", "--out", str(tmp_path / "out"), "--references", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert str(missing) in err and "does not exist" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_validate_bad_msl_folder_is_an_error(tmp_path, capsys):
+    assert main(["validate", "--out", str(tmp_path / "out"), "--msl", str(tmp_path)]) == 2
+    assert "no Modelica Standard Library" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def _report_rows(report, start):
+    return [line for line in report.splitlines() if line.startswith(start)]
+
+
+def test_validate_without_matplotlib_or_modelica(tmp_path, monkeypatch):
+    """A minimal install: report.md written, figures skipped with a note, Modelica in one line."""
+    import importlib.util
+
+    import titop_fmu.validate as v
+    real = importlib.util.find_spec
+    monkeypatch.setattr(v.importlib.util, "find_spec",
+                        lambda name, *a: None if name.split(".")[0] == "matplotlib" else real(name, *a))
+    monkeypatch.setattr(v.modelica, "find_compiler", lambda: None)
+    v.validate(tmp_path, stop=0.5, engines=("inprocess",), log=lambda *a: None)
+    report = (tmp_path / "report.md").read_text()
+    assert "Figures skipped: matplotlib is not installed" in report
+    assert not list(tmp_path.glob("*.png"))
+    assert "- Modelica MultiBody: not run (no Modelica compiler" in report
+    assert _report_rows(report, "| inprocess vs pinocchio | [0, 0.5] s |")

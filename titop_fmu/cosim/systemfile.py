@@ -29,6 +29,9 @@ Example (``examples/balloon.toml`` is the full balloon)::
     [inputs]                           # constant values of unconnected inputs
     "base.ext.w" = [0, 117.72, 0, 0, 0, 0]
 
+    modelica = "twin/Arm.mo"           # optional (top level): an independent Modelica twin of the
+                                       # system (validation/compare_twin.py runs both)
+
 Every other key of a ``[units.NAME]`` table is an FMI parameter; a vector or
 matrix value sets ``name[i]`` / ``name[i,j]`` (1-based, FMI structured names).
 Keys unknown to the format are errors, so are unknown parameters, variables
@@ -50,7 +53,7 @@ from pathlib import Path
 from ..errors import ConnectionError_
 from .graph import CoSystem
 
-TOP_KEYS = {"connections", "links", "record", "simulation", "units", "inputs"}
+TOP_KEYS = {"connections", "links", "record", "simulation", "units", "inputs", "modelica"}
 SIMULATION_KEYS = {"stop": float, "output_interval": float, "tolerance": float, "start": float}
 
 
@@ -61,6 +64,7 @@ class SystemFile:
     system: CoSystem
     path: Path
     simulation: dict = field(default_factory=dict)
+    twin: Path | None = None            # ``modelica = "<model file>"``: an independent twin of the system
 
 
 def _load(path: Path) -> dict:
@@ -159,4 +163,7 @@ def read(path) -> SystemFile:
         sim = {k: SIMULATION_KEYS[k](v) for k, v in sim.items()}
     except (TypeError, ValueError):
         raise ConnectionError_(f"{path}: [simulation] values must be numbers") from None
-    return SystemFile(s, path, sim)
+    twin = d.get("modelica")
+    if twin is not None and not isinstance(twin, str):
+        raise ConnectionError_(f'{path}: modelica = "<path of the twin model, relative to this file>"')
+    return SystemFile(s, path, sim, (path.parent / twin).resolve() if twin else None)

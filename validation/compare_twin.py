@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Compare a TITOP system with its Modelica MultiBody twin (one command).
+
+    python validation/compare_twin.py examples/two_branch.toml validation/modelica/TwoBranch.mo
+    python validation/compare_twin.py balloon                # BalloonSystem.mo vs titop_fmu.scenarios.balloon
+
+Runs the system file's in-process monolithic twin (TITOP blocks, DOP853,
+rtol = atol = 1e-12) and the Modelica model (:mod:`titop_fmu.modelica`,
+rumoca ``rk-like`` at 1e-12, MSL from ``--msl`` or ``MODELICAPATH``) on the
+same grid, and prints the error of every recorded output. Exit 0 when every
+error is within ``--bound``, 1 when not, 2 when no Modelica compiler or MSL is
+available (the reason on one line).
+
+The twin's outputs are named after the system file's ``record`` entries:
+``"."`` and ``"[k]"`` become ``"_"`` and ``"_k"`` (``arm.joint.q[3]`` ->
+``arm_joint_q_3``); see validation/modelica/README.md. The model file is the
+second argument, or the system file's ``modelica = "<path relative to the
+system file>"`` key.
+
+Error measure per column: ``max |a - b| / max(1, max |b|)``, i.e. absolute
+for outputs of magnitude up to 1 (angles, metres near the origin), relative
+for outputs that travel far; Euler-angle differences (motion-vector
+components 16-18, the balloon's phi, theta, psi) are wrapped to (-pi, pi].
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from titop_fmu import modelica  # noqa: E402
+from titop_fmu.cosim.numerics import wrap  # noqa: E402
+
+BALLOON_MODEL = ROOT / "validation" / "modelica" / "BalloonSystem.mo"
+DT = 0.01
+
+
+# -- the one place that imports the TITOP modules ------------------------------------------------
+
+def _titop():
+    from titop_fmu.cosim import simulate, systemfile
+    from titop_fmu.errors import ParameterWarning
+    from titop_fmu.scenarios import balloon
+    from titop_fmu.titop import TitopUnits, monolithic
+    return balloon, ParameterWarning, simulate, TitopUnits, monolithic, systemfile
+
+
+def dcm_from_euler(angles):
+    """The project's ``P_b/i = Rz(psi) Ry(theta) Rx(phi)`` of ``[phi, theta, psi]``."""
+    from titop_fmu.spatial import dcm_from_euler
+    return dcm_from_euler(angles)
+
+
+def balloon_columns():
+    """The balloon's output names (``x, y, z, phi, theta, psi, p, theta1, theta2``)."""
+    return tuple(_titop()[0].COLUMNS[1:])
+
+
+def balloon_columns_of(system, y):
+    """The balloon's output columns at the states ``y`` of an in-process run."""
+    return _titop()[0].columns(system, y)
+
+
+def balloon_inprocess(stop, dt=DT, tol=1e-12):
+    """``(t, columns)`` of the in-process monolithic balloon."""
+    balloon, ParameterWarning, *_ = _titop()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParameterWarning)
+        s = balloon.build()
+    tr = s.simulate(stop, dt, rtol=tol, atol=tol)
+    return tr.t, balloon.columns(s, tr.y)
+
+
+def balloon_fmu(stop, fmu_dir=None, workers=2):
+    """``(t, columns)`` of the balloon through the TITOP FMUs and the master, default settings."""
+    balloon, ParameterWarning, simulate, TitopUnits, *_ = _titop()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParameterWarning)
+        system = balloon.system()
+    res = simulate(system, stop, TitopUnits("fmu", fmu_dir), output_interval=DT,
+                   options=balloon.options(workers=workers))
+    return res.t, res.values
+
+
+def system_file_records(path):
+    """The ``record`` list of a system file (read and checked by the project's reader)."""
+    return list(_titop()[5].read(path).system.recorded)
+
+
+def system_file_stop(path, default=10.0):
+    """The ``[simulation] stop`` of a system file, else ``default``."""
+    return float(_titop()[5].read(path).simulation.get("stop", default))
+
+
+def system_file_inprocess(path, stop, dt=DT):
+    """``(t, recorded outputs)`` of the in-process monolithic run of a system file."""
+    *_, monolithic, systemfile = _titop()
+    return monolithic.simulate(systemfile.read(path).system, stop, dt)
+# ---------------------------------------------------------------------------------------------------
+
+
+def modelica_name(record_entry: str) -> str:
+    """``"hub.c1.m[13]"`` -> ``"hub_c1_m_13"``: the twin's output for a recorded entry."""
+    name = re.sub(r"\[(\d+)\]", r"_\1", record_entry).replace(".", "_")
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        raise ValueError(f"record entry {record_entry!r} has no Modelica name ({name!r})")
+    return name
+
+
+def is_euler_angle(record_entry: str) -> bool:
+    """Motion-vector components 16-18 are 3-2-1 Euler angles, wrapped to (-pi, pi]."""
+    return bool(re.search(r"\.m\[1[678]\]$", record_entry))
+
+
+def twin_model_of(system_path):
+    """The ``modelica`` key of a system file (path relative to the file), or None."""
+    return _titop()[5].read(system_path).twin
+
+
+def column_errors(a, b, angles):
+    """``(absolute, scaled)`` max error per column of ``a`` against ``b`` (same grid);
+    ``scaled`` divides by ``max(1, max |b|)``; ``angles`` masks the columns wrapped to (-pi, pi]."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.shape != b.shape:
+        raise ValueError(f"shapes differ: {a.shape} vs {b.shape}")
+    d = a - b
+    angles = np.asarray(angles, bool)
+    d[:, angles] = wrap(d[:, angles])
+    absolute = np.abs(d).max(axis=0)
+    return absolute, absolute / np.maximum(1.0, np.abs(b).max(axis=0))
+
+
+def compare_system_file(path, model_file=None, stop=None, msl=None):
+    """Run both; ``{"names", "t", "titop", "modelica", "absolute", "scaled", "info"}``."""
+    path = Path(path)
+    model_file = model_file or twin_model_of(path)
+    if model_file is None:
+        raise ValueError(f"{path}: no Modelica twin given (second argument or a 'modelica' key)")
+    records = system_file_records(path)
+    stop = system_file_stop(path) if stop is None else stop
+    names = [modelica_name(r) for r in records]
+    mo = modelica.simulate(model_file, names, stop, DT, msl=msl)
+    t, Y = system_file_inprocess(path, stop, DT)
+    if not np.allclose(t, mo.t, rtol=0, atol=1e-9):
+        raise ValueError("the two runs are not on the same grid")
+    ab, sc = column_errors(mo.values, Y, [is_euler_angle(r) for r in records])
+    return {"names": records, "t": t, "titop": Y, "modelica": mo.values, "absolute": ab,
+            "scaled": sc, "info": mo.info}
+
+
+def compare_balloon(stop=20.0, msl=None, model_file=BALLOON_MODEL):
+    cols = balloon_columns()
+    mo = modelica.simulate(model_file, cols, stop, DT, msl=msl)
+    t, Y = balloon_inprocess(stop)
+    ab, sc = column_errors(mo.values, Y, [c in ("phi", "theta", "psi") for c in cols])
+    return {"names": list(cols), "t": t, "titop": Y, "modelica": mo.values, "absolute": ab,
+            "scaled": sc, "info": mo.info}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("system", help='a system file (.toml/.json), or "balloon"')
+    ap.add_argument("model", nargs="?", help="the Modelica twin (.mo); default the system file's 'modelica' key")
+    ap.add_argument("--stop", type=float,
+                    help="final time [s] (default: the system file's [simulation] stop, else 10; the balloon 20)")
+    ap.add_argument("--msl", help="folder holding the Modelica/ package (default: MODELICAPATH)")
+    ap.add_argument("--bound", type=float, default=1e-8, help="largest accepted error (default %(default)g)")
+    args = ap.parse_args(argv)
+    try:
+        reason = modelica.unavailable_reason(args.msl)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if reason:
+        print(f"skipped: {reason}", file=sys.stderr)
+        return 2
+    try:
+        if args.system == "balloon":
+            r = compare_balloon(20.0 if args.stop is None else args.stop, args.msl,
+                                args.model or BALLOON_MODEL)
+        else:
+            r = compare_system_file(args.system, args.model, args.stop, args.msl)
+    except (modelica.ModelicaError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    i = r["info"]
+    print(f"{i['model']}: {i['compiler']} {i['compiler_version']}, MSL {i['msl_version']}, "
+          f"{i['solver']} rtol {i['rtol']:g}; compile {i['compile_s']:.1f} s, "
+          f"simulate {i['simulate_s']:.1f} s; [0, {r['t'][-1]:g}] s")
+    w = max(len(n) for n in r["names"])
+    print(f"{'output':<{w}}  {'max |error|':>11}  {'scaled':>9}")
+    for n, a, s in zip(r["names"], r["absolute"], r["scaled"]):
+        print(f"{n:<{w}}  {a:11.2e}  {s:9.2e}")
+    worst = float(r["scaled"].max())
+    ok = worst <= args.bound
+    print(f"worst {worst:.2e} {'<=' if ok else '>'} bound {args.bound:g}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
