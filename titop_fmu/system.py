@@ -5,11 +5,24 @@ The wiring of a TITOP block diagram links a child port ``A.ci`` (wrench in,
 motion out) to a parent port ``B.p`` (motion in, wrench out). Per link the
 loop unknowns are the spatial acceleration that flows down and the wrench
 that flows up (12 numbers). At a given state every block is affine in them
-(:meth:`~titop_fmu.blocks.base.Block.accelerations`), so the loop is one
-linear solve: the blocks are evaluated once on a batch ``[0, I]`` of unknown
-values, which gives the loop map ``z -> A z + b`` exactly, and
-``(1 - A) z = b`` is solved. This run has no coupling error and is the ground
-truth for the co-simulation master.
+(:meth:`~titop_fmu.blocks.base.Block.accelerations`), so the loop is linear
+and is solved exactly, in one of two ways:
+
+* ``solver="recursive"`` (default), O(N): the links form a tree (a loop
+  closure has no acceleration feedthrough, so it cuts its loop), and the
+  wrench a block sends to its parent is an affine function of the parent's
+  acceleration, ``W = K a + k`` (the block's inverse model loaded by its
+  subtree: ``-K`` is the articulated inertia). These maps are condensed from
+  the leaves to the roots, each block evaluated on a batch of a few columns,
+  then the accelerations are propagated from the roots to the leaves: the
+  articulated-body algorithm in TITOP's own terms;
+* ``solver="dense"``, O(N^2) to O(N^3): the blocks are evaluated once on a
+  batch ``[0, I]`` of all the unknowns, which gives the loop map
+  ``z -> A z + b``, and ``(1 - A) z = b`` is solved. Any wiring; kept as the
+  tests' oracle of the recursive solve.
+
+This run has no coupling error and is the ground truth for the co-simulation
+master.
 """
 
 from __future__ import annotations
@@ -39,9 +52,17 @@ class System:
     >>> s.add("arm", RevoluteBody(RigidBody(1, com=[0, -1, 0])))
     >>> s.connect("base.c1", "arm.p")
     >>> s.set_input("base.ext.w", [0, 9.81 * 11, 0, 0, 0, 0])
+
+    ``solver``: how the algebraic loop is solved, ``"recursive"`` (O(N), a tree
+    plus loop closures) or ``"dense"`` (any wiring); see the module docstring.
     """
 
-    def __init__(self):
+    SOLVERS = ("recursive", "dense")
+
+    def __init__(self, solver: str = "recursive"):
+        if solver not in self.SOLVERS:
+            raise ValueError(f"solver must be one of {self.SOLVERS}, got {solver!r}")
+        self.solver = solver
         self.blocks: dict[str, Block] = {}
         self.links: list[Link] = []
         self.values: dict[tuple[str, str], np.ndarray] = {}
@@ -154,10 +175,15 @@ class System:
                     bar.update(t - bar.n)
                 return _rhs(t, y)
         from scipy.integrate import solve_ivp     # here: importing it takes 0.4 s, the FMU runs never need it
+        from threadpoolctl import threadpool_limits
 
         start = time.perf_counter()
         try:
-            sol = solve_ivp(fun, (0.0, t_eval[-1]), y0, method=method, t_eval=t_eval, rtol=rtol, atol=atol)
+            # BLAS on one thread: the matrices are 6x6 to 12 N, where threads cost more than they
+            # give, and under CPU contention a multithreaded BLAS made one RHS 80 times slower
+            with threadpool_limits(limits=1, user_api="blas"):
+                sol = solve_ivp(fun, (0.0, t_eval[-1]), y0, method=method, t_eval=t_eval,
+                                rtol=rtol, atol=atol)
         finally:
             if bar is not None:
                 bar.close()
@@ -179,7 +205,8 @@ class Trajectory:
 
 
 class _Plan:
-    """Checked wiring of a :class:`System`: evaluation order, state and unknown layout."""
+    """Checked wiring of a :class:`System`: evaluation order, state layout, the sources of
+    every block's inputs, and the solve of the algebraic loop."""
 
     def __init__(self, system: System):
         self.system = system
@@ -206,40 +233,37 @@ class _Plan:
             self.state_slices[n] = slice(offset, offset + k)
             offset += k
         self.n_states = offset
-        self.n_unknowns = 12 * len(system.links)
-        self.batch = np.hstack([np.zeros((self.n_unknowns, 1)), np.eye(self.n_unknowns)])
-        self.identity = np.eye(self.n_unknowns)
         self.wiring = {n: self._wiring(n) for n in self.order}
+        if system.solver == "dense":
+            self.loop = _DenseLoop(self)
+        else:
+            self.loop = _RecursiveLoop(self)
 
     def _wiring(self, n):
-        """Where each input of block ``n`` comes from and where its loop outputs go.
-
-        ``kin``: ``(port, (source block, "ci.m") or constant 18-vector)``;
-        ``acc_in``: ``(name, rows of the unknowns or constant column)``;
-        ``acc_out``: ``(name, rows of the unknowns)``.
-        """
+        """Where the inputs of block ``n`` come from: ``kin``, ``(port, (source block, "ci.m")
+        or constant 18-vector)`` per parent port; ``const``, the constant acceleration-level
+        inputs as columns; ``up`` and ``down``, ``(port, link index)`` of its linked parent
+        and child ports."""
         b, links, values = self.system.blocks[n], self.system.links, self.system.values
-        kin, acc_in, acc_out = [], [], []
+        kin, const, up, down = [], {}, [], []
         for p in b.parent_ports:
             j = self.parent_link.get((n, p))
             if j is None:
                 m = values[(n, f"{p}.m")]
                 kin.append((p, m))
-                acc_in.append((f"{p}.a", col(m[0:6])))
+                const[f"{p}.a"] = col(m[0:6])
             else:
                 kin.append((p, (links[j].parent, f"{links[j].child_port}.m")))
-                acc_in.append((f"{p}.a", slice(12 * j, 12 * j + 6)))
-                acc_out.append((f"{p}.w", slice(12 * j + 6, 12 * j + 12)))
+                up.append((p, j))
         for c in b.child_ports:
             j = self.child_link.get((n, c))
             if j is None:
-                acc_in.append((f"{c}.w", col(values[(n, f"{c}.w")])))
+                const[f"{c}.w"] = col(values[(n, f"{c}.w")])
             else:
-                acc_in.append((f"{c}.w", slice(12 * j + 6, 12 * j + 12)))
-                acc_out.append((f"{c}.a", slice(12 * j, 12 * j + 6)))
+                down.append((c, j))
         for e, size in b.extra_inputs.items():
-            acc_in.append((e, col(values.get((n, e), np.zeros(size)))))
-        return kin, acc_in, acc_out
+            const[e] = col(values.get((n, e), np.zeros(size)))
+        return _Wiring(kin, const, up, down)
 
     def _topological_order(self):
         sysm = self.system
@@ -259,35 +283,190 @@ class _Plan:
         return order
 
     def evaluate(self, y, t=None):
+        """``(kins, accs)``: every block's kinematics (parents first) and its solved
+        acceleration stage (1-D arrays)."""
         blocks = self.system.blocks
-        # 1. kinematic pass, parents first
         kins = {}
         for n in self.order:
-            kin_src = self.wiring[n][0]
             m_par = {p: src if isinstance(src, np.ndarray) else kins[src[0]].m_out[src[1]]
-                     for p, src in kin_src}
+                     for p, src in self.wiring[n].kin}
             kins[n] = blocks[n].kinematics(y[self.state_slices[n]], m_par)
-        # 2. acceleration stage on the batch [0, I] of loop unknowns
+        return kins, self.loop.solve(kins, t)
+
+
+@dataclass(frozen=True)
+class _Wiring:
+    kin: list       # (parent port, (source block, "ci.m") or constant 18-vector)
+    const: dict     # acceleration-level input -> constant (n, 1) column
+    up: list        # (parent port, link index) of the linked parent ports
+    down: list      # (child port, link index) of the linked child ports
+
+
+def _at(v, z):
+    """The value at the inputs ``z`` of an output evaluated on the batch ``[0, I]``:
+    ``b + L z`` with ``b = v[:, 0]``, ``L = v[:, 1:] - b`` (one column: no dependence)."""
+    if v.shape[1] == 1:
+        return v[:, 0]
+    return v[:, 0] + (v[:, 1:] - v[:, 0:1]).dot(z)
+
+
+def _singular(t):
+    return SolverError(f"the algebraic loop is singular (t={t}): check for bodies without "
+                       "mass or inertia along a joint")
+
+
+class _DenseLoop:
+    """The loop solved as one dense linear system over all the links' unknowns: blocks
+    evaluated on the batch ``[0, I]`` of the 12 unknowns per link, ``(1 - A) z = b``."""
+
+    def __init__(self, plan: _Plan):
+        self.plan = plan
+        n = 12 * len(plan.system.links)
+        self.batch = np.hstack([np.zeros((n, 1)), np.eye(n)])
+        self.identity = np.eye(n)
+
+    def solve(self, kins, t):
+        plan, blocks = self.plan, self.plan.system.blocks
         Z = self.batch
         Y = np.empty_like(Z)
         raw = {}
-        for n in self.order:
-            _, acc_in, acc_out = self.wiring[n]
-            u = {k: Z[src] if isinstance(src, slice) else src for k, src in acc_in}
+        for n in plan.order:
+            w = plan.wiring[n]
+            u = dict(w.const)
+            u.update({f"{p}.a": Z[12 * j:12 * j + 6] for p, j in w.up})
+            u.update({f"{c}.w": Z[12 * j + 6:12 * j + 12] for c, j in w.down})
             acc = raw[n] = blocks[n].accelerations(kins[n], u)
-            for k, rows in acc_out:
-                Y[rows] = acc[k]
-        # 3. the loop: z = A z + b, solved exactly
-        if self.n_unknowns:
+            for p, j in w.up:
+                Y[12 * j + 6:12 * j + 12] = acc[f"{p}.w"]
+            for c, j in w.down:
+                Y[12 * j:12 * j + 6] = acc[f"{c}.a"]
+        z = np.zeros(0)
+        if len(Z):
             b0 = Y[:, 0]
             try:
                 z = np.linalg.solve(self.identity - (Y[:, 1:] - b0[:, None]), b0)
             except np.linalg.LinAlgError:
-                raise SolverError(f"the algebraic loop is singular (t={t}): check for bodies without "
-                                  "mass or inertia along a joint") from None
+                raise _singular(t) from None
             if not np.all(np.isfinite(z)):
                 raise SolverError(f"the algebraic loop solution is not finite (t={t})")
-        accs = {n: {k: v[:, 0] + (v[:, 1:] - v[:, 0:1]) @ z if v.shape[1] > 1 else v[:, 0]
-                    for k, v in acc.items()}
-                for n, acc in raw.items()}
-        return kins, accs
+        return {n: {k: _at(v, z) for k, v in acc.items()} for n, acc in raw.items()}
+
+
+class _RecursiveLoop:
+    """The loop solved in O(N) over the tree of links.
+
+    Upward pass (children first): block ``n``, of inputs ``z = [a_p; w_1..w_c]`` (its
+    parent's spatial acceleration at the joint, the wrenches of its linked children),
+    is evaluated on the batch ``[0, I]`` of ``z``. Each child ``i`` already gave its
+    wrench as ``w_i = K_i a_i + k_i`` of the acceleration ``a_i`` that ``n`` sends
+    it, and ``a_i`` is an output of ``n``: so the children's wrenches are affine in
+    ``z``, ``w = G_a a_p + G_w w + g``, solved for ``w = M a_p + m``
+    (:func:`_condense`). Put into ``n``'s own wrench on its parent, it gives ``n``'s
+    map ``W_p = K a_p + k``. A block with several linked parent ports (a loop
+    closure) must not feed accelerations through: its wrenches are constants ``k``
+    and it cuts its loop.
+
+    Downward pass (parents first): ``a_p`` from the parent, ``w = M a_p + m``, and
+    every output of ``n`` at ``z``.
+    """
+
+    def __init__(self, plan: _Plan):
+        self.plan = plan
+        blocks = plan.system.blocks
+        self.batch = {}
+        for n in plan.order:
+            w = plan.wiring[n]
+            if len(w.up) > 1 and w.down:
+                raise ConnectionError_(
+                    f"{n!r} has several linked parent ports and linked child ports: the links do "
+                    "not form a tree; use System(solver='dense')")
+            k = 6 * (len(w.up) + len(w.down))
+            self.batch[n] = np.hstack([np.zeros((k, 1)), np.eye(k)])
+        self.blocks = blocks
+
+    def _inputs(self, n):
+        """Block ``n``'s acceleration-level inputs on its batch ``[0, I]`` of ``z``."""
+        w = self.plan.wiring[n]
+        Z = self.batch[n]
+        u = dict(w.const)
+        for i, (p, _) in enumerate(w.up):
+            u[f"{p}.a"] = Z[6 * i:6 * i + 6]
+        o = 6 * len(w.up)
+        for i, (c, _) in enumerate(w.down):
+            u[f"{c}.w"] = Z[o + 6 * i:o + 6 * i + 6]
+        return u
+
+    def solve(self, kins, t):
+        plan, blocks = self.plan, self.blocks
+        maps = {}          # link -> (K, k): wrench the child sends up, W = K a + k (K None: 0)
+        raw, cond = {}, {}
+        for n in reversed(plan.order):                                     # leaves to roots
+            w = plan.wiring[n]
+            acc = raw[n] = blocks[n].accelerations(kins[n], self._inputs(n))
+            if len(w.up) > 1:                                              # loop closure
+                for p, j in w.up:
+                    W = acc[f"{p}.w"]
+                    if W.shape[1] > 1 and np.any(W[:, 1:] != W[:, 0:1]):
+                        raise SolverError(
+                            f"{n!r} has several linked parent ports and feeds accelerations "
+                            "through to its wrenches: the loop is not a tree; use "
+                            "System(solver='dense')")
+                    maps[j] = (None, W[:, 0])
+                continue
+            M, m = cond[n] = _condense(acc, w, maps, 6 * len(w.up), t) if w.down else (None, None)
+            for p, j in w.up:
+                maps[j] = _parent_map(acc[f"{p}.w"], M, m)
+        accs, a_link = {}, {}
+        for n in plan.order:                                               # roots to leaves
+            w = plan.wiring[n]
+            z = [a_link[j] for _, j in w.up]
+            if w.down:
+                M, m = cond[n]
+                z.append(m if M is None else m + M.dot(z[0]))
+            z = np.concatenate(z) if z else np.zeros(0)
+            out = accs[n] = {k: _at(v, z) for k, v in raw[n].items()}
+            for c, j in w.down:
+                a_link[j] = out[f"{c}.a"]
+        return accs
+
+
+def _condense(acc, wiring, maps, n_a, t):
+    """``(M, m)``: the wrenches of a block's linked children as ``w = M a_p + m`` of its
+    parent acceleration ``a_p`` (``n_a`` = 6 components, or 0 for a root: ``M`` None).
+
+    The block's batch outputs give the acceleration ``a_i`` it sends to child ``i``,
+    affine in ``z = [a_p; w]``; the child's map gives ``w_i = K_i a_i + k_i``.
+    Stacked: ``w = g + G_a a_p + G_w w``, so ``(1 - G_w) w = g + G_a a_p``."""
+    n_w = 6 * len(wiring.down)
+    g, G = np.empty(n_w), np.zeros((n_w, n_a + n_w))
+    for i, (c, j) in enumerate(wiring.down):
+        K, k = maps[j]
+        r = slice(6 * i, 6 * i + 6)
+        if K is None:                                  # a constant wrench (loop closure)
+            g[r] = k
+            continue
+        A = acc[f"{c}.a"]
+        g[r] = K.dot(A[:, 0]) + k
+        if A.shape[1] > 1:
+            G[r] = K.dot(A[:, 1:] - A[:, 0:1])
+    try:
+        X = np.linalg.solve(np.eye(n_w) - G[:, n_a:], np.column_stack([g, G[:, :n_a]]))
+    except np.linalg.LinAlgError:
+        raise _singular(t) from None
+    if not np.all(np.isfinite(X)):
+        raise SolverError(f"the algebraic loop solution is not finite (t={t})")
+    return (X[:, 1:] if n_a else None), X[:, 0]
+
+
+def _parent_map(W, M, m):
+    """``(K, k)``: the wrench a block sends to its parent, ``W_p = K a_p + k``, once its
+    children's wrenches ``w = M a_p + m`` are put into its batch output ``W``
+    (``W = b + L_a a_p + L_w w``)."""
+    b = W[:, 0]
+    if W.shape[1] == 1:
+        return None, b
+    L = W[:, 1:] - W[:, 0:1]
+    La, Lw = L[:, :6], L[:, 6:]
+    if M is None:                                    # no linked child
+        return La, b
+    return La + Lw.dot(M), b + Lw.dot(m)
