@@ -302,17 +302,29 @@ class _Wiring:
     down: list      # (child port, link index) of the linked child ports
 
 
-def _at(v, z):
-    """The value at the inputs ``z`` of an output evaluated on the batch ``[0, I]``:
-    ``b + L z`` with ``b = v[:, 0]``, ``L = v[:, 1:] - b`` (one column: no dependence)."""
-    if v.shape[1] == 1:
-        return v[:, 0]
-    return v[:, 0] + (v[:, 1:] - v[:, 0:1]).dot(z)
+def _at(V, z):
+    """The value at the inputs ``z`` of an output ``V`` evaluated on the batch ``[0, I]``:
+    ``b + L z`` with ``b = V[:, 0]``, ``L = V[:, 1:] - b`` (one column: no dependence).
+
+    ``L`` is formed before the product: an output that does not depend on an input
+    then has an exact zero there (``V [1 - sum(z); z]``, one product, would add
+    ``b z_i - b z_i`` rounding terms for every input: 10 times the error on a
+    64-body chain)."""
+    if V.shape[1] == 1:
+        return V[:, 0]
+    return V[:, 0] + (V[:, 1:] - V[:, 0:1]).dot(z)
+
+
+_EMPTY = np.zeros(0)
 
 
 def _singular(t):
     return SolverError(f"the algebraic loop is singular (t={t}): check for bodies without "
                        "mass or inertia along a joint")
+
+
+def _not_finite(t):
+    return SolverError(f"the algebraic loop solution is not finite (t={t})")
 
 
 class _DenseLoop:
@@ -348,125 +360,131 @@ class _DenseLoop:
             except np.linalg.LinAlgError:
                 raise _singular(t) from None
             if not np.all(np.isfinite(z)):
-                raise SolverError(f"the algebraic loop solution is not finite (t={t})")
+                raise _not_finite(t)
         return {n: {k: _at(v, z) for k, v in acc.items()} for n, acc in raw.items()}
+
+
+class _Node:
+    """What the recursive solve keeps of a block: its linked ports, its inputs on the
+    batch ``[0, I]`` of ``z = [a_p; w_1..w_c]`` (``n_a`` = 6 components of ``a_p``, or 0
+    for a root, or 6 per parent port of a loop closure) and the output names it passes on."""
+
+    def __init__(self, name, block, wiring: _Wiring):
+        self.name, self.block = name, block
+        self.up = wiring.up
+        self.down = [(f"{c}.a", j) for c, j in wiring.down]
+        self.wrench = [(f"{p}.w", j) for p, j in wiring.up]
+        self.n_a, n_w = 6 * len(wiring.up), 6 * len(wiring.down)
+        Z = np.hstack([np.zeros((self.n_a + n_w, 1)), np.eye(self.n_a + n_w)])
+        self.inputs = dict(wiring.const)
+        for i, (p, _) in enumerate(wiring.up):
+            self.inputs[f"{p}.a"] = Z[6 * i:6 * i + 6]
+        for i, (c, _) in enumerate(wiring.down):
+            self.inputs[f"{c}.w"] = Z[self.n_a + 6 * i:self.n_a + 6 * i + 6]
+        self.identity = np.eye(n_w)
 
 
 class _RecursiveLoop:
     """The loop solved in O(N) over the tree of links.
 
-    Upward pass (children first): block ``n``, of inputs ``z = [a_p; w_1..w_c]`` (its
+    Upward pass (children first): block ``n``, of inputs ``z = [a_p; w]`` (its
     parent's spatial acceleration at the joint, the wrenches of its linked children),
     is evaluated on the batch ``[0, I]`` of ``z``. Each child ``i`` already gave its
     wrench as ``w_i = K_i a_i + k_i`` of the acceleration ``a_i`` that ``n`` sends
     it, and ``a_i`` is an output of ``n``: so the children's wrenches are affine in
-    ``z``, ``w = G_a a_p + G_w w + g``, solved for ``w = M a_p + m``
+    ``z``, ``w = g + G_a a_p + G_w w``, solved for ``w = M a_p + m``
     (:func:`_condense`). Put into ``n``'s own wrench on its parent, it gives ``n``'s
-    map ``W_p = K a_p + k``. A block with several linked parent ports (a loop
-    closure) must not feed accelerations through: its wrenches are constants ``k``
-    and it cuts its loop.
+    map ``W_p = K a_p + k`` (:func:`_parent_map`). A block with several linked
+    parent ports (a loop closure) must not feed accelerations through: its wrenches
+    are constants ``k`` and it cuts its loop.
 
     Downward pass (parents first): ``a_p`` from the parent, ``w = M a_p + m``, and
     every output of ``n`` at ``z``.
     """
 
     def __init__(self, plan: _Plan):
-        self.plan = plan
-        blocks = plan.system.blocks
-        self.batch = {}
+        from scipy.linalg.lapack import dgesv     # here, as solve_ivp: the FMU runs never need it
+
+        self.solve_linear = dgesv
+        self.nodes = []
         for n in plan.order:
             w = plan.wiring[n]
             if len(w.up) > 1 and w.down:
                 raise ConnectionError_(
                     f"{n!r} has several linked parent ports and linked child ports: the links do "
                     "not form a tree; use System(solver='dense')")
-            k = 6 * (len(w.up) + len(w.down))
-            self.batch[n] = np.hstack([np.zeros((k, 1)), np.eye(k)])
-        self.blocks = blocks
-
-    def _inputs(self, n):
-        """Block ``n``'s acceleration-level inputs on its batch ``[0, I]`` of ``z``."""
-        w = self.plan.wiring[n]
-        Z = self.batch[n]
-        u = dict(w.const)
-        for i, (p, _) in enumerate(w.up):
-            u[f"{p}.a"] = Z[6 * i:6 * i + 6]
-        o = 6 * len(w.up)
-        for i, (c, _) in enumerate(w.down):
-            u[f"{c}.w"] = Z[o + 6 * i:o + 6 * i + 6]
-        return u
+            self.nodes.append(_Node(n, plan.system.blocks[n], w))
 
     def solve(self, kins, t):
-        plan, blocks = self.plan, self.blocks
         maps = {}          # link -> (K, k): wrench the child sends up, W = K a + k (K None: 0)
         raw, cond = {}, {}
-        for n in reversed(plan.order):                                     # leaves to roots
-            w = plan.wiring[n]
-            acc = raw[n] = blocks[n].accelerations(kins[n], self._inputs(n))
-            if len(w.up) > 1:                                              # loop closure
-                for p, j in w.up:
-                    W = acc[f"{p}.w"]
+        for node in reversed(self.nodes):                                  # leaves to roots
+            acc = raw[node.name] = node.block.accelerations(kins[node.name], node.inputs)
+            if len(node.up) > 1:                                           # loop closure
+                for key, j in node.wrench:
+                    W = acc[key]
                     if W.shape[1] > 1 and np.any(W[:, 1:] != W[:, 0:1]):
                         raise SolverError(
-                            f"{n!r} has several linked parent ports and feeds accelerations "
+                            f"{node.name!r} has several linked parent ports and feeds accelerations "
                             "through to its wrenches: the loop is not a tree; use "
                             "System(solver='dense')")
                     maps[j] = (None, W[:, 0])
                 continue
-            M, m = cond[n] = _condense(acc, w, maps, 6 * len(w.up), t) if w.down else (None, None)
-            for p, j in w.up:
-                maps[j] = _parent_map(acc[f"{p}.w"], M, m)
-        accs, a_link = {}, {}
-        for n in plan.order:                                               # roots to leaves
-            w = plan.wiring[n]
-            z = [a_link[j] for _, j in w.up]
-            if w.down:
-                M, m = cond[n]
+            M = m = None
+            if node.down:
+                M, m = cond[node.name] = self._condense(node, acc, maps, t)
+            for key, j in node.wrench:
+                maps[j] = _parent_map(acc[key], M, m)
+        accs, a_link, check = {}, {}, 0.0
+        for node in self.nodes:                                            # roots to leaves
+            z = [a_link[j] for _, j in node.up]
+            if node.down:
+                M, m = cond[node.name]
                 z.append(m if M is None else m + M.dot(z[0]))
-            z = np.concatenate(z) if z else np.zeros(0)
-            out = accs[n] = {k: _at(v, z) for k, v in raw[n].items()}
-            for c, j in w.down:
-                a_link[j] = out[f"{c}.a"]
+            z = z[0] if len(z) == 1 else np.concatenate(z) if z else _EMPTY
+            check += z.sum()
+            out = accs[node.name] = {k: _at(v, z) for k, v in raw[node.name].items()}
+            for key, j in node.down:
+                a_link[j] = out[key]
+        if not np.isfinite(check):
+            raise _not_finite(t)
         return accs
 
+    def _condense(self, node, acc, maps, t):
+        """``(M, m)``: the wrenches of a block's linked children as ``w = M a_p + m`` of its
+        parent acceleration ``a_p`` (``M`` None for a root).
 
-def _condense(acc, wiring, maps, n_a, t):
-    """``(M, m)``: the wrenches of a block's linked children as ``w = M a_p + m`` of its
-    parent acceleration ``a_p`` (``n_a`` = 6 components, or 0 for a root: ``M`` None).
-
-    The block's batch outputs give the acceleration ``a_i`` it sends to child ``i``,
-    affine in ``z = [a_p; w]``; the child's map gives ``w_i = K_i a_i + k_i``.
-    Stacked: ``w = g + G_a a_p + G_w w``, so ``(1 - G_w) w = g + G_a a_p``."""
-    n_w = 6 * len(wiring.down)
-    g, G = np.empty(n_w), np.zeros((n_w, n_a + n_w))
-    for i, (c, j) in enumerate(wiring.down):
-        K, k = maps[j]
-        r = slice(6 * i, 6 * i + 6)
-        if K is None:                                  # a constant wrench (loop closure)
-            g[r] = k
-            continue
-        A = acc[f"{c}.a"]
-        g[r] = K.dot(A[:, 0]) + k
-        if A.shape[1] > 1:
-            G[r] = K.dot(A[:, 1:] - A[:, 0:1])
-    try:
-        X = np.linalg.solve(np.eye(n_w) - G[:, n_a:], np.column_stack([g, G[:, :n_a]]))
-    except np.linalg.LinAlgError:
-        raise _singular(t) from None
-    if not np.all(np.isfinite(X)):
-        raise SolverError(f"the algebraic loop solution is not finite (t={t})")
-    return (X[:, 1:] if n_a else None), X[:, 0]
+        The block's batch outputs give the acceleration ``a_i`` it sends to child ``i``,
+        affine in ``z = [a_p; w]``; the child's map gives ``w_i = K_i a_i + k_i``.
+        Stacked, ``H = [g, G_a, G_w]``: ``w = g + G_a a_p + G_w w``, so
+        ``(1 - G_w) [m, M] = [g, G_a]``."""
+        n_a = node.n_a
+        H = np.zeros((len(node.identity), 1 + n_a + len(node.identity)))
+        for i, (key, j) in enumerate(node.down):
+            K, k = maps[j]
+            h = H[6 * i:6 * i + 6]
+            if K is None:                              # a constant wrench (loop closure)
+                h[:, 0] = k
+                continue
+            A = acc[key]
+            h[:, 0] = K.dot(A[:, 0]) + k
+            if A.shape[1] > 1:
+                h[:, 1:] = K.dot(A[:, 1:] - A[:, 0:1])     # K L_A, L_A formed first as in _at
+        _, _, X, info = self.solve_linear(node.identity - H[:, 1 + n_a:], H[:, :1 + n_a])
+        if info > 0:
+            raise _singular(t)
+        return (X[:, 1:] if n_a else None), X[:, 0]
 
 
 def _parent_map(W, M, m):
-    """``(K, k)``: the wrench a block sends to its parent, ``W_p = K a_p + k``, once its
-    children's wrenches ``w = M a_p + m`` are put into its batch output ``W``
-    (``W = b + L_a a_p + L_w w``)."""
+    """``(K, k)``: the wrench a block sends to its parent, ``W_p = K a_p + k`` (``K`` None:
+    a constant), from its batch output ``W = b + L_a a_p + L_w w`` and its children's
+    wrenches ``w = M a_p + m`` (``M`` None: no linked child)."""
     b = W[:, 0]
     if W.shape[1] == 1:
         return None, b
     L = W[:, 1:] - W[:, 0:1]
     La, Lw = L[:, :6], L[:, 6:]
-    if M is None:                                    # no linked child
+    if M is None:
         return La, b
     return La + Lw.dot(M), b + Lw.dot(m)
