@@ -2,13 +2,16 @@
 of N = 4 ... 64 revolute bodies on a floating base (:mod:`titop_fmu.generate`).
 
     python benchmarks/scaling.py [--n 4 8 16 32 64] [--solvers recursive dense]
-                                 [--stop 0.2] [--repeats 200] [--no-run]
+                                 [--stop 0.5] [--repeats 200] [--no-run] [--cosim]
 
 For each system and solver it prints the cost of one right-hand side (kinematics
 + exact loop solve; the median of ``--repeats`` evaluations at the initial state),
 the wall time of the monolithic run (DOP853, rtol = atol = 1e-11, the
 ``System.simulate`` default) per simulated second over ``--stop`` seconds, and
-for chains the ratio RHS(64)/RHS(8) (O(N) gives 8). BLAS runs on one thread
+for chains the ratio RHS(64)/RHS(8) (O(N) gives 8). With ``--cosim``, the
+co-simulation master's wall time per simulated second over ``--stop`` seconds
+(in-process units, default options; units built, run, terminated) on the
+same systems (:func:`titop_fmu.generate.cosystem`). BLAS runs on one thread
 throughout.
 """
 
@@ -41,17 +44,29 @@ def run_cost(system, stop):
     return tr.wall / stop, tr.nfev
 
 
+def cosim_cost(n, branching, stop):
+    """Wall time [s] per simulated second of the co-simulation master, in-process units."""
+    from titop_fmu.master import engines
+    cs = generate.cosystem(n, branching)
+    t0 = time.perf_counter()
+    engines.simulate(cs, stop, engine="inprocess")
+    return (time.perf_counter() - t0) / stop
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[4, 8, 16, 32, 64])
     ap.add_argument("--solvers", nargs="+", default=["recursive", "dense"], choices=["recursive", "dense"])
-    ap.add_argument("--stop", type=float, default=0.2, help="simulated time of the runs [s]")
+    ap.add_argument("--stop", type=float, default=0.5, help="simulated time of the runs [s]")
     ap.add_argument("--repeats", type=int, default=200)
     ap.add_argument("--no-run", action="store_true", help="right-hand sides only")
+    ap.add_argument("--cosim", action="store_true", help="also the co-simulation master")
     args = ap.parse_args()
     head = f"{'system':>8} {'N':>4} {'solver':>9} {'RHS [us]':>10} {'us/body':>8}"
     if not args.no_run:
         head += f" {'run [s/sim s]':>14} {'RHS evals':>10}"
+    if args.cosim:
+        head += f" {'cosim [s/sim s]':>16}"
     print(head)
     rhs = {}
     with threadpool_limits(limits=1, user_api="blas"):
@@ -64,6 +79,8 @@ def main():
                     if not args.no_run:
                         per_s, nfev = run_cost(s, args.stop)
                         line += f" {per_s:14.3f} {nfev:10d}"
+                    if args.cosim and solver == args.solvers[0]:
+                        line += f" {cosim_cost(n, branching, args.stop):16.3f}"
                     print(line, flush=True)
     if {8, 64} <= set(args.n):
         for solver in args.solvers:
