@@ -2,6 +2,8 @@
 oracle: one linear system over all the links' unknowns) on random trees with every
 block type, at random states and inputs."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -135,7 +137,6 @@ class _Averager(Block):
     child_ports = ("c1",)
 
     def kinematics(self, x, m_parents, outputs=True):
-        from types import SimpleNamespace
         return SimpleNamespace(m_out={"c1.m": 0.5 * (m_parents["l"] + m_parents["r"])})
 
     def accelerations(self, kin, u):
@@ -171,6 +172,43 @@ def test_a_block_with_several_parents_that_is_not_a_loop_closure_needs_the_dense
     s = averaged_pendulums("recursive", True)
     with pytest.raises(ConnectionError_, match="do not form a tree.*solver='dense'"):
         s.initial_state()
+
+
+class _Slip(Block):
+    """``c1.a = p.a - c1.w``, ``p.w = c1.w``: with a child that returns ``-a`` the loop
+    ``w = -(a_p - w)`` has no solution."""
+
+    parent_ports = ("p",)
+    child_ports = ("c1",)
+
+    def kinematics(self, x, m_parents, outputs=True):
+        return SimpleNamespace(m_out={"c1.m": m_parents["p"]})
+
+    def accelerations(self, kin, u):
+        return {"p.w": u["c1.w"], "c1.a": u["p.a"] - u["c1.w"]}
+
+
+class _Reaction(Block):
+    """``p.w = -p.a``."""
+
+    parent_ports = ("p",)
+
+    def kinematics(self, x, m_parents, outputs=True):
+        return SimpleNamespace(m_out={})
+
+    def accelerations(self, kin, u):
+        return {"p.w": -u["p.a"]}
+
+
+@pytest.mark.parametrize("solver", System.SOLVERS)
+def test_singular_loop_is_a_solver_error(solver):
+    s = System(solver=solver)
+    s.add("slip", _Slip())
+    s.add("reaction", _Reaction())
+    s.connect("slip.c1", "reaction.p")
+    s.set_input("slip.p.m", np.ones(18))
+    with pytest.raises(SolverError, match="algebraic loop is singular"):
+        s.evaluate(s.initial_state())
 
 
 def test_unknown_solver_is_an_error():
