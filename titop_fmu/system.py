@@ -315,6 +315,12 @@ def _at(V, z):
     return V[:, 0] + (V[:, 1:] - V[:, 0:1]).dot(z)
 
 
+def _affine(acc):
+    """``{output: (b, L)}``: each output of a block evaluated on the batch ``[0, I]`` as
+    ``b + L z`` (``L`` None: it does not depend on ``z``), ``L`` formed as in :func:`_at`."""
+    return {k: (V[:, 0], V[:, 1:] - V[:, 0:1] if V.shape[1] > 1 else None) for k, V in acc.items()}
+
+
 _EMPTY = np.zeros(0)
 
 
@@ -419,16 +425,16 @@ class _RecursiveLoop:
         maps = {}          # link -> (K, k): wrench the child sends up, W = K a + k (K None: 0)
         raw, cond = {}, {}
         for node in reversed(self.nodes):                                  # leaves to roots
-            acc = raw[node.name] = node.block.accelerations(kins[node.name], node.inputs)
+            acc = raw[node.name] = _affine(node.block.accelerations(kins[node.name], node.inputs))
             if len(node.up) > 1:                                           # loop closure
                 for key, j in node.wrench:
-                    W = acc[key]
-                    if W.shape[1] > 1 and np.any(W[:, 1:] != W[:, 0:1]):
+                    b, L = acc[key]
+                    if L is not None and np.any(L):
                         raise SolverError(
                             f"{node.name!r} has several linked parent ports and feeds accelerations "
                             "through to its wrenches: the loop is not a tree; use "
                             "System(solver='dense')")
-                    maps[j] = (None, W[:, 0])
+                    maps[j] = (None, b)
                 continue
             M = m = None
             if node.down:
@@ -443,7 +449,7 @@ class _RecursiveLoop:
                 z.append(m if M is None else m + M.dot(z[0]))
             z = z[0] if len(z) == 1 else np.concatenate(z) if z else _EMPTY
             check += z.sum()
-            out = accs[node.name] = {k: _at(v, z) for k, v in raw[node.name].items()}
+            out = accs[node.name] = {k: b if L is None else b + L.dot(z) for k, (b, L) in raw[node.name].items()}
             for key, j in node.down:
                 a_link[j] = out[key]
         if not np.isfinite(check):
@@ -466,10 +472,10 @@ class _RecursiveLoop:
             if K is None:                              # a constant wrench (loop closure)
                 h[:, 0] = k
                 continue
-            A = acc[key]
-            h[:, 0] = K.dot(A[:, 0]) + k
-            if A.shape[1] > 1:
-                h[:, 1:] = K.dot(A[:, 1:] - A[:, 0:1])     # K L_A, L_A formed first as in _at
+            b, L = acc[key]
+            h[:, 0] = K.dot(b) + k
+            if L is not None:
+                h[:, 1:] = K.dot(L)
         _, _, X, info = self.solve_linear(node.identity - H[:, 1 + n_a:], H[:, :1 + n_a])
         if info > 0:
             raise _singular(t)
@@ -478,12 +484,11 @@ class _RecursiveLoop:
 
 def _parent_map(W, M, m):
     """``(K, k)``: the wrench a block sends to its parent, ``W_p = K a_p + k`` (``K`` None:
-    a constant), from its batch output ``W = b + L_a a_p + L_w w`` and its children's
-    wrenches ``w = M a_p + m`` (``M`` None: no linked child)."""
-    b = W[:, 0]
-    if W.shape[1] == 1:
+    a constant), from its output ``W = b + L_a a_p + L_w w`` (:func:`_affine`) and its
+    children's wrenches ``w = M a_p + m`` (``M`` None: no linked child)."""
+    b, L = W
+    if L is None:
         return None, b
-    L = W[:, 1:] - W[:, 0:1]
     La, Lw = L[:, :6], L[:, 6:]
     if M is None:
         return La, b
