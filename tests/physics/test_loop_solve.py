@@ -214,3 +214,22 @@ def test_singular_loop_is_a_solver_error(solver):
 def test_unknown_solver_is_an_error():
     with pytest.raises(ValueError, match="solver must be one of"):
         System(solver="sparse")
+
+
+def test_simulate_runs_blas_on_one_thread():
+    """Small matrices: a multithreaded BLAS costs more than it gives (and far more under
+    CPU contention), so System.simulate limits it to one thread around the integration."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+    s = generate.chain(2)
+    seen = []
+
+    def rhs(t, y, _rhs=s.rhs):
+        seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+        return _rhs(t, y)
+
+    s.rhs = rhs
+    with threadpool_limits(limits=2, user_api="blas"):
+        if max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas") < 2:
+            pytest.skip("BLAS has one thread here anyway: nothing to limit")
+        s.simulate(0.01, 0.01)
+    assert seen and set(seen) == {1}
