@@ -5,11 +5,24 @@ The wiring of a TITOP block diagram links a child port ``A.ci`` (wrench in,
 motion out) to a parent port ``B.p`` (motion in, wrench out). Per link the
 loop unknowns are the spatial acceleration that flows down and the wrench
 that flows up (12 numbers). At a given state every block is affine in them
-(:meth:`~titop_fmu.blocks.base.Block.accelerations`), so the loop is one
-linear solve: the blocks are evaluated once on a batch ``[0, I]`` of unknown
-values, which gives the loop map ``z -> A z + b`` exactly, and
-``(1 - A) z = b`` is solved. This run has no coupling error and is the ground
-truth for the co-simulation master.
+(:meth:`~titop_fmu.blocks.base.Block.accelerations`), so the loop is linear
+and is solved exactly, in one of two ways:
+
+* ``solver="recursive"`` (default), O(N): the links form a tree (a loop
+  closure has no acceleration feedthrough, so it cuts its loop), and the
+  wrench a block sends to its parent is an affine function of the parent's
+  acceleration, ``W = K a + k`` (the block's inverse model loaded by its
+  subtree: ``-K`` is the articulated inertia). These maps are condensed from
+  the leaves to the roots, each block evaluated on a batch of a few columns,
+  then the accelerations are propagated from the roots to the leaves: the
+  articulated-body algorithm in TITOP's own terms;
+* ``solver="dense"``, O(N^2) to O(N^3): the blocks are evaluated once on a
+  batch ``[0, I]`` of all the unknowns, which gives the loop map
+  ``z -> A z + b``, and ``(1 - A) z = b`` is solved. Any wiring; kept as the
+  tests' oracle of the recursive solve.
+
+This run has no coupling error and is the ground truth for the co-simulation
+master.
 """
 
 from __future__ import annotations
@@ -20,7 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .blocks.base import Block, col
+from .cosim.numerics import single_threaded_blas
 from .errors import ConnectionError_, SolverError
+from .topology import tree_order
 
 
 @dataclass(frozen=True)
@@ -39,9 +54,17 @@ class System:
     >>> s.add("arm", RevoluteBody(RigidBody(1, com=[0, -1, 0])))
     >>> s.link("base.c1", "arm.p")
     >>> s.set_input("base.ext.w", [0, 9.81 * 11, 0, 0, 0, 0])
+
+    ``solver``: how the algebraic loop is solved, ``"recursive"`` (O(N), a tree
+    plus loop closures) or ``"dense"`` (any wiring); see the module docstring.
     """
 
-    def __init__(self):
+    SOLVERS = ("recursive", "dense")
+
+    def __init__(self, solver: str = "recursive"):
+        if solver not in self.SOLVERS:
+            raise ValueError(f"solver must be one of {self.SOLVERS}, got {solver!r}")
+        self.solver = solver
         self.blocks: dict[str, Block] = {}
         self.links: list[Link] = []
         self.values: dict[tuple[str, str], np.ndarray] = {}
@@ -157,7 +180,11 @@ class System:
 
         start = time.perf_counter()
         try:
-            sol = solve_ivp(fun, (0.0, t_eval[-1]), y0, method=method, t_eval=t_eval, rtol=rtol, atol=atol)
+            # BLAS on one thread: the matrices are 6x6 to 12 N, where threads cost more than they
+            # give, and under CPU contention a multithreaded BLAS made one RHS 80 times slower
+            with single_threaded_blas():
+                sol = solve_ivp(fun, (0.0, t_eval[-1]), y0, method=method, t_eval=t_eval,
+                                rtol=rtol, atol=atol)
         finally:
             if bar is not None:
                 bar.close()
@@ -179,7 +206,8 @@ class Trajectory:
 
 
 class _Plan:
-    """Checked wiring of a :class:`System`: evaluation order, state and unknown layout."""
+    """Checked wiring of a :class:`System`: evaluation order, state layout, the sources of
+    every block's inputs, and the solve of the algebraic loop."""
 
     def __init__(self, system: System):
         self.system = system
@@ -206,88 +234,255 @@ class _Plan:
             self.state_slices[n] = slice(offset, offset + k)
             offset += k
         self.n_states = offset
-        self.n_unknowns = 12 * len(system.links)
-        self.batch = np.hstack([np.zeros((self.n_unknowns, 1)), np.eye(self.n_unknowns)])
-        self.identity = np.eye(self.n_unknowns)
         self.wiring = {n: self._wiring(n) for n in self.order}
+        if system.solver == "dense":
+            self.loop = _DenseLoop(self)
+        else:
+            self.loop = _RecursiveLoop(self)
 
     def _wiring(self, n):
-        """Where each input of block ``n`` comes from and where its loop outputs go.
-
-        ``kin``: ``(port, (source block, "ci.m") or constant 18-vector)``;
-        ``acc_in``: ``(name, rows of the unknowns or constant column)``;
-        ``acc_out``: ``(name, rows of the unknowns)``.
-        """
+        """Where the inputs of block ``n`` come from: ``kin``, ``(port, (source block, "ci.m")
+        or constant 18-vector)`` per parent port; ``const``, the constant acceleration-level
+        inputs as columns; ``up`` and ``down``, ``(port, link index)`` of its linked parent
+        and child ports."""
         b, links, values = self.system.blocks[n], self.system.links, self.system.values
-        kin, acc_in, acc_out = [], [], []
+        kin, const, up, down = [], {}, [], []
         for p in b.parent_ports:
             j = self.parent_link.get((n, p))
             if j is None:
                 m = values[(n, f"{p}.m")]
                 kin.append((p, m))
-                acc_in.append((f"{p}.a", col(m[0:6])))
+                const[f"{p}.a"] = col(m[0:6])
             else:
                 kin.append((p, (links[j].parent, f"{links[j].child_port}.m")))
-                acc_in.append((f"{p}.a", slice(12 * j, 12 * j + 6)))
-                acc_out.append((f"{p}.w", slice(12 * j + 6, 12 * j + 12)))
+                up.append((p, j))
         for c in b.child_ports:
             j = self.child_link.get((n, c))
             if j is None:
-                acc_in.append((f"{c}.w", col(values[(n, f"{c}.w")])))
+                const[f"{c}.w"] = col(values[(n, f"{c}.w")])
             else:
-                acc_in.append((f"{c}.w", slice(12 * j + 6, 12 * j + 12)))
-                acc_out.append((f"{c}.a", slice(12 * j, 12 * j + 6)))
+                down.append((c, j))
         for e, size in b.extra_inputs.items():
-            acc_in.append((e, col(values.get((n, e), np.zeros(size)))))
-        return kin, acc_in, acc_out
+            const[e] = col(values.get((n, e), np.zeros(size)))
+        return _Wiring(kin, const, up, down)
 
     def _topological_order(self):
-        sysm = self.system
-        deps = {n: set() for n in sysm.blocks}
-        for l in sysm.links:
-            deps[l.child].add(l.parent)
-        order, done = [], set()
-        while len(order) < len(deps):
-            ready = [n for n in deps if n not in done and deps[n] <= done]
-            if not ready:
-                cyc = sorted(n for n in deps if n not in done)
-                raise ConnectionError_(f"the motion links form a cycle through {cyc}; close kinematic "
-                                       "loops with a LoopClosure block instead")
-            for n in ready:
-                order.append(n)
-                done.add(n)
-        return order
+        children = {n: [] for n in self.system.blocks}
+        for link in self.system.links:
+            children[link.parent].append(link.child)
+        return tree_order(children, what="motion links",
+                          hint="close kinematic loops with a LoopClosure block instead")
 
     def evaluate(self, y, t=None):
+        """``(kins, accs)``: every block's kinematics (parents first) and its solved
+        acceleration stage (1-D arrays)."""
         blocks = self.system.blocks
-        # 1. kinematic pass, parents first
         kins = {}
         for n in self.order:
-            kin_src = self.wiring[n][0]
             m_par = {p: src if isinstance(src, np.ndarray) else kins[src[0]].m_out[src[1]]
-                     for p, src in kin_src}
+                     for p, src in self.wiring[n].kin}
             kins[n] = blocks[n].kinematics(y[self.state_slices[n]], m_par)
-        # 2. acceleration stage on the batch [0, I] of loop unknowns
+        return kins, self.loop.solve(kins, t)
+
+
+@dataclass(frozen=True)
+class _Wiring:
+    kin: list       # (parent port, (source block, "ci.m") or constant 18-vector)
+    const: dict     # acceleration-level input -> constant (n, 1) column
+    up: list        # (parent port, link index) of the linked parent ports
+    down: list      # (child port, link index) of the linked child ports
+
+
+def _at(V, z):
+    """The value at the inputs ``z`` of an output ``V`` evaluated on the batch ``[0, I]``:
+    ``b + L z`` with ``b = V[:, 0]``, ``L = V[:, 1:] - b`` (one column: no dependence).
+
+    ``L`` is formed before the product: an output that does not depend on an input
+    then has an exact zero there. ``V [1 - sum(z); z]``, one product, adds
+    ``b z_i - b z_i`` rounding terms for every input (measured: 1e-11 instead of
+    2e-15 relative between the two solves on a 64-body chain)."""
+    if V.shape[1] == 1:
+        return V[:, 0]
+    return V[:, 0] + (V[:, 1:] - V[:, 0:1]).dot(z)
+
+
+def _affine(acc):
+    """``{output: (b, L)}``: each output of a block evaluated on the batch ``[0, I]`` as
+    ``b + L z`` (``L`` None: it does not depend on ``z``), ``L`` formed as in :func:`_at`."""
+    return {k: (V[:, 0], V[:, 1:] - V[:, 0:1] if V.shape[1] > 1 else None) for k, V in acc.items()}
+
+
+_EMPTY = np.zeros(0)
+
+
+def _singular(t):
+    return SolverError(f"the algebraic loop is singular (t={t}): check for bodies without "
+                       "mass or inertia along a joint")
+
+
+def _not_finite(t):
+    return SolverError(f"the algebraic loop solution is not finite (t={t})")
+
+
+class _DenseLoop:
+    """The loop solved as one dense linear system over all the links' unknowns: blocks
+    evaluated on the batch ``[0, I]`` of the 12 unknowns per link, ``(1 - A) z = b``."""
+
+    def __init__(self, plan: _Plan):
+        self.plan = plan
+        n = 12 * len(plan.system.links)
+        self.batch = np.hstack([np.zeros((n, 1)), np.eye(n)])
+        self.identity = np.eye(n)
+
+    def solve(self, kins, t):
+        plan, blocks = self.plan, self.plan.system.blocks
         Z = self.batch
         Y = np.empty_like(Z)
         raw = {}
-        for n in self.order:
-            _, acc_in, acc_out = self.wiring[n]
-            u = {k: Z[src] if isinstance(src, slice) else src for k, src in acc_in}
+        for n in plan.order:
+            w = plan.wiring[n]
+            u = dict(w.const)
+            u.update({f"{p}.a": Z[12 * j:12 * j + 6] for p, j in w.up})
+            u.update({f"{c}.w": Z[12 * j + 6:12 * j + 12] for c, j in w.down})
             acc = raw[n] = blocks[n].accelerations(kins[n], u)
-            for k, rows in acc_out:
-                Y[rows] = acc[k]
-        # 3. the loop: z = A z + b, solved exactly
-        if self.n_unknowns:
+            for p, j in w.up:
+                Y[12 * j + 6:12 * j + 12] = acc[f"{p}.w"]
+            for c, j in w.down:
+                Y[12 * j:12 * j + 6] = acc[f"{c}.a"]
+        z = np.zeros(0)
+        if len(Z):
             b0 = Y[:, 0]
             try:
                 z = np.linalg.solve(self.identity - (Y[:, 1:] - b0[:, None]), b0)
             except np.linalg.LinAlgError:
-                raise SolverError(f"the algebraic loop is singular (t={t}): check for bodies without "
-                                  "mass or inertia along a joint") from None
+                raise _singular(t) from None
             if not np.all(np.isfinite(z)):
-                raise SolverError(f"the algebraic loop solution is not finite (t={t})")
-        accs = {n: {k: v[:, 0] + (v[:, 1:] - v[:, 0:1]) @ z if v.shape[1] > 1 else v[:, 0]
-                    for k, v in acc.items()}
-                for n, acc in raw.items()}
-        return kins, accs
+                raise _not_finite(t)
+        return {n: {k: _at(v, z) for k, v in acc.items()} for n, acc in raw.items()}
+
+
+class _Node:
+    """What the recursive solve keeps of a block: its linked ports, its inputs on the
+    batch ``[0, I]`` of ``z = [a_p; w_1..w_c]`` (``n_a`` = 6 components of ``a_p``, or 0
+    for a root, or 6 per parent port of a loop closure) and the output names it passes on."""
+
+    def __init__(self, name, block, wiring: _Wiring):
+        self.name, self.block = name, block
+        self.up = wiring.up
+        self.down = [(f"{c}.a", j) for c, j in wiring.down]
+        self.wrench = [(f"{p}.w", j) for p, j in wiring.up]
+        self.n_a, n_w = 6 * len(wiring.up), 6 * len(wiring.down)
+        Z = np.hstack([np.zeros((self.n_a + n_w, 1)), np.eye(self.n_a + n_w)])
+        self.inputs = dict(wiring.const)
+        for i, (p, _) in enumerate(wiring.up):
+            self.inputs[f"{p}.a"] = Z[6 * i:6 * i + 6]
+        for i, (c, _) in enumerate(wiring.down):
+            self.inputs[f"{c}.w"] = Z[self.n_a + 6 * i:self.n_a + 6 * i + 6]
+        self.identity = np.eye(n_w)
+
+
+class _RecursiveLoop:
+    """The loop solved in O(N) over the tree of links.
+
+    Upward pass (children first): block ``n``, of inputs ``z = [a_p; w]`` (its
+    parent's spatial acceleration at the joint, the wrenches of its linked children),
+    is evaluated on the batch ``[0, I]`` of ``z``. Each child ``i`` already gave its
+    wrench as ``w_i = K_i a_i + k_i`` of the acceleration ``a_i`` that ``n`` sends
+    it, and ``a_i`` is an output of ``n`` (``x'dot_Ci = tau_CiP x'dot_P``, eq. 23,
+    with the joint acceleration of eq. 22 / 28 that depends on ``w``): so the
+    children's wrenches are affine in ``z``, ``w = g + G_a a_p + G_w w``, solved for
+    ``w = M a_p + m`` (:func:`_condense`). Put into ``n``'s own wrench on its parent
+    (eq. 15 / 18 / 29, the children's wrenches transported by eq. 13), it gives
+    ``n``'s map ``W_p = K a_p + k`` (:func:`_parent_map`). A block with several linked
+    parent ports (a loop closure) must not feed accelerations through: its wrenches
+    are constants ``k`` and it cuts its loop.
+
+    Downward pass (parents first): ``a_p`` from the parent, ``w = M a_p + m``, and
+    every output of ``n`` at ``z``.
+    """
+
+    def __init__(self, plan: _Plan):
+        from scipy.linalg.lapack import dgesv     # here, as solve_ivp: the FMU runs never need it
+
+        self.solve_linear = dgesv
+        self.nodes = []
+        for n in plan.order:
+            w = plan.wiring[n]
+            if len(w.up) > 1 and w.down:
+                raise ConnectionError_(
+                    f"{n!r} has several linked parent ports and linked child ports: the links do "
+                    "not form a tree; use System(solver='dense')")
+            self.nodes.append(_Node(n, plan.system.blocks[n], w))
+
+    def solve(self, kins, t):
+        maps = {}          # link -> (K, k): wrench the child sends up, W = K a + k (K None: 0)
+        raw, cond = {}, {}
+        for node in reversed(self.nodes):                                  # leaves to roots
+            acc = raw[node.name] = _affine(node.block.accelerations(kins[node.name], node.inputs))
+            if len(node.up) > 1:                                           # loop closure
+                for key, j in node.wrench:
+                    b, L = acc[key]
+                    if L is not None and np.any(L):
+                        raise SolverError(
+                            f"{node.name!r} has several linked parent ports and feeds accelerations "
+                            "through to its wrenches: the loop is not a tree; use "
+                            "System(solver='dense')")
+                    maps[j] = (None, b)
+                continue
+            M = m = None
+            if node.down:
+                M, m = cond[node.name] = self._condense(node, acc, maps, t)
+            for key, j in node.wrench:
+                maps[j] = _parent_map(acc[key], M, m)
+        accs, a_link, check = {}, {}, 0.0
+        for node in self.nodes:                                            # roots to leaves
+            z = [a_link[j] for _, j in node.up]
+            if node.down:
+                M, m = cond[node.name]
+                z.append(m if M is None else m + M.dot(z[0]))
+            z = z[0] if len(z) == 1 else np.concatenate(z) if z else _EMPTY
+            check += z.sum()
+            out = accs[node.name] = {k: b if L is None else b + L.dot(z) for k, (b, L) in raw[node.name].items()}
+            for key, j in node.down:
+                a_link[j] = out[key]
+        if not np.isfinite(check):
+            raise _not_finite(t)
+        return accs
+
+    def _condense(self, node, acc, maps, t):
+        """``(M, m)``: the wrenches of a block's linked children as ``w = M a_p + m`` of its
+        parent acceleration ``a_p`` (``M`` None for a root).
+
+        The block's batch outputs give the acceleration ``a_i`` it sends to child ``i``,
+        affine in ``z = [a_p; w]``; the child's map gives ``w_i = K_i a_i + k_i``.
+        Stacked, ``H = [g, G_a, G_w]``: ``w = g + G_a a_p + G_w w``, so
+        ``(1 - G_w) [m, M] = [g, G_a]``."""
+        n_a = node.n_a
+        H = np.zeros((len(node.identity), 1 + n_a + len(node.identity)))
+        for i, (key, j) in enumerate(node.down):
+            K, k = maps[j]
+            h = H[6 * i:6 * i + 6]
+            if K is None:                              # a constant wrench (loop closure)
+                h[:, 0] = k
+                continue
+            b, L = acc[key]
+            h[:, 0] = K.dot(b) + k
+            if L is not None:
+                h[:, 1:] = K.dot(L)
+        _, _, X, info = self.solve_linear(node.identity - H[:, 1 + n_a:], H[:, :1 + n_a])
+        if info > 0:
+            raise _singular(t)
+        return (X[:, 1:] if n_a else None), X[:, 0]
+
+
+def _parent_map(W, M, m):
+    """``(K, k)``: the wrench a block sends to its parent, ``W_p = K a_p + k`` (``K`` None:
+    a constant), from its output ``W = b + L_a a_p + L_w w`` (:func:`_affine`) and its
+    children's wrenches ``w = M a_p + m`` (``M`` None: no linked child)."""
+    b, L = W
+    if L is None:
+        return None, b
+    La, Lw = L[:, :6], L[:, 6:]
+    if M is None:
+        return La, b
+    return La + Lw.dot(M), b + Lw.dot(m)

@@ -6,28 +6,29 @@ from .errors import ConnectionError_
 
 
 def tree_order(children: dict, what: str = "tree topology", hint: str = "") -> list:
-    """The nodes of ``{node: [its children]}`` parents first (reverse post-order of a depth-first
-    search, iterative: any depth); a directed cycle is a :class:`ConnectionError_` naming it,
+    """The nodes of ``{node: [its children]}`` parents first, level by level (each level in
+    the order of ``children``); a directed cycle is a :class:`ConnectionError_` naming it,
     e.g. ``cycle in the tree topology: x -> y -> z -> x (hint)``."""
-    state = {n: 0 for n in children}            # 0 new, 1 on the path, 2 done
-    post = []
-    for root in children:
-        if state[root]:
-            continue
-        state[root] = 1
-        path, todo = [root], [iter(children[root])]
-        while todo:
-            c = next(todo[-1], None)
-            if c is None:
-                n = path.pop()
-                todo.pop()
-                state[n] = 2
-                post.append(n)
-            elif state[c] == 1:
-                cycle = path[path.index(c):] + [c]
-                raise ConnectionError_(f"cycle in the {what}: " + " -> ".join(cycle) + (f" ({hint})" if hint else ""))
-            elif state[c] == 0:
-                state[c] = 1
-                path.append(c)
-                todo.append(iter(children[c]))
-    return post[::-1]
+    parents = {n: 0 for n in children}
+    for n in children:
+        for c in children[n]:
+            parents[c] += 1
+    order, level = [], [n for n in children if parents[n] == 0]
+    while level:
+        order += level
+        nxt = []
+        for n in level:
+            for c in children[n]:
+                parents[c] -= 1
+                if parents[c] == 0:
+                    nxt.append(c)
+        level = [n for n in children if n in set(nxt)]
+    if len(order) < len(children):
+        left = set(children) - set(order)            # every one of them is on a cycle or below one
+        path, n = [], next(n for n in children if n in left)
+        while n not in path:
+            path.append(n)
+            n = next(c for c in children[n] if c in left)
+        cycle = path[path.index(n):] + [n]
+        raise ConnectionError_(f"cycle in the {what}: " + " -> ".join(cycle) + (f" ({hint})" if hint else ""))
+    return order

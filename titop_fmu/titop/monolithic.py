@@ -21,9 +21,9 @@ from ..spatial import dcm_from_quat, euler_from_dcm
 from ..system import System
 
 
-def twin(cs: CoSystem) -> System:
+def twin(cs: CoSystem, solver: str = "recursive") -> System:
     """The :class:`System` of ``cs`` (TITOP models, links and constant inputs only)."""
-    s = System()
+    s = System(solver)
     for name, spec in cs.units.items():
         if not isinstance(spec.model, str) or spec.model.endswith(".fmu"):
             raise ConnectionError_(f"unit {name!r}: only TITOP model identifiers have a monolithic twin")

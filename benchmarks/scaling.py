@@ -1,0 +1,92 @@
+"""Cost of the monolithic engine against the number of bodies: chains and binary trees
+of N = 4 ... 64 revolute bodies on a floating base (:mod:`titop_fmu.scenarios.generate`).
+
+    python benchmarks/scaling.py [--n 4 8 16 32 64] [--solvers recursive dense]
+                                 [--stop 0.5] [--repeats 200] [--no-run] [--cosim]
+
+For each system and solver it prints the cost of one right-hand side (kinematics
++ exact loop solve; the median of ``--repeats`` evaluations at the initial state),
+the wall time of the monolithic run (DOP853, rtol = atol = 1e-11, the
+``System.simulate`` default) per simulated second over ``--stop`` seconds, and
+for chains the ratio RHS(64)/RHS(8) (O(N) gives 8). With ``--cosim``, the
+co-simulation master's wall time per simulated second over ``--stop`` seconds
+(in-process units, default options; units built, run, terminated) on the
+same systems (:func:`titop_fmu.scenarios.generate.cosystem`). BLAS runs on one thread
+throughout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from threadpoolctl import threadpool_limits
+
+from titop_fmu.scenarios import generate
+
+
+def rhs_cost(system, repeats):
+    """Median wall time [s] of one right-hand side at the initial state."""
+    y = system.initial_state()
+    system.rhs(0.0, y)                                  # the plan is compiled on first use
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        system.rhs(0.0, y)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def run_cost(system, stop):
+    """``(wall [s] per simulated second, RHS evaluations)`` of the monolithic run."""
+    tr = system.simulate(stop, dt=stop / 10)
+    return tr.wall / stop, tr.nfev
+
+
+def cosim_cost(n, branching, stop):
+    """Wall time [s] per simulated second of the co-simulation master, in-process units."""
+    from titop_fmu.cosim import simulate
+    from titop_fmu.titop import TitopUnits
+    cs = generate.cosystem(n, branching)
+    t0 = time.perf_counter()
+    simulate(cs, stop, TitopUnits("inprocess"))
+    return (time.perf_counter() - t0) / stop
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[4, 8, 16, 32, 64])
+    ap.add_argument("--solvers", nargs="+", default=["recursive", "dense"], choices=["recursive", "dense"])
+    ap.add_argument("--stop", type=float, default=0.5, help="simulated time of the runs [s]")
+    ap.add_argument("--repeats", type=int, default=200)
+    ap.add_argument("--no-run", action="store_true", help="right-hand sides only")
+    ap.add_argument("--cosim", action="store_true", help="also the co-simulation master")
+    args = ap.parse_args()
+    head = f"{'system':>8} {'N':>4} {'solver':>9} {'RHS [us]':>10} {'us/body':>8}"
+    if not args.no_run:
+        head += f" {'run [s/sim s]':>14} {'RHS evals':>10}"
+    if args.cosim:
+        head += f" {'cosim [s/sim s]':>16}"
+    print(head)
+    rhs = {}
+    with threadpool_limits(limits=1, user_api="blas"):
+        for kind, branching in (("chain", 1), ("tree", 2)):
+            for n in args.n:
+                for solver in args.solvers:
+                    s = generate.tree(n, branching, solver=solver)
+                    c = rhs[kind, n, solver] = rhs_cost(s, args.repeats)
+                    line = f"{kind:>8} {n:4d} {solver:>9} {c * 1e6:10.0f} {c * 1e6 / n:8.1f}"
+                    if not args.no_run:
+                        per_s, nfev = run_cost(s, args.stop)
+                        line += f" {per_s:14.3f} {nfev:10d}"
+                    if args.cosim and solver == args.solvers[0]:
+                        line += f" {cosim_cost(n, branching, args.stop):16.3f}"
+                    print(line, flush=True)
+    if {8, 64} <= set(args.n):
+        for solver in args.solvers:
+            print(f"chain RHS(64)/RHS(8), {solver}: {rhs['chain', 64, solver] / rhs['chain', 8, solver]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""Whole-process wall time of the balloon's in-process monolithic run against Pinocchio.
+
+    python benchmarks/vs_pinocchio.py [--stop 20] [--repeats 3] [--pin-rtol 1e-10] [--titop-rtol 1e-12]
+
+Both are timed as separate processes, as a user runs them (interpreter start,
+imports, the run, the CSV written), alternately, ``--repeats`` times each; the
+medians and their ratio are printed:
+
+* TITOP: ``titop-fmu simulate balloon --engine inprocess --stop 20 --out ... --quiet``
+  (the exact loop solve, DOP853 at ``--titop-rtol``, the command's default 1e-12),
+  run as ``python -m titop_fmu.cli`` so that the package of this checkout is used;
+* Pinocchio: ``validation/engines/pinocchio_balloon.py`` (ABA, the same
+  scenario), scipy DOP853 at ``--pin-rtol`` (rtol = atol), the same output grid.
+
+Also printed: the TITOP run's largest error against the committed Pinocchio
+reference (``validation/reference/balloon_pinocchio.csv``, DOP853 at 1e-12).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+REF = ROOT / "validation" / "reference" / "balloon_pinocchio.csv"
+
+PINOCCHIO = """
+import sys
+import numpy as np
+from validation.engines import pinocchio_balloon as pb
+stop, rtol, out = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+run = pb.simulate(t_stop=stop, dt=0.01, rtol=rtol, atol=rtol)
+np.savetxt(out, np.column_stack([run[k] for k in pb.OUTPUTS]), delimiter=",",
+           header=",".join(pb.OUTPUTS), comments="", fmt="%.17g")
+"""
+
+
+def timed(cmd, env):
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--stop", type=float, default=20.0)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--pin-rtol", type=float, default=1e-10)
+    ap.add_argument("--titop-rtol", type=float, default=1e-12)
+    args = ap.parse_args()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               PYTHONWARNINGS="ignore")
+    with tempfile.TemporaryDirectory() as tmp:
+        titop_csv, pin_csv = Path(tmp) / "titop.csv", Path(tmp) / "pinocchio.csv"
+        titop_cmd = [sys.executable, "-m", "titop_fmu.cli", "simulate", "balloon", "--engine", "inprocess",
+                     "--stop", str(args.stop), "--rtol", str(args.titop_rtol), "--out", str(titop_csv), "--quiet"]
+        pin_cmd = [sys.executable, "-c", PINOCCHIO, str(args.stop), str(args.pin_rtol), str(pin_csv)]
+        titop, pin = [], []
+        for _ in range(args.repeats):
+            titop.append(timed(titop_cmd, env))
+            pin.append(timed(pin_cmd, env))
+        run = np.loadtxt(titop_csv, delimiter=",", skiprows=1)
+        ref = np.loadtxt(REF, delimiter=",", skiprows=1)
+    err = np.max(np.abs(run[:, 1:] - ref[:len(run), 1:]))
+    t, p = statistics.median(titop), statistics.median(pin)
+    print(f"TITOP in-process monolithic at {args.titop_rtol:g}, whole process: {t:.2f} s (runs {', '.join(f'{x:.2f}' for x in titop)})")
+    print(f"Pinocchio + DOP853 at {args.pin_rtol:g}, whole process: {p:.2f} s "
+          f"(runs {', '.join(f'{x:.2f}' for x in pin)})")
+    print(f"ratio TITOP / Pinocchio: {t / p:.2f}")
+    print(f"TITOP max |error| vs the Pinocchio reference over {args.stop:g} s: {err:.2e}")
+
+
+if __name__ == "__main__":
+    main()

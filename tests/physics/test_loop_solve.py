@@ -1,0 +1,235 @@
+"""The O(N) recursive loop solve of the monolithic engine against the dense solve (the
+oracle: one linear system over all the links' unknowns) on random trees with every
+block type, at random states and inputs."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from titop_fmu.scenarios import generate
+from titop_fmu.blocks import (Block, FloatingBase, ImposedMotionBase, LoopClosure, PrismaticBody,
+                              RevoluteBody, RigidBody, WeldedBody)
+from titop_fmu.errors import ConnectionError_, SolverError
+from titop_fmu.system import System
+
+pytestmark = pytest.mark.filterwarnings("ignore::titop_fmu.errors.ParameterWarning")
+
+JOINTS = ("welded", "revolute", "prismatic", "revolute-inverse", "prismatic-inverse")
+
+
+def rand_inertia(rng):
+    """Inertia of a random cloud of point masses: always physically realisable."""
+    pts, ms = rng.standard_normal((5, 3)), 0.2 + rng.random(5)
+    return sum(m * (p @ p * np.eye(3) - np.outer(p, p)) for m, p in zip(ms, pts))
+
+
+def rand_body(rng, n_children):
+    return RigidBody(0.5 + rng.random(), rand_inertia(rng), com=rng.standard_normal(3),
+                     children=[rng.standard_normal(3) for _ in range(n_children)])
+
+
+def rand_psd(rng):
+    A = rng.standard_normal((6, 6))
+    return A @ A.T
+
+
+def random_system(rng, n_bodies, solver):
+    """Roots: a floating base (inputs in R_i or R_b) and an imposed-motion base; bodies of
+    every joint type (forward and inverse) hung from random earlier blocks, some with
+    several children, some child ports left free with a given wrench; loop closures
+    between random blocks, and one tied to a given motion."""
+    gravity = rng.standard_normal(3)
+    s = System(solver=solver)
+    kinds = ["floating", "imposed"] + [JOINTS[rng.integers(len(JOINTS))] for _ in range(n_bodies)]
+    kinds[2:2 + len(JOINTS)] = JOINTS                               # every joint type at least once
+    parent = [None, None] + [int(rng.integers(0, i)) for i in range(2, len(kinds))]
+    n_closures = 3
+    ends = [int(rng.integers(0, len(kinds))) for _ in range(2 * n_closures - 1)]
+    n_free = rng.integers(0, 2, len(kinds))                          # free child ports (given wrench)
+    n_ports = [sum(p == i for p in parent) + ends.count(i) + n_free[i] for i in range(len(kinds))]
+    names = [f"{k.split('-')[0]}{i}" for i, k in enumerate(kinds)]
+    for i, (kind, name) in enumerate(zip(kinds, names)):
+        body = rand_body(rng, n_ports[i])
+        twist0 = rng.standard_normal(6)
+        if kind == "floating":
+            block = FloatingBase(body, ext_frame=("inertial", "body")[i % 2], gravity=gravity, twist0=twist0)
+        elif kind == "imposed":
+            block = ImposedMotionBase(body, gravity=gravity, twist0=twist0)
+        elif kind == "welded":
+            block = WeldedBody(body, gravity=gravity, mount=rng.standard_normal(3))
+        else:
+            joint, _, mode = kind.partition("-")
+            cls = RevoluteBody if joint == "revolute" else PrismaticBody
+            block = cls(body, axis=rng.standard_normal(3), gravity=gravity, mount=rng.standard_normal(3),
+                        k=rng.random(), d=rng.random(), mode=mode or "forward")
+        s.add(name, block)
+        for e, size in block.extra_inputs.items():
+            s.set_input(f"{name}.{e}", rng.standard_normal(size))
+    free = {i: [f"{names[i]}.c{k + 1}" for k in range(n_ports[i])] for i in range(len(kinds))}
+    for i in range(2, len(kinds)):
+        s.link(free[parent[i]].pop(), f"{names[i]}.p")
+    for c in range(n_closures):
+        s.add(f"closure{c}", LoopClosure(rand_psd(rng), rand_psd(rng)))
+        s.link(free[ends[2 * c]].pop(), f"closure{c}.l")
+        if c < n_closures - 1:
+            s.link(free[ends[2 * c + 1]].pop(), f"closure{c}.r")
+        else:                                                          # tied to a given motion
+            m = rng.standard_normal(18)
+            s.set_input(f"closure{c}.r.m", m)
+    for ports in free.values():
+        for port in ports:
+            s.set_input(f"{port}.w", rng.standard_normal(6))
+    return s
+
+
+def random_state(rng, s):
+    y = rng.standard_normal(len(s.initial_state()))
+    for name, b in s.blocks.items():
+        if b.n_states == 13:                                            # a base: unit quaternion
+            q = y[s.state_slice(name)][9:13]
+            y[s.state_slice(name)][9:13] = q / np.linalg.norm(q)
+    return y
+
+
+def assert_same_solution(a, b, rtol=1e-12):
+    """Every solved output of every block (accelerations, wrenches, joint accelerations
+    and efforts) equal to ``rtol`` relative to the largest of its kind."""
+    for kind in (".a", ".w", "joint."):
+        ref = [v for n in b for k, v in b[n].items() if kind in k]
+        scale = max(np.max(np.abs(v)) for v in ref)
+        for n in b:
+            for k in b[n]:
+                if kind in k:
+                    err = np.max(np.abs(a[n][k] - b[n][k]))
+                    assert err <= rtol * scale, f"{n}.{k}: {err:.2e} > {rtol:g} * {scale:.2e}"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_recursive_solve_equals_the_dense_solve_on_random_trees(seed):
+    rng = np.random.default_rng(seed)
+    n_bodies = int(rng.integers(5, 20))
+    s = random_system(np.random.default_rng(seed), n_bodies, "recursive")
+    dense = random_system(np.random.default_rng(seed), n_bodies, "dense")
+    assert {type(b) for b in s.blocks.values()} == {FloatingBase, ImposedMotionBase, WeldedBody,
+                                                    RevoluteBody, PrismaticBody, LoopClosure}
+    assert max(len(b.child_ports) for b in s.blocks.values()) >= 3
+    for _ in range(3):
+        y = random_state(rng, s)
+        (_, a), (_, b) = s.evaluate(y), dense.evaluate(y)
+        assert_same_solution(a, b)
+        assert np.allclose(s.rhs(0.0, y), dense.rhs(0.0, y), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("n, branching", [(64, 1), (63, 2), (40, 4)])
+def test_recursive_solve_equals_the_dense_solve_on_long_chains_and_trees(n, branching):
+    s, dense = generate.tree(n, branching), generate.tree(n, branching, solver="dense")
+    y = random_state(np.random.default_rng(n), s)
+    (_, a), (_, b) = s.evaluate(y), dense.evaluate(y)
+    assert_same_solution(a, b)
+
+
+class _Averager(Block):
+    """Two parent ports, and the mean of their accelerations at a child port: a block
+    that feeds accelerations through between parents, i.e. not a loop closure."""
+
+    parent_ports = ("l", "r")
+    child_ports = ("c1",)
+
+    def kinematics(self, x, m_parents, outputs=True):
+        return SimpleNamespace(m_out={"c1.m": 0.5 * (m_parents["l"] + m_parents["r"])})
+
+    def accelerations(self, kin, u):
+        return {"l.w": 0.5 * u["c1.w"] + u["l.a"] - u["r.a"], "r.w": 0.5 * u["c1.w"],
+                "c1.a": 0.5 * (u["l.a"] + u["r.a"])}
+
+
+def averaged_pendulums(solver, link_child):
+    s = System(solver=solver)
+    s.add("ground", ImposedMotionBase(RigidBody(1.0, np.eye(3), children=[[0, 0, 0], [1, 0, 0]])))
+    s.add("a", RevoluteBody(RigidBody(1.0, com=[0, -1, 0], children=[[0, -1, 0]])))
+    s.add("b", RevoluteBody(RigidBody(1.0, com=[0, -1, 0], children=[[0, -1, 0]]), q0=0.4))
+    s.add("mean", _Averager())
+    s.link("ground.c1", "a.p")
+    s.link("ground.c2", "b.p")
+    s.link("a.c1", "mean.l")
+    s.link("b.c1", "mean.r")
+    if link_child:
+        s.add("tip", RevoluteBody(RigidBody(1.0, com=[0, -1, 0])))
+        s.link("mean.c1", "tip.p")
+    else:
+        s.set_input("mean.c1.w", [1.0, 0, 0, 0, 0, 0])
+    return s
+
+
+def test_a_block_with_several_parents_that_is_not_a_loop_closure_needs_the_dense_solve():
+    for link_child in (False, True):
+        dense = averaged_pendulums("dense", link_child)
+        assert np.all(np.isfinite(dense.rhs(0.0, dense.initial_state())))
+    s = averaged_pendulums("recursive", False)
+    with pytest.raises(SolverError, match="feeds accelerations through.*solver='dense'"):
+        s.rhs(0.0, s.initial_state())
+    s = averaged_pendulums("recursive", True)
+    with pytest.raises(ConnectionError_, match="do not form a tree.*solver='dense'"):
+        s.initial_state()
+
+
+class _Slip(Block):
+    """``c1.a = p.a - c1.w``, ``p.w = c1.w``: with a child that returns ``-a`` the loop
+    ``w = -(a_p - w)`` has no solution."""
+
+    parent_ports = ("p",)
+    child_ports = ("c1",)
+
+    def kinematics(self, x, m_parents, outputs=True):
+        return SimpleNamespace(m_out={"c1.m": m_parents["p"]})
+
+    def accelerations(self, kin, u):
+        return {"p.w": u["c1.w"], "c1.a": u["p.a"] - u["c1.w"]}
+
+
+class _Reaction(Block):
+    """``p.w = -p.a``."""
+
+    parent_ports = ("p",)
+
+    def kinematics(self, x, m_parents, outputs=True):
+        return SimpleNamespace(m_out={})
+
+    def accelerations(self, kin, u):
+        return {"p.w": -u["p.a"]}
+
+
+@pytest.mark.parametrize("solver", System.SOLVERS)
+def test_singular_loop_is_a_solver_error(solver):
+    s = System(solver=solver)
+    s.add("slip", _Slip())
+    s.add("reaction", _Reaction())
+    s.link("slip.c1", "reaction.p")
+    s.set_input("slip.p.m", np.ones(18))
+    with pytest.raises(SolverError, match="algebraic loop is singular"):
+        s.evaluate(s.initial_state())
+
+
+def test_unknown_solver_is_an_error():
+    with pytest.raises(ValueError, match="solver must be one of"):
+        System(solver="sparse")
+
+
+def test_simulate_runs_blas_on_one_thread():
+    """Small matrices: a multithreaded BLAS costs more than it gives (and far more under
+    CPU contention), so System.simulate limits it to one thread around the integration."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+    s = generate.chain(2)
+    seen = []
+
+    def rhs(t, y, _rhs=s.rhs):
+        seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+        return _rhs(t, y)
+
+    s.rhs = rhs
+    with threadpool_limits(limits=2, user_api="blas"):
+        if max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas") < 2:
+            pytest.skip("BLAS has one thread here anyway: nothing to limit")
+        s.simulate(0.01, 0.01)
+    assert seen and set(seen) == {1}
