@@ -19,6 +19,7 @@ process exits, and is released once then.
 """
 
 import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
@@ -109,8 +110,9 @@ def test_libcosim_teardown_in_a_c_process(fmu_paths, host_env, tmp_path, scenari
     execution per FMU, the first destroyed while the second still steps. Both crashed (signal 11)."""
     lib = libcosimc()
     exe = compile_c(C_DIR / "fmu_libcosim.c", tmp_path / "fmu_libcosim")
+    env = dict(host_env, TMPDIR=str(tmp_path))          # where libcosim unzips the FMUs
     r = subprocess.run([str(exe), str(lib), scenario, str(fmu_paths[X]), str(fmu_paths[Y])],
-                       capture_output=True, text=True, env=host_env, timeout=300)
+                       capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.rstrip().endswith("done") and "fail" not in r.stdout, r.stdout + r.stderr
 
@@ -131,7 +133,7 @@ def test_libcosim_teardown_in_a_python_process(fmu_paths, tmp_path):
         print("done")
     """)
     r = subprocess.run([sys.executable, "-c", script, str(fmu_paths[X]), str(fmu_paths[Y])],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, env=dict(os.environ, TMPDIR=str(tmp_path)), timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == "done", r.stdout + r.stderr
 
 
