@@ -104,10 +104,11 @@ def libcosimc():
     return lib
 
 
-@pytest.mark.parametrize("scenario", ["together", "separate"])
+@pytest.mark.parametrize("scenario", ["together", "separate", "sequence"])
 def test_libcosim_teardown_in_a_c_process(fmu_paths, host_env, tmp_path, scenario):
     """libcosim frees and unloads the FMUs in its own order: with both in one execution, or one
-    execution per FMU, the first destroyed while the second still steps. Both crashed (signal 11)."""
+    execution per FMU, the first destroyed while the second still steps (both crashed: signal 11),
+    or destroyed before the second is created (the second failed: numpy cannot be imported twice)."""
     lib = libcosimc()
     exe = compile_c(C_DIR / "fmu_libcosim.c", tmp_path / "fmu_libcosim")
     env = dict(host_env, TMPDIR=str(tmp_path))          # where libcosim unzips the FMUs

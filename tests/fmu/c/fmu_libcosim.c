@@ -9,6 +9,9 @@
  *              (libcosim frees the instances and unloads the FMUs itself)
  *   separate   one execution per FMU, both stepped; the first one (the first
  *              FMU loaded) destroyed, the second stepped again, then destroyed
+ *   sequence   one execution per FMU, one after the other: each runs 0.1 s and
+ *              is destroyed (its FMU unloaded, its unzipped folder deleted)
+ *              before the next is created
  *
  * Output: "ok <what>" or "fail <what>: <libcosim's message>". Exit status 0
  * iff all went well (a crash is a signal, a hang is killed after 120 s).
@@ -60,7 +63,7 @@ static cosim_execution *with(const char *fmu, const char *name, cosim_slave **sl
 
 int main(int argc, char **argv) {
     if (argc != 5) {
-        fprintf(stderr, "usage: %s LIBCOSIMC together|separate FMU_A FMU_B\n", argv[0]);
+        fprintf(stderr, "usage: %s LIBCOSIMC together|separate|sequence FMU_A FMU_B\n", argv[0]);
         return 2;
     }
     alarm(120);
@@ -101,6 +104,15 @@ int main(int argc, char **argv) {
         if (!check(execution_destroy(ea) == 0 && local_slave_destroy(sa) == 0, "execution a destroyed")) return 1;
         if (!check(execution_step(eb, 5) == 0, "execution b: 5 more steps")) return 1;
         if (!check(execution_destroy(eb) == 0 && local_slave_destroy(sb) == 0, "execution b destroyed")) return 1;
+    } else if (!strcmp(argv[2], "sequence")) {
+        const char *fmus[] = {a, b}, *names[] = {"a", "b"};
+        for (int k = 0; k < 2; k++) {
+            cosim_slave *sk;
+            cosim_execution *ek = with(fmus[k], names[k], &sk);
+            if (!ek) return 1;
+            if (!check(execution_simulate_until(ek, 10 * STEP) != -1, "cosim_execution_simulate_until 0.1 s")) return 1;
+            if (!check(execution_destroy(ek) == 0 && local_slave_destroy(sk) == 0, "execution destroyed")) return 1;
+        }
     } else {
         fprintf(stderr, "unknown scenario %s\n", argv[2]);
         return 2;
