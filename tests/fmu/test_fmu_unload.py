@@ -14,8 +14,10 @@ process exits, and is released once then.
   exit; every order in its own process;
 * libcosim, a C++ co-simulation library, in a C process
   (``c/fmu_libcosim.c``, with the ``libcosimc`` of the ``libcosimpy`` wheel)
-  and through ``libcosimpy`` in a Python process: its own teardown;
-* FMPy in a Python process: the same orders as the C host.
+  and through ``libcosimpy`` in a Python process: its own teardown (skipped
+  without libcosimpy);
+* FMPy in a Python process (where the interpreter is the host's): every order
+  of freeing four instances (FMPy's ``freeInstance`` also unloads).
 """
 
 import importlib.util
