@@ -1,14 +1,20 @@
-"""The TITOP FMUs, built once per test session, and a small FMPy host that keeps the log.
+"""The TITOP FMUs, built once per test session, a small FMPy host that keeps the log,
+and what the C hosts need (a C compiler, the environment of the FMU documentation).
 
-Imported by ``test_fmus.py`` and ``test_fmu_c_host.py``; the build is cached at
-module level, so both use the same freshly built FMUs.
+Imported by ``test_fmus.py``, ``test_fmu_c_host.py`` and ``test_fmu_unload.py``;
+the build is cached at module level, so all use the same freshly built FMUs.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
 from ctypes import byref
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,6 +36,42 @@ _BUILT = {}
 
 def compiler():
     return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+
+
+def compile_c(source: Path, exe: Path) -> Path:
+    """Compile the C host ``source`` to ``exe`` (skips the test without a C compiler)."""
+    cc = compiler()
+    if not cc:
+        pytest.skip("no C compiler (cc) to build the C host")
+    r = subprocess.run([*cc.split(), "-O1", "-o", str(exe), str(source), "-ldl"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+@pytest.fixture(scope="module")
+def host_env():
+    """The environment of the FMU documentation for a C host: libpython findable, numpy importable."""
+    from titop_fmu.fmu.build import libpython_soname
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    soname = libpython_soname()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    if os.path.isfile(os.path.join(libdir, soname)):
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [libdir, env.get("LD_LIBRARY_PATH")]))
+    else:   # on the loader's default path?
+        check = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({soname!r})"], env=env)
+        if check.returncode:
+            pytest.skip(f"no shared Python library {soname} for a C host to load")
+    env["PYTHONPATH"] = str(Path(np.__file__).resolve().parents[1])      # where numpy is installed
+    return env
+
+
+def unzip_fmu(fmu: Path, dest: Path):
+    """Unzip ``fmu`` into ``dest`` (if not done yet); ``(dest, model identifier, guid)``."""
+    if not dest.exists():
+        with zipfile.ZipFile(fmu) as z:
+            z.extractall(dest)
+    md = (dest / "modelDescription.xml").read_text()
+    return dest, fmu.stem, md.split('guid="', 1)[1].split('"', 1)[0]
 
 
 @pytest.fixture(scope="session")

@@ -92,7 +92,9 @@ def compile_shim(dest: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="titop_shim_") as tmp:
         src = Path(tmp) / "titop_fmu_shim.c"
         shutil.copyfile(SHIM_SOURCE, src)
-        cmd = [*cc.split(), "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wl,-Bsymbolic",
+        # -z nodelete: dlclose never unloads the entry points, so the Python interpreter outlives every
+        # FMU freed before the process exits (see point 3 of shim.c's header)
+        cmd = [*cc.split(), "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wl,-Bsymbolic", "-Wl,-z,nodelete",
                f'-DTITOP_LIBPYTHON="{libpython_soname()}"', "-o", "shim.so", src.name, "-ldl", "-lpthread"]
         try:
             r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)

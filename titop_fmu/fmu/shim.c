@@ -27,8 +27,34 @@
  *    return fmi2Error without touching it and fmi2FreeInstance leaks it
  *    rather than crash.
  *
- * 3. Process exit. pythonfmu 0.7 corrupts the heap at exit ("free(): corrupted
- *    unsorted chunks", PythonFMU issue #228): see release_interpreter.
+ * 3. Unloading, and process exit. One Python interpreter serves every TITOP
+ *    FMU in the process. In a Python host it is the host's own, which no FMU
+ *    ends. In another host, the first pythonfmu library to instantiate starts
+ *    it (on a thread of its own) and finalises it when its interpreter state
+ *    is released (finalizePythonInterpreter). Each FMU binary (one per model,
+ *    and one per unzipped folder) is a library of its own with its own copy
+ *    of pythonfmu's library. This layer releases that state from an exit
+ *    handler (release_interpreter), and the exit handlers a library registers
+ *    run when it is unloaded: so a host unloading the first-loaded TITOP FMU
+ *    while others live (libcosim does at every teardown) ended the
+ *    interpreter under them, and their next call crashed in
+ *    PyGILState_Ensure. Nor can the interpreter end when the last TITOP FMU
+ *    goes: started again, it cannot import numpy ("cannot load module more
+ *    than once per process"). So the interpreter lives until the process
+ *    exits:
+ *    - this library is linked with -z nodelete (titop_fmu/fmu/build.py):
+ *      dlclose never unloads it, so its exit handler runs at process exit
+ *      only;
+ *    - it opens pythonfmu's library with RTLD_NODELETE, and never closes it.
+ *    A host may therefore free and unload any number of TITOP FMUs, of one
+ *    model or several, from one unzipped folder or several, in any order, and
+ *    load one again later: it uses the running interpreter. The price: an
+ *    unloaded TITOP FMU stays mapped (its two libraries, < 0.5 MB) until the
+ *    process exits. At exit, each copy's handler releases its interpreter
+ *    state once (the copy that started the interpreter finalises it) before
+ *    pythonfmu's own destructors run, which would release it twice and
+ *    corrupt the heap ("free(): corrupted unsorted chunks", PythonFMU issue
+ *    #228): see release_interpreter.
  *
  * 4. Logging. pythonfmu drops every message, errors included, when logging is
  *    off. This layer instantiates it with logging on and filters itself:
@@ -201,7 +227,8 @@ static void locate_self(char *dir, size_t n) {
         goto done;                                                                  \
     }
 
-/* at exit, or when this library is unloaded: before the inner library's own static destructors */
+/* at process exit (never earlier: this library is never unloaded, see point 3 above), before the
+   inner library's own static destructors */
 static void release_interpreter(void) {
     if (inner.finalize) inner.finalize();
 }
@@ -232,7 +259,8 @@ static int load_inner(char *err, size_t n) {
         goto done;
     }
     strncat(path, "/" INNER_LIBRARY, sizeof path - strlen(path) - 1);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* never unloaded: it holds the interpreter's state, see point 3 above */
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!h) {
         snprintf(err, n, "cannot load %s: %s", path, dlerror());
         goto done;
@@ -246,9 +274,10 @@ static int load_inner(char *err, size_t n) {
         RESOLVE(CancelStep) RESOLVE(GetStatus) RESOLVE(GetRealStatus) RESOLVE(GetIntegerStatus)
         RESOLVE(GetBooleanStatus) RESOLVE(GetStringStatus)
     } while (0);
-    /* pythonfmu 0.7 releases its interpreter state twice when the process exits or the library is
-       unloaded (a global shared_ptr destroyed by its static destructor, then assigned by a library
-       destructor), which corrupts the heap. Releasing it once, before either runs, avoids that. */
+    /* pythonfmu 0.7 releases its interpreter state twice when the process exits (a global shared_ptr
+       destroyed by its static destructor, then assigned by a library destructor), which corrupts the
+       heap. Releasing it once, before either runs, avoids that: atexit handlers run in reverse order of
+       registration, and this one is registered after the inner library's static destructor. */
     *(void **)&inner.finalize = dlsym(h, "finalizePythonInterpreter");
     if (inner.finalize) atexit(release_interpreter);
     inner.loaded = ok = 1;
