@@ -194,6 +194,8 @@ def cmd_simulate(args):
         res, opt, engine = run_master(args, system, observe)
         write_result(out, res.t, res.values, ["t"] + res.labels)
         rows = len(res.t)
+        if res.warning:                             # printed even with --quiet
+            print(f"titop-fmu: {res.warning}", file=sys.stderr)
         if not args.quiet and args.stats:
             print(f"co-simulation ({engine} units, sequence {opt.sequence}, tol {opt.tol:g}): "
                   f"{args.stop:g} s simulated in {time.perf_counter() - start:.2f} s", file=sys.stderr)
