@@ -1,4 +1,4 @@
-"""Command line: ``titop-fmu simulate | build | validate``."""
+"""Command line: ``titop-fmu simulate | build | export | validate``."""
 
 from __future__ import annotations
 
@@ -101,6 +101,20 @@ def cmd_build(args):
         print(p)
 
 
+def cmd_export(args):
+    """``titop-fmu export {balloon | SYSTEM_FILE} --out NAME.fmu``: the whole system as one FMU."""
+    from .cosim import systemfile
+    from .titop.export import export_fmu
+    if args.system == "balloon":
+        system, simulation = balloon.system(), {"stop": FILE_DEFAULTS["stop"], "output_interval": FILE_DEFAULTS["dt"]}
+    elif Path(args.system).is_file():
+        sf = systemfile.read(args.system)
+        system, simulation = sf.system, sf.simulation
+    else:
+        raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file")
+    print(export_fmu(system, args.out, simulation))
+
+
 def cmd_validate(args):
     from .validate import validate
     validate(args.out, stop=args.stop, reference_dir=args.references, engines=args.engines)
@@ -148,6 +162,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--all-counts", action="store_true", default=None,
                    help="build every count from 0 to --children (the default when --children is not given)")
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("export", help="write a system as one FMU (the loop solved inside) for any FMI host")
+    p.add_argument("system", help="'balloon' or a system file (TOML or JSON) of TITOP units")
+    p.add_argument("--out", required=True, help="the FMU to write, NAME.fmu (model identifier NAME)")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("validate", help="compare the balloon runs with every reference; write a report")
     p.add_argument("--out", default="validation-report", help="report folder (default validation-report/)")

@@ -1,0 +1,192 @@
+"""The assembly FMU (``titop-fmu export``): a whole TITOP system as one FMU, the loop solved
+inside, for FMI hosts without a loop solver.
+
+Checked against the in-process monolithic run of the same system (its own engine, DOP853 at
+1e-12): the recorded outputs through FMPy's ``simulate_fmu``; plus the FMU bar of the block
+FMUs (FMPy's validator, the declared ModelStructure, exact FMU state, ``fmi2Error`` with a
+message, the C host).
+"""
+
+import numpy as np
+import pytest
+
+from c_host import harness, host_env, run  # noqa: F401
+from fmu_fixtures import Host
+from titop_fmu.cli import main
+from titop_fmu.cosim import systemfile
+from titop_fmu.scenarios import balloon
+from titop_fmu.titop import monolithic
+from titop_fmu.titop.assembly import assembly_interface
+
+from fmpy import read_model_description, simulate_fmu  # noqa: E402  (fmu_fixtures skips without FMPy)
+from fmpy.fmi1 import FMICallException  # noqa: E402
+from fmpy.validation import validate_fmu  # noqa: E402
+
+H = 0.01
+
+
+@pytest.fixture(scope="module")
+def balloon_fmu(tmp_path_factory):
+    """``titop-fmu export balloon --out balloon.fmu``."""
+    out = tmp_path_factory.mktemp("assembly") / "balloon.fmu"
+    assert main(["export", "balloon", "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture
+def host(balloon_fmu):
+    """One instance of the balloon FMU through FMPy, freed after the test."""
+    h = Host(balloon_fmu)
+    yield h
+    h.free()
+
+
+def recorded_names(cs):
+    """The FMU outputs of the recorded ports of ``cs``, in order."""
+    iface = assembly_interface(systemfile.to_dict(cs), "x")
+    return [n for n in iface.output_names if any(n == r or n.startswith(r + "[") for r in cs.recorded)]
+
+
+def fmpy_run(path, stop, names, **start_values):
+    r = simulate_fmu(str(path), stop_time=stop, output_interval=H, step_size=H, output=names,
+                     start_values=start_values)
+    return r["time"], np.column_stack([r[n] for n in names])
+
+
+def test_validates_and_describes_the_system(balloon_fmu):
+    pytest.importorskip("lark", reason="FMPy validates structured variable names with lark")
+    assert validate_fmu(str(balloon_fmu)) == []
+    md = read_model_description(str(balloon_fmu))
+    var = {v.name: v for v in md.modelVariables}
+    # every unit parameter, start values from the system
+    assert float(var["balloon.mass"].start) == 10.0 and var["balloon.mass"].unit == "kg"
+    assert float(var["balloon.inertia[2,3]"].start) == -7.0
+    assert float(var["pendulum1.q0"].start) == pytest.approx(np.radians(170.0), abs=0)
+    assert var["balloon.ext_frame"].type == "Integer" and var["rtol"].causality == "parameter"
+    # free inputs with the system's constant inputs as start values; recorded outputs
+    assert [v.name for v in md.modelVariables if v.causality == "input"] == \
+        [f"balloon.ext.w[{i}]" for i in range(1, 7)] + ["slider.joint.tau", "pendulum1.joint.tau",
+                                                          "pendulum2.joint.tau"]
+    assert float(var["balloon.ext.w[2]"].start) == pytest.approx(16 * 9.81, rel=1e-15)
+    assert var["slider.joint.tau"].unit == "N" and var["pendulum1.joint.tau"].unit == "N.m"
+    assert recorded_names(balloon.system()) == [v.name for v in md.modelVariables if v.causality == "output"]
+    assert md.defaultExperiment.stopTime == "20.0" and md.defaultExperiment.stepSize == "0.01"
+
+
+def test_matches_the_monolithic_run_over_1_s(balloon_fmu):
+    cs = balloon.system()
+    names = recorded_names(cs)
+    t, y = fmpy_run(balloon_fmu, 1.0, names, rtol=1e-12, atol=1e-12)
+    t_ref, ref = monolithic.simulate(cs, 1.0, H)
+    np.testing.assert_allclose(t, t_ref, rtol=0, atol=1e-12)
+    assert np.abs(y - ref).max() <= 1e-8          # measured 1.7e-9 (accelerations up to 26 m/s2)
+
+
+@pytest.mark.slow
+def test_matches_the_monolithic_run_over_20_s(balloon_fmu):
+    """The acceptance run: 20 s at a fixed 0.01 s communication step in FMPy, rtol = atol = 1e-12
+    (measured 1.7e-9; 9.0e-8 at the default 1e-10)."""
+    cs = balloon.system()
+    names = recorded_names(cs)
+    t, y = fmpy_run(balloon_fmu, 20.0, names, rtol=1e-12, atol=1e-12)
+    _, ref = monolithic.simulate(cs, 20.0, H)
+    assert len(t) == 2001
+    assert np.abs(y - ref).max() <= 1e-8
+
+
+def test_parameters_and_inputs_change_the_system(balloon_fmu):
+    """Setting ``balloon.mass``, ``pendulum1.c1.r[2]`` and an input of the FMU gives the
+    monolithic run of the system changed the same way."""
+    cs = balloon.system({"m_B": 12.0})
+    cs.units["pendulum1"].parameters["c1.r[2]"] = -1.0
+    cs.set_input("pendulum2.joint.tau", 0.7)
+    names = recorded_names(cs)
+    t, y = fmpy_run(balloon_fmu, 0.5, names, rtol=1e-12, atol=1e-12, **{
+        "balloon.mass": 12.0, "pendulum1.c1.r[2]": -1.0, "pendulum2.joint.tau": 0.7,
+        "balloon.ext.w[2]": 18 * 9.81})
+    _, ref = monolithic.simulate(cs, 0.5, H)
+    assert np.abs(y - ref).max() <= 1e-8
+    _, y0 = fmpy_run(balloon_fmu, 0.5, names, rtol=1e-12, atol=1e-12)
+    assert np.abs(y - y0).max() > 1e-3
+
+
+def test_model_structure_is_true(balloon_fmu, host):
+    """Every output that changes when an input does is declared dependent on it, and every
+    declared dependency shows at a random state (outputs at positions and velocities depend
+    on no input, accelerations on all of them)."""
+    md = read_model_description(str(balloon_fmu))
+    declared = {u.variable.name: {d.name for d in u.dependencies} for u in md.outputs}
+    host.initialize()
+    host.fmu.doStep(0.0, 0.3)
+    ins, outs = host.names("input"), host.names("output")
+    u0 = host.get(ins)
+    y0 = host.get(outs)
+    seen = {o: set() for o in outs}
+    for name, v in zip(ins, u0):
+        host.set({name: v + 1.0})
+        for o, a, b in zip(outs, host.get(outs), y0):
+            if a != b:
+                seen[o].add(name)
+        host.set({name: v})
+    assert seen == declared
+    assert declared["slider.joint.q[3]"] == set() and declared["balloon.c1.m[13]"] == set()
+    assert declared["pendulum2.joint.q[1]"] == set(ins)
+
+
+def test_fmu_state_is_exact(host):
+    host.initialize()
+    outs = host.names("output")
+    host.fmu.doStep(0.0, 0.05)
+    state = host.fmu.getFMUstate()
+    data = host.fmu.serializeFMUstate(state)
+    host.fmu.doStep(0.05, 0.05)
+    host.fmu.doStep(0.10, 0.05)
+    y1 = host.get(outs)
+    host.fmu.setFMUstate(host.fmu.deSerializeFMUstate(data))
+    host.fmu.doStep(0.05, 0.05)
+    host.fmu.doStep(0.10, 0.05)
+    assert np.array_equal(host.get(outs), y1)
+    host.fmu.setFMUstate(state)
+    host.fmu.doStep(0.05, 0.1)
+    assert not np.array_equal(host.get(outs), y1)         # another step sequence: not bit-equal
+    assert host.errors() == []
+
+
+def test_non_finite_input_is_an_error_with_a_message(host):
+    host.initialize()
+    with pytest.raises(FMICallException):
+        host.set({"pendulum1.joint.tau": float("nan")})
+    assert any("pendulum1.joint.tau" in m and "non-finite" in m for m in host.errors()), host.log
+
+
+def test_invalid_parameter_is_an_error_with_a_message(host):
+    host.fmu.setupExperiment(startTime=0.0)
+    host.set({"pendulum1.mass": -1.0})
+    host.fmu.enterInitializationMode()
+    with pytest.raises(FMICallException):
+        host.fmu.exitInitializationMode()
+    assert any("parameter 'pendulum1.mass'" in m for m in host.errors()), host.log
+
+
+def test_runs_in_the_c_host(harness, host_env, balloon_fmu, tmp_path):
+    """Loaded by a C program (no Python in the process), a parameter and an input set, stepped,
+    its state saved and restored; the printed outputs are the in-process assembly's."""
+    from c_host import H as CH, STEPS
+    iface = assembly_interface(systemfile.to_dict(balloon.system()), "balloon")
+    vr = {v.name: k for k, v in enumerate(iface.variables)}
+    outputs = [vr[o] for o in iface.output_names]
+    values = iface.defaults()
+    values[vr["pendulum2.mass"]] = 2.5
+    r = run(harness, host_env, balloon_fmu, tmp_path, [(vr["pendulum2.mass"], 2.5)],
+            [(vr["slider.joint.tau"], 0.3)], outputs)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "state_roundtrip ok" in r.stdout and "log Error" not in r.stdout
+    got = np.array([float(line.split()[-1]) for line in r.stdout.splitlines() if line.startswith("y ")])
+    got = got.reshape(STEPS + 1, len(outputs))
+    unit, _ = iface.make_unit(values)
+    unit.set_inputs(unit.ALL, [v.start for v in iface.variables if v.causality == "input"])
+    unit.set_input("slider.joint.tau", 0.3)
+    for k in range(STEPS + 1):
+        if k:
+            unit.do_step(unit.t, CH)
+        np.testing.assert_allclose(got[k], unit.outputs(), rtol=0, atol=1e-12 * max(1, np.abs(got).max()))
