@@ -45,13 +45,21 @@ def titop_angles(input_names) -> frozenset:
     return frozenset(n for n in input_names if _EULER.match(n))
 
 
+def has_parent_port(t: UnitType) -> bool:
+    """``t`` has a TITOP parent port: ``p.m`` (18 inputs) and ``p.w`` (6 outputs), as a body
+    block or a sub-assembly FMU (:mod:`.assembly`) has."""
+    return all(f"p.m[{k}]" in t.input_index for k in range(1, 19)) and \
+        all(f"p.w[{k}]" in t.output_index for k in range(1, 7))
+
+
 def with_titop_ports(t: UnitType) -> UnitType:
     """``t`` with the required and angle inputs of a TITOP block when it is one (by its
-    model identifier), else ``t``."""
+    model identifier) or has a TITOP parent port (a sub-assembly), else ``t``."""
     try:
         catalog.interface_of(t.name)
     except KeyError:
-        return t
+        if not has_parent_port(t):
+            return t
     return dataclasses.replace(t, required=titop_required(t.input_names), angle_inputs=titop_angles(t.input_names))
 
 
