@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from balloon_runs import run_balloon
+import hosts
 from c_host import harness, host_env, run  # noqa: F401
+from hosts import controller_fmu, libcosim_run
 from fmu_fixtures import Host, fmu_dir, fmu_paths  # noqa: F401
 from titop_fmu.cli import main
 from titop_fmu.cosim import CoSystem, simulate, systemfile
@@ -88,16 +90,89 @@ def test_matches_the_monolithic_run_over_1_s(balloon_fmu):
     assert np.abs(y - ref).max() <= 1e-8          # measured 1.7e-9 (accelerations up to 26 m/s2)
 
 
+@pytest.fixture(scope="module")
+def balloon_20_s():
+    """``(recorded names, the monolithic run's recorded outputs)`` over 20 s."""
+    cs = balloon.system()
+    return recorded_names(cs), monolithic.simulate(cs, 20.0, H)[1]
+
+
 @pytest.mark.slow
-def test_matches_the_monolithic_run_over_20_s(balloon_fmu):
+def test_matches_the_monolithic_run_over_20_s(balloon_fmu, balloon_20_s):
     """The acceptance run: 20 s at a fixed 0.01 s communication step in FMPy, rtol = atol = 1e-12
     (measured 1.7e-9; 9.0e-8 at the default 1e-10)."""
-    cs = balloon.system()
-    names = recorded_names(cs)
+    names, ref = balloon_20_s
     t, y = fmpy_run(balloon_fmu, 20.0, names, rtol=1e-12, atol=1e-12)
-    _, ref = monolithic.simulate(cs, 20.0, H)
     assert len(t) == 2001
     assert np.abs(y - ref).max() <= 1e-8
+
+
+@pytest.mark.slow
+def test_matches_the_monolithic_run_over_20_s_in_libcosim(balloon_fmu, balloon_20_s):
+    """The same in libcosim (a C++ host, its fixed-step algorithm): values after each step."""
+    names, ref = balloon_20_s
+    t, y = libcosim_run({"balloon": balloon_fmu}, [], {"balloon.rtol": 1e-12, "balloon.atol": 1e-12},
+                        [f"balloon.{n}" for n in names], 20.0, H)
+    assert len(t) == 2000
+    assert np.abs(y - ref[1:]).max() <= 1e-8
+
+
+# -- a controller closes a loop through a host with no loop solver ---------------------------------
+
+CONTROL = [("balloon.pendulum1.joint.q[3]", "ctrl.q"), ("balloon.pendulum1.joint.q[2]", "ctrl.qd"),
+           ("ctrl.tau", "balloon.pendulum1.joint.tau")]
+WATCH = ["balloon.pendulum1.joint.q[3]", "ctrl.tau"]
+CONTROL_STOP, Q_REF = 5.0, 2.5
+
+
+@pytest.fixture(scope="module")
+def pd_fmu(tmp_path_factory):
+    return controller_fmu(tmp_path_factory.mktemp("controller"))
+
+
+@pytest.fixture(scope="module")
+def controlled_in_the_master(balloon_fmu, pd_fmu):
+    """The assembly FMU and the controller FMU in the project's master (default settings):
+    the feedthrough tau(q, qd) resolved at every communication point, the coupling error
+    controlled to the default tolerance."""
+    cs = CoSystem()
+    cs.add("balloon", str(balloon_fmu))
+    cs.add("ctrl", str(pd_fmu))
+    for a, b in CONTROL:
+        cs.connect(a, b)
+    cs.record(*WATCH)
+    res = simulate(cs, CONTROL_STOP, TitopUnits("fmu"), output_interval=H)
+    return np.asarray(res.values)
+
+
+def test_a_controller_holds_a_joint_through_fmpy(balloon_fmu, pd_fmu, controlled_in_the_master):
+    """A PD controller FMU (pythonfmu) drives pendulum1.joint.tau from pendulum1.joint.q in a
+    plain fixed-step host (FMPy, libcosim's algorithm): the joint settles near the set point,
+    and the host's run differs from the master's by its coupling error, which is first order
+    in the step (the feedthrough tau acts one step late): measured max |d theta1| over 5 s
+    5.2e-2 rad at H = 0.01 s, 2.2e-2 at 0.005 s."""
+    master = controlled_in_the_master
+    err = {}
+    for h in (H, H / 2):
+        t, y = hosts.fmpy_run({"balloon": balloon_fmu, "ctrl": pd_fmu}, CONTROL, {}, WATCH, CONTROL_STOP, h)
+        k = int(round(H / h))
+        err[h] = np.abs(y[k - 1::k, 0] - master[1:, 0]).max()
+        assert abs(y[-1, 0] - master[-1, 0]) <= 1e-3                  # the same steady state
+    print(f"\n[assembly] PD control, FMPy fixed-step host vs master: {err[H]:.3g} rad (H = 0.01 s), "
+          f"{err[H / 2]:.3g} rad (H = 0.005 s)")
+    assert abs(master[-1, 0] - Q_REF) <= 0.2                            # held near the set point
+    assert err[H] <= 0.1
+    assert 1.6 <= err[H] / err[H / 2] <= 3.2                             # first order: 2
+
+
+def test_a_controller_holds_a_joint_through_libcosim(balloon_fmu, pd_fmu, controlled_in_the_master):
+    """The same loop in libcosim equals the FMPy host to round-off (measured 8e-13), so it has
+    the same coupling error with respect to the master."""
+    args = ({"balloon": balloon_fmu, "ctrl": pd_fmu}, CONTROL, {}, WATCH, CONTROL_STOP, H)
+    t, y = libcosim_run(*args)
+    _, y_fmpy = hosts.fmpy_run(*args)
+    assert np.abs(y - y_fmpy).max() <= 1e-9
+    assert np.abs(y[:, 0] - controlled_in_the_master[1:, 0]).max() <= 0.1
 
 
 def test_parameters_and_inputs_change_the_system(balloon_fmu):
