@@ -103,9 +103,9 @@ def test_parse_set():
 
 
 def test_bad_scenario_values_name_the_parameter():
-    with pytest.raises(ParameterError, match="'mass'"):
+    with pytest.raises(ParameterError, match="'slider.mass'"):
         balloon.build({"m_S": -1.0})
-    with pytest.raises(ParameterError, match="'axis'"):
+    with pytest.raises(ParameterError, match="'pendulum1.axis'"):
         balloon.build({"r1": [0.0, 0.0, 0.0]})
 
 
