@@ -37,7 +37,7 @@ def master_options(args, **kw) -> Options:
 def run_master(args, start) -> None:
     """``titop-fmu simulate {balloon | SYSTEM_FILE} --engine fmu ...`` (or a system file on
     any engine: the co-simulation master runs it)."""
-    from .cosim import build, systemfile
+    from .cosim import build, ssp, systemfile
     from .titop import TitopUnits
     quiet = bool(args.quiet)
     engine = "inprocess" if args.inprocess_units else "fmu"
@@ -55,7 +55,7 @@ def run_master(args, start) -> None:
             raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file")
         if args.set:
             raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
-        sf = systemfile.read(path)
+        sf = (ssp.read if path.suffix == ".ssp" else systemfile.read)(path)
         system = sf.system
         if not system.recorded:
             raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
@@ -102,9 +102,10 @@ def cmd_build(args):
 
 
 def cmd_export(args):
-    """``titop-fmu export {balloon | SYSTEM_FILE} --out NAME.fmu``: the whole system as one FMU."""
+    """``titop-fmu export {balloon | SYSTEM_FILE} --out NAME.fmu | --ssp NAME.ssp``: the whole
+    system as one FMU, or its block FMUs as an SSP package."""
     from .cosim import systemfile
-    from .titop.export import export_fmu
+    from .titop.export import export_fmu, export_ssp
     if args.system == "balloon":
         system, simulation = balloon.system(), {"stop": FILE_DEFAULTS["stop"], "output_interval": FILE_DEFAULTS["dt"]}
     elif Path(args.system).is_file():
@@ -112,7 +113,12 @@ def cmd_export(args):
         system, simulation = sf.system, sf.simulation
     else:
         raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file")
-    print(export_fmu(system, args.out, simulation))
+    if not (args.out or args.ssp):
+        raise TitopError("export: give --out NAME.fmu (one FMU) and/or --ssp NAME.ssp (SSP of the block FMUs)")
+    if args.out:
+        print(export_fmu(system, args.out, simulation))
+    if args.ssp:
+        print(export_ssp(system, args.ssp, simulation, args.fmu_dir))
 
 
 def cmd_validate(args):
@@ -125,8 +131,9 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("simulate", help="simulate a system and write a CSV")
-    p.add_argument("system", help="'balloon' (the paper's system, shared/balloon-scenario.md) or a "
-                                  "system file (TOML or JSON, see examples/), run by the co-simulation master")
+    p.add_argument("system", help="'balloon' (the paper's system, shared/balloon-scenario.md), a "
+                                  "system file (TOML or JSON, see examples/) or an SSP package (.ssp), "
+                                  "run by the co-simulation master")
     p.add_argument("--engine", choices=["inprocess", "fmu"], default="inprocess",
                    help="inprocess: the monolithic run (exact loop solve, no coupling error); "
                         "fmu: the co-simulation master on the TITOP FMUs")
@@ -163,9 +170,12 @@ def parser() -> argparse.ArgumentParser:
                    help="build every count from 0 to --children (the default when --children is not given)")
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("export", help="write a system as one FMU (the loop solved inside) for any FMI host")
+    p = sub.add_parser("export", help="write a system as one FMU (the loop solved inside) for any FMI host, "
+                                      "or as an SSP package of its block FMUs")
     p.add_argument("system", help="'balloon' or a system file (TOML or JSON) of TITOP units")
-    p.add_argument("--out", required=True, help="the FMU to write, NAME.fmu (model identifier NAME)")
+    p.add_argument("--out", help="the FMU to write, NAME.fmu (model identifier NAME)")
+    p.add_argument("--ssp", help="the SSP 1.0 package to write, NAME.ssp (block FMUs, connections, parameters)")
+    p.add_argument("--fmu-dir", default=None, help="folder of the block FMUs for --ssp (default: the cache)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("validate", help="compare the balloon runs with every reference; write a report")

@@ -1,6 +1,7 @@
 """``titop-fmu export``: a system of TITOP units as one assembly FMU (:mod:`.assembly`), built
 with the block FMUs' machinery (:mod:`titop_fmu.fmu.build`: entry points, bundled package,
-model description with measured dependencies)."""
+model description with measured dependencies), or as an SSP package of its block FMUs
+(:func:`export_ssp`, :mod:`titop_fmu.cosim.ssp`)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import json
 import tempfile
 from pathlib import Path
 
-from ..cosim import CoSystem
+from ..cosim import CoSystem, ssp
+from ..cosim.engine import is_fmu_path
 from ..cosim.systemfile import to_dict
 from ..errors import ConnectionError_
 from ..fmu.build import common_files, compile_shim, describe, package_fmu
 from ..fmu.model_description import DEFAULT_EXPERIMENT, measure_dependencies
 from .assembly import assembly_interface, model_identifier, random_parameters
 from .assembly_slave import SYSTEM_RESOURCE, AssemblySlave
+from .units import TitopUnits
 
 
 def export_fmu(cs: CoSystem, out, simulation: dict | None = None):
@@ -42,3 +45,18 @@ def export_fmu(cs: CoSystem, out, simulation: dict | None = None):
         shim = compile_shim(Path(tmp) / "shim.so")
         return package_fmu(out, mid, source, lambda parts: describe(slave, iface, *deps, parts, experiment),
                            shim, common_files(), {SYSTEM_RESOURCE: json.dumps(system, indent=1).encode()})
+
+
+def export_ssp(cs: CoSystem, out, simulation: dict | None = None, fmu_dir=None):
+    """Write the SSP 1.0 package ``out`` (``NAME.ssp``) of the system ``cs``: its block FMUs
+    (built into ``fmu_dir``, default the cache, when absent) and any other FMU in
+    ``resources/``, parameters and constant inputs, connections (a link is a pair of
+    connections per scalar), recorded outputs, the stop time of ``simulation``."""
+    out = Path(out)
+    if out.suffix != ".ssp":
+        raise ConnectionError_(f"an SSP file name ends with .ssp, got {out.name!r}")
+    units = TitopUnits("fmu", fmu_dir)
+    types = units.unit_types(cs)
+    fmus = {n: spec.model if is_fmu_path(spec.model) else units.paths[spec.model] for n, spec in cs.units.items()}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return ssp.write(cs, types, fmus, out, name=model_identifier(out.stem), stop=(simulation or {}).get("stop"))
