@@ -7,6 +7,7 @@ from; the master's run of the package equals its run of the system file.
 
 import zipfile
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -55,10 +56,12 @@ def test_fmpy_reads_the_same_system(balloon_ssp):
             md = read_model_description(str(balloon_ssp.parent / f"{name}.fmu"))
             assert md.coSimulation.modelIdentifier == cs.units[name].model
     conns = {(c.startElement, c.startConnector, c.endElement, c.endConnector) for c in ssd.system.connections}
-    to_system = {c for c in conns if c[2] is None}       # unit output -> system output connector
-    assert conns - to_system == expected_connections(cs)
-    assert to_system == {(*r.split(".", 1), None, r) for r in cs.recorded}
-    assert [c.name for c in ssd.system.connectors if c.kind == "output"] == cs.recorded
+    assert conns == expected_connections(cs)
+    with zipfile.ZipFile(balloon_ssp) as z:                 # the recorded outputs: an annotation
+        note = ElementTree.fromstring(z.read("SystemStructure.ssd")).find(
+            "ssd:System/ssd:Annotations/ssc:Annotation", ssp.NS)
+    assert note.get("type") == ssp.RECORD_ANNOTATION
+    assert [f"{v.get('element')}.{v.get('name')}" for v in note.iter("Variable")] == cs.recorded
     for name, c in comps.items():
         (binding,) = c.parameterBindings
         values = {p.name: float(p.value) for p in binding.parameterValues[0].parameters}
@@ -106,3 +109,26 @@ def test_system_file_round_trip():
         {n: (s.model, s.parameters) for n, s in cs.units.items()}
     assert (back.connections, back.links, back.recorded) == (cs.connections, cs.links, cs.recorded)
     assert {k: list(v) for k, v in back.inputs.items()} == {k: list(v) for k, v in cs.inputs.items()}
+
+
+def test_libcosim_loads_the_ssp(balloon_ssp, tmp_path):
+    """libcosim's own SSP reader (C++) loads the package: the four units with their FMUs, and
+    after one short step (it has no loop solver: not a run) the parameter sets applied."""
+    pytest.importorskip("libcosimpy", reason="libcosim runs need libcosimpy (pip install -e '.[libcosim]')")
+    from libcosimpy.CosimExecution import CosimExecution
+    from libcosimpy.CosimLogging import CosimLogLevel, log_output_level
+    log_output_level(CosimLogLevel.WARNING)
+    ex = CosimExecution.from_ssp_file(ssp_path=str(balloon_ssp), step_size=int(1e7))    # ns
+    from libcosimpy.CosimObserver import CosimObserver
+    cs = systemfile.read(BALLOON).system
+    unpacked = ssp.read(balloon_ssp, tmp_path).system
+    index = {s.name.decode(): s.index for s in ex.slave_infos()}
+    assert sorted(index) == sorted(cs.units)
+    observer = CosimObserver.create_last_value()
+    ex.add_observer(observer=observer)
+    assert ex.step()
+    for unit, name in (("balloon", "inertia[2,3]"), ("slider", "k"), ("pendulum1", "mass"), ("pendulum2", "q0")):
+        md = read_model_description(unpacked.units[unit].model)
+        vr = next(v.valueReference for v in md.modelVariables if v.name == name)
+        assert observer.last_real_values(slave_index=index[unit], variable_references=[vr]) == \
+            [pytest.approx(cs.units[unit].parameters[name], rel=1e-15)], (unit, name)

@@ -11,8 +11,8 @@ The mapping (the one :mod:`.systemfile` notes):
   ``parameter`` and ``input`` connectors (a start value for an input no connection feeds);
 * a connection is one ``ssd:Connection`` per scalar; a port connection or a link is several
   (a link: motion down, wrench up);
-* the recorded outputs are the system's ``output`` connectors, each fed by a connection from
-  the unit's output, in order;
+* the recorded outputs, in order, are an annotation of the system (:data:`RECORD_ANNOTATION`):
+  not system output connectors, which hosts such as libcosim do not read;
 * the stop time is the ``ssd:DefaultExperiment``.
 """
 
@@ -36,6 +36,8 @@ NS = {"ssd": "http://ssp-standard.org/SSP1/SystemStructureDescription",
       "ssc": "http://ssp-standard.org/SSP1/SystemStructureCommon",
       "ssv": "http://ssp-standard.org/SSP1/SystemStructureParameterValues"}
 FMU_TYPE = "application/x-fmu-sharedlibrary"
+#: the annotation of the system listing the recorded outputs (``<Recorded><Variable element= name=/>``)
+RECORD_ANNOTATION = "org.titop-fmu.cosim.recorded"
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
@@ -91,11 +93,6 @@ def write(system: CoSystem, types: dict, fmus: dict, out, name: str = "system", 
 
     root = Element(_q("ssd:SystemStructureDescription"), version="1.0", name=name)
     sysel = SubElement(root, _q("ssd:System"), name=name)
-    if recorded:
-        conns = SubElement(sysel, _q("ssd:Connectors"))
-        for unit, o in recorded:
-            c = SubElement(conns, _q("ssd:Connector"), name=f"{unit}.{o}", kind="output")
-            SubElement(c, _q("ssc:Real"))
     elements = SubElement(sysel, _q("ssd:Elements"))
     ssv = {}
     for unit in system.units:
@@ -127,9 +124,11 @@ def write(system: CoSystem, types: dict, fmus: dict, out, name: str = "system", 
     for ua, o, ub, i in pairs:
         SubElement(connections, _q("ssd:Connection"), startElement=ua, startConnector=o, endElement=ub,
                    endConnector=i)
-    for unit, o in recorded:
-        SubElement(connections, _q("ssd:Connection"), startElement=unit, startConnector=o,
-                   endConnector=f"{unit}.{o}")
+    if recorded:
+        note = SubElement(SubElement(sysel, _q("ssd:Annotations")), _q("ssc:Annotation"), type=RECORD_ANNOTATION)
+        listed = SubElement(note, "Recorded")
+        for unit, o in recorded:
+            SubElement(listed, "Variable", element=unit, name=o)
     if stop is not None:
         SubElement(root, _q("ssd:DefaultExperiment"), startTime="0.0", stopTime=repr(float(stop)))
 
@@ -184,18 +183,17 @@ def read(path, unpack_dir=None) -> SystemFile:
                         (inputs if kinds.get(p.get("name")) == "input" else params)[p.get("name")] = value
             cs.add(unit, str(target), params)
             starts.update({f"{unit}.{k}": v for k, v in inputs.items()})
-        record = {}
         for c in sysel.findall("ssd:Connections/ssd:Connection", NS):
             a, b = c.get("startElement"), c.get("endElement")
-            if a and b:
-                cs.connect(f"{a}.{c.get('startConnector')}", f"{b}.{c.get('endConnector')}")
-            elif a:
-                record[c.get("endConnector")] = f"{a}.{c.get('startConnector')}"
+            if not (a and b):
+                raise ConnectionError_(f"{path}: connections to the system's own connectors are not supported "
+                                       f"({a}.{c.get('startConnector')} -> {b}.{c.get('endConnector')})")
+            cs.connect(f"{a}.{c.get('startConnector')}", f"{b}.{c.get('endConnector')}")
         for ref, value in starts.items():
             cs.set_input(ref, value)
-        order = [c.get("name") for c in sysel.findall("ssd:Connectors/ssd:Connector", NS)
-                 if c.get("kind") == "output"]
-        cs.record(*(record[n] for n in order if n in record))
+        for note in sysel.findall("ssd:Annotations/ssc:Annotation", NS):
+            if note.get("type") == RECORD_ANNOTATION:
+                cs.record(*(f"{v.get('element')}.{v.get('name')}" for v in note.findall("Recorded/Variable")))
         sim = {}
         exp = root.find("ssd:DefaultExperiment", NS)
         if exp is not None and exp.get("stopTime"):

@@ -35,9 +35,10 @@ Keys unknown to the format are errors, so are unknown parameters, variables
 and units (checked by :func:`~titop_fmu.cosim.structure.analyse` before
 anything runs).
 
-Towards SSP: a unit is an ``ssd:Component`` (its FMU the ``source``), its
+SSP: a unit is an ``ssd:Component`` (its FMU the ``source``), its
 parameters an ``ssv:ParameterSet``, a connection an ``ssd:Connection``
-(``startElement.startConnector -> endElement.endConnector``), a link two of them.
+(``startElement.startConnector -> endElement.endConnector``), a link two of them
+per scalar pair (:mod:`.ssp` writes and reads such packages).
 """
 
 from __future__ import annotations
