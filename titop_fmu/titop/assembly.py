@@ -15,8 +15,9 @@ Its FMI view (:func:`assembly_interface`):
 * **inputs**: the free inputs of the units, ``<unit>.<port>``: external wrenches,
   joint efforts or accelerations, imposed accelerations, the wrenches of free child
   ports; start values from the system's constant inputs;
-* **outputs**: the system's recorded outputs, same names (``slider.joint.q[3]``), and
-  the motion ``<unit>.c<i>.m`` of every free child port;
+* **outputs**: the wrench ``<unit>.p.w`` of every free parent port, the motion
+  ``<unit>.c<i>.m`` of every free child port, and the system's recorded outputs, same
+  names (``slider.joint.q[3]``);
 * a **sub-assembly**, whose root is a joint body (a parent port ``<unit>.p`` not linked),
   is a body: that port is the FMU's ``p.m`` (18 in) / ``p.w`` (6 out), with the
   conventions of a block's parent port, so it links under any child port as a block does.
@@ -188,11 +189,8 @@ def assembly_interface(system: dict, model_id: str) -> AssemblyInterface:
         for port, size in b.inputs.items():
             if (n, port.rpartition(".")[0]) not in linked:
                 inputs.append(Port(fmi_name(n, port), n, port, size))
-        for c in b.child_ports:
-            if (n, c) not in linked:
-                outputs.append(Port(fmi_name(n, f"{c}.m"), n, f"{c}.m", 18))
-        if root and root[0] == n:
-            outputs.insert(0, Port(fmi_name(n, f"{root[1]}.w"), n, f"{root[1]}.w", 6))
+        outputs += [Port(fmi_name(n, f"{pp}.w"), n, f"{pp}.w", 6) for pp in b.parent_ports if (n, pp) not in linked]
+        outputs += [Port(fmi_name(n, f"{c}.m"), n, f"{c}.m", 18) for c in b.child_ports if (n, c) not in linked]
     known = {(p.unit, p.port) for p in inputs}
     stray = sorted({f"{u}.{p}" for u, p, _ in starts if (u, p) not in known})
     if stray:
@@ -211,9 +209,9 @@ def assembly_interface(system: dict, model_id: str) -> AssemblyInterface:
                  for i, q in enumerate(params) for name, _index, default, unit in q.scalars()]
     for causality, ports in (("input", inputs), ("output", outputs)):
         for p in ports:
-            scalars = catalog.port_variables(kind[p.unit], p.port, s.blocks[p.unit].inputs.get(p.port)
-                                             if causality == "input" else s.blocks[p.unit].outputs_spec[p.port],
-                                             causality)
+            b = s.blocks[p.unit]
+            size = (b.inputs if causality == "input" else b.outputs_spec)[p.port]
+            scalars = catalog.port_variables(kind[p.unit], p.port, size, causality)
             if p.component is not None:
                 scalars = [scalars[p.component]]
             names = [p.name] if p.component is not None else \
