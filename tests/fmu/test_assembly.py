@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from balloon_runs import run_balloon
+from balloon_runs import effective_parameters, run_balloon
 import hosts
 from c_host import harness, host_env, run  # noqa: F401
 from hosts import controller_fmu, libcosim_run
@@ -23,7 +23,6 @@ from titop_fmu.cosim.numerics import wrap
 from titop_fmu.scenarios import balloon
 from titop_fmu.titop import TitopUnits, monolithic
 from titop_fmu.titop.assembly import assembly_interface
-from titop_fmu.titop.export import export_fmu
 
 from fmpy import read_model_description, simulate_fmu  # noqa: E402  (fmu_fixtures skips without FMPy)
 from fmpy.fmi1 import FMICallException  # noqa: E402
@@ -296,21 +295,24 @@ def test_a_system_file_exports(tmp_path):
 
 # -- a sub-assembly: an appendage that plugs in like one body -----------------------------------
 
-def appendage_system() -> CoSystem:
-    """The balloon's slider with both pendulums, the slider's parent port free."""
-    full = balloon.system()
-    app = CoSystem()
-    for n in ("slider", "pendulum1", "pendulum2"):
-        app.add(n, full.units[n].model, full.units[n].parameters)
-    app.link("slider.c1", "pendulum1.p")
-    app.link("pendulum1.c1", "pendulum2.p")
-    app.record("slider.joint.q", "pendulum1.joint.q", "pendulum2.joint.q")
-    return app
+APPENDAGE = ROOT / "examples" / "balloon_appendage.toml"
+
+
+def test_the_appendage_file_is_the_balloon_without_its_base():
+    """examples/balloon_appendage.toml: the units and links of the balloon below the base."""
+    app, full = systemfile.read(APPENDAGE).system, balloon.system()
+    below = effective_parameters(full)
+    del below["balloon"]
+    assert effective_parameters(app) == below
+    assert app.links == full.links[1:] and app.inputs == {}
 
 
 @pytest.fixture(scope="module")
 def appendage_fmu(tmp_path_factory):
-    return export_fmu(appendage_system(), tmp_path_factory.mktemp("appendage") / "appendage.fmu")
+    """``titop-fmu export examples/balloon_appendage.toml --out appendage.fmu``."""
+    out = tmp_path_factory.mktemp("appendage") / "appendage.fmu"
+    assert main(["export", str(APPENDAGE), "--out", str(out)]) == 0
+    return out
 
 
 def test_appendage_has_a_block_parent_port(appendage_fmu, fmu_paths):
