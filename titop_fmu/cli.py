@@ -1,4 +1,4 @@
-"""Command line: ``titop-fmu simulate | build | validate``.
+"""Command line: ``titop-fmu simulate | build | export | validate``.
 
 Every option is checked before any work (a one-line error, exit code 2); a
 result file is written whole at the end or not at all; Ctrl-C stops a run
@@ -167,7 +167,7 @@ def run_master(args, system, observe=None):
 
 def cmd_simulate(args):
     start = time.perf_counter()
-    from .cosim import systemfile
+    from .cosim import ssp, systemfile
     from .titop import monolithic
     if args.system == "balloon":
         sim = {}
@@ -178,7 +178,7 @@ def cmd_simulate(args):
             raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file")
         if args.set:
             raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
-        sf = systemfile.read(path)
+        sf = (ssp.read if path.suffix == ".ssp" else systemfile.read)(path)
         if not sf.system.recorded:
             raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
         sim = sf.simulation
@@ -225,6 +225,29 @@ def cmd_build(args):
     build_all(out, children=range(args.children + 1) if args.all_counts else [args.children], log=print)
 
 
+def cmd_export(args):
+    """``titop-fmu export {balloon | SYSTEM_FILE} --out NAME.fmu | --ssp NAME.ssp``: the whole
+    system as one FMU, or its block FMUs as an SSP package."""
+    from .cosim import systemfile
+    from .titop.export import export_fmu, export_ssp
+    for option, path in (("--out", args.out), ("--ssp", args.ssp)):
+        if path:
+            writable_file(option, path)
+    if args.system == "balloon":
+        system, simulation = balloon.system(), {"stop": DEFAULTS["stop"], "output_interval": DEFAULTS["dt"]}
+    elif Path(args.system).is_file():
+        sf = systemfile.read(args.system)
+        system, simulation = sf.system, sf.simulation
+    else:
+        raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file")
+    if not (args.out or args.ssp):
+        raise TitopError("export: give --out NAME.fmu (one FMU) and/or --ssp NAME.ssp (SSP of the block FMUs)")
+    if args.out:
+        print(export_fmu(system, args.out, simulation))
+    if args.ssp:
+        print(export_ssp(system, args.ssp, simulation, args.fmu_dir))
+
+
 def cmd_validate(args):
     from .validate import validate
     _number("--stop", args.stop)
@@ -237,8 +260,8 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("simulate", help="simulate a system and write a CSV")
-    p.add_argument("system", help="'balloon' (the paper's system, shared/balloon-scenario.md) or a "
-                                  "system file (TOML or JSON, see examples/)")
+    p.add_argument("system", help="'balloon' (the paper's system, shared/balloon-scenario.md), a "
+                                  "system file (TOML or JSON, see examples/) or an SSP package (.ssp)")
     p.add_argument("--engine", choices=["inprocess", "fmu"], default="inprocess",
                    help="inprocess: the monolithic run (exact loop solve, no coupling error); "
                         "fmu: the co-simulation master on the TITOP FMUs")
@@ -274,6 +297,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--all-counts", action="store_true", default=None,
                    help="build every count from 0 to --children (the default when --children is not given)")
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("export", help="write a system as one FMU (the loop solved inside) for any FMI host, "
+                                      "or as an SSP package of its block FMUs")
+    p.add_argument("system", help="'balloon' or a system file (TOML or JSON) of TITOP units")
+    p.add_argument("--out", help="the FMU to write, NAME.fmu (model identifier NAME)")
+    p.add_argument("--ssp", help="the SSP 1.0 package to write, NAME.ssp (block FMUs, connections, parameters)")
+    p.add_argument("--fmu-dir", default=None, help="folder of the block FMUs for --ssp (default: the cache)")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("validate", help="compare the balloon runs with every reference; write a report")
     p.add_argument("--out", default="validation-report", help="report folder (default validation-report/)")

@@ -34,37 +34,56 @@ def check_finite(names, idx, values):
     return values
 
 
-class BlockUnit(Unit):
-    """A block, its states, its current inputs and its time.
+class IntegratedUnit(Unit):
+    """States ``x`` integrated by Dormand-Prince 5(4) over each communication step with the
+    inputs ``u`` held, outputs with direct feedthrough: what a block (:class:`BlockUnit`)
+    and a whole assembly of blocks (:mod:`titop_fmu.titop.assembly`) have in common.
 
-    ``rtol``/``atol`` are the tolerances of the internal Dormand-Prince 5(4)
-    integrator over one communication step; ``name`` and ``type`` (a
-    :class:`~titop_fmu.cosim.protocol.UnitType`) are what a co-simulation master sees.
+    Subclasses give the states, derivatives and outputs (:meth:`_initial_state`,
+    :meth:`_derivative_function`, :meth:`_evaluate_outputs`, :meth:`_project`);
+    ``rtol``/``atol`` are the tolerances of the integrator over one communication step;
+    ``name`` and ``type`` (a :class:`~titop_fmu.cosim.protocol.UnitType`) are what a
+    co-simulation master sees.
     """
 
-    #: ``set_inputs(BlockUnit.ALL, values)`` sets every input
+    #: ``set_inputs(unit.ALL, values)`` sets every input
     ALL = slice(None)
 
-    def __init__(self, block: Block, rtol: float = 1e-10, atol: float = 1e-10, name: str = "block", type=None):
+    def __init__(self, input_spec: dict, output_spec: dict, rtol: float = 1e-10, atol: float = 1e-10,
+                 name: str = "unit", type=None):
         super().__init__()
-        self.block, self.name, self.type = block, name, type
+        self.name, self.type = name, type
         self.rtol, self.atol = rtol, atol
-        self.input_spec = block.inputs
-        self.output_spec = block.outputs_spec
+        self.input_spec, self.output_spec = dict(input_spec), dict(output_spec)
         self.input_names = port_names(self.input_spec)
         self.output_names = port_names(self.output_spec)
         self._in_slices = _slices(self.input_spec)
         self._out_slices = _slices(self.output_spec)
         self.reset()
 
+    # -- what a subclass computes ------------------------------------------------------
+    def _initial_state(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _derivative_function(self):
+        """``f(x) = xdot`` with the current inputs held."""
+        raise NotImplementedError
+
+    def _evaluate_outputs(self) -> np.ndarray:
+        """All scalar outputs (in :attr:`output_names` order) at ``self.x``, ``self.u``."""
+        raise NotImplementedError
+
+    def _project(self, x) -> np.ndarray:
+        """``x`` brought back onto the state manifold after a step (e.g. unit quaternions)."""
+        return x
+
     # -- state ---------------------------------------------------------------
     def reset(self, t0: float = 0.0):
         self.t = float(t0)
-        self.x = self.block.initial_state()
         self.u = np.zeros(len(self.input_names))
+        self.x = self._initial_state()
         self.h_guess = None
         self._y = None
-        self._kin = self._kin_key = None
 
     def _setup(self, inputs: dict, t0: float):
         self.reset(t0)
@@ -99,23 +118,10 @@ class BlockUnit(Unit):
         return {n: self.u[s] for n, s in self._in_slices.items()}
 
     def outputs(self) -> np.ndarray:
-        """All scalar outputs (in :attr:`output_names` order) for the current inputs and states.
-
-        The kinematic stage depends only on the states and the twist/pose part of
-        the parent motion inputs: it is kept while they do not change, so that a
-        change of acceleration-level inputs alone (a loop iteration, a Jacobian
-        column) costs only the acceleration stage."""
+        """All scalar outputs (in :attr:`output_names` order) for the current inputs and
+        states (kept until either changes)."""
         if self._y is None:
-            b, u = self.block, self.input_dict()
-            key = np.concatenate([self.x] + [u[f"{p}.m"][6:18] for p in b.parent_ports]).tobytes()
-            if key != self._kin_key:
-                self._kin = b.kinematics(self.x, {p: u[f"{p}.m"] for p in b.parent_ports})
-                self._kin_key = key
-            out = b.assemble_outputs(self.x, self._kin, b.acceleration_stage(self._kin, b.acceleration_inputs(u)))
-            y = np.empty(len(self.output_names))
-            for name, s in self._out_slices.items():
-                y[s] = out[name]
-            self._y = y
+            self._y = self._evaluate_outputs()
         return self._y
 
     def output(self, name: str) -> np.ndarray:
@@ -124,13 +130,12 @@ class BlockUnit(Unit):
     # -- time ----------------------------------------------------------------
     def _do_step(self, t: float, h: float):
         """Advance the states from ``t`` by ``h`` with the current inputs held constant
-        (the blocks are autonomous: ``t`` is bookkeeping)."""
+        (the models are autonomous: ``t`` is bookkeeping)."""
         self.t = float(t)
-        if self.block.n_states:
-            u = self.input_dict()
-            f = self.block.derivative_function(u)
-            self.x, self.h_guess, _ = dopri5(f, self.x, h, self.rtol, self.atol, self.h_guess)
-            self.x = self.block.project_state(self.x)
+        if self.x.size:
+            self.x, self.h_guess, _ = dopri5(self._derivative_function(), self.x, h, self.rtol, self.atol,
+                                             self.h_guess)
+            self.x = self._project(self.x)
         self.t += h
         self._y = None
 
@@ -148,8 +153,8 @@ class BlockUnit(Unit):
         saved = self._get_state()
         try:
             for _ in range(2):
-                self.x = self.block.initial_state() + 0.1 * rng.standard_normal(self.block.n_states)
-                self.x = self.block.project_state(self.x)
+                x0 = self._initial_state()
+                self.x = self._project(x0 + 0.1 * rng.standard_normal(x0.size))
                 u0 = rng.standard_normal(len(self.input_names)) * 0.3
                 self._set_inputs(self.ALL, u0)
                 y0 = self.outputs().copy()
@@ -162,6 +167,43 @@ class BlockUnit(Unit):
             self._set_state(saved)
         return {o: [self.input_names[j] for j in np.flatnonzero(deps[i])]
                 for i, o in enumerate(self.output_names)}
+
+
+class BlockUnit(IntegratedUnit):
+    """A block, its states, its current inputs and its time."""
+
+    def __init__(self, block: Block, rtol: float = 1e-10, atol: float = 1e-10, name: str = "block", type=None):
+        self.block = block
+        super().__init__(block.inputs, block.outputs_spec, rtol, atol, name, type)
+
+    def reset(self, t0: float = 0.0):
+        super().reset(t0)
+        self._kin = self._kin_key = None
+
+    def _initial_state(self):
+        return self.block.initial_state()
+
+    def _project(self, x):
+        return self.block.project_state(x)
+
+    def _derivative_function(self):
+        return self.block.derivative_function(self.input_dict())
+
+    def _evaluate_outputs(self):
+        """The kinematic stage depends only on the states and the twist/pose part of
+        the parent motion inputs: it is kept while they do not change, so that a
+        change of acceleration-level inputs alone (a loop iteration, a Jacobian
+        column) costs only the acceleration stage."""
+        b, u = self.block, self.input_dict()
+        key = np.concatenate([self.x] + [u[f"{p}.m"][6:18] for p in b.parent_ports]).tobytes()
+        if key != self._kin_key:
+            self._kin = b.kinematics(self.x, {p: u[f"{p}.m"] for p in b.parent_ports})
+            self._kin_key = key
+        out = b.assemble_outputs(self.x, self._kin, b.acceleration_stage(self._kin, b.acceleration_inputs(u)))
+        y = np.empty(len(self.output_names))
+        for name, s in self._out_slices.items():
+            y[s] = out[name]
+        return y
 
 
 def _slices(spec: dict) -> dict:

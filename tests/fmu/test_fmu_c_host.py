@@ -8,35 +8,12 @@ asks for: the Python library on the loader path, numpy on ``PYTHONPATH``.
 The printed outputs must equal the in-process block's.
 """
 
-import subprocess
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-from fmu_fixtures import IDS, compile_c, fmu_dir, fmu_paths, host_env, unzip_fmu  # noqa: F401
+from c_host import H, STEPS, harness, host_env, run  # noqa: F401
+from fmu_fixtures import IDS, fmu_dir, fmu_paths  # noqa: F401
 from titop_fmu.fmu import catalog
-
-HARNESS = Path(__file__).parent / "c" / "fmu_harness.c"
-STEPS, H = 3, 0.01
-
-
-@pytest.fixture(scope="module")
-def harness(tmp_path_factory):
-    return compile_c(HARNESS, tmp_path_factory.mktemp("harness") / "fmu_harness")
-
-
-def run(harness, env, fmu, tmp_path, params=(), inputs=(), outputs=()):
-    d, mid, guid = unzip_fmu(fmu, tmp_path / fmu.stem)
-    args = [str(harness), str(d), mid, guid, "-n", str(STEPS), "-h", repr(H)]
-    for vr, v in params:
-        args += ["-p", f"{vr}={v!r}"]
-    for vr, v in inputs:
-        args += ["-i", f"{vr}={v!r}"]
-    for vr in outputs:
-        args += ["-o", str(vr)]
-    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
-
 
 @pytest.mark.parametrize("mid", IDS)
 def test_fmu_loads_and_steps_in_a_c_host(harness, host_env, fmu_paths, tmp_path, mid):

@@ -7,28 +7,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from balloon_runs import effective_parameters
 
 from titop_fmu import invariants
 from titop_fmu.cli import main
 from titop_fmu.cosim import systemfile
 from titop_fmu.errors import ParameterError
-from titop_fmu.fmu import catalog
 from titop_fmu.io import parse_set
 from titop_fmu.scenarios import balloon
 from titop_fmu.titop import monolithic
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def effective_parameters(cs) -> dict:
-    """``{unit: (model, {FMI parameter: value})}`` with the defaults the units take."""
-    out = {}
-    for name, u in cs.units.items():
-        iface = catalog.interface_of(u.model)
-        values = dict(zip((p[0] for p in iface.param_scalars), iface.defaults()))
-        values.update(u.parameters)
-        out[name] = (u.model, {k: float(v) for k, v in values.items()})
-    return out
 
 
 def test_the_balloon_is_defined_once():
@@ -103,9 +92,9 @@ def test_parse_set():
 
 
 def test_bad_scenario_values_name_the_parameter():
-    with pytest.raises(ParameterError, match="'mass'"):
+    with pytest.raises(ParameterError, match="'slider.mass'"):
         balloon.build({"m_S": -1.0})
-    with pytest.raises(ParameterError, match="'axis'"):
+    with pytest.raises(ParameterError, match="'pendulum1.axis'"):
         balloon.build({"r1": [0.0, 0.0, 0.0]})
 
 

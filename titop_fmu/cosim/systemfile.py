@@ -38,9 +38,10 @@ Keys unknown to the format are errors, so are unknown parameters, variables
 and units (checked by :func:`~titop_fmu.cosim.structure.analyse` before
 anything runs).
 
-Towards SSP: a unit is an ``ssd:Component`` (its FMU the ``source``), its
+SSP: a unit is an ``ssd:Component`` (its FMU the ``source``), its
 parameters an ``ssv:ParameterSet``, a connection an ``ssd:Connection``
-(``startElement.startConnector -> endElement.endConnector``), a link two of them.
+(``startElement.startConnector -> endElement.endConnector``), a link two of them
+per scalar pair (:mod:`.ssp` writes and reads such packages).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConnectionError_
-from .graph import CoSystem
+from .graph import MOTION, WRENCH, CoSystem
 
 TOP_KEYS = {"connections", "links", "record", "simulation", "units", "inputs", "modelica"}
 SIMULATION_KEYS = {"stop": float, "output_interval": float, "tolerance": float, "start": float}
@@ -121,6 +122,19 @@ def read(path) -> SystemFile:
     if not path.is_file():
         raise ConnectionError_(f"no system file {path}")
     d = _load(path)
+    system, sim = from_dict(d, str(path), path.parent)
+    twin = d.get("modelica")
+    if twin is not None and not isinstance(twin, str):
+        raise ConnectionError_(f'{path}: modelica = "<path of the twin model, relative to this file>"')
+    return SystemFile(system, path, sim, (path.parent / twin).resolve() if twin else None)
+
+
+def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
+    """``(CoSystem, simulation defaults)`` from the content of a system file; ``where`` names
+    it in errors, ``fmu`` paths are relative to the folder ``base``."""
+    path = where
+    if not isinstance(d, dict):
+        raise ConnectionError_(f"{path}: a system file holds a table, got {type(d).__name__}")
     unknown = set(d) - TOP_KEYS
     if unknown:
         raise ConnectionError_(f"{path}: unknown key(s) {sorted(unknown)}; known: {sorted(TOP_KEYS)}")
@@ -138,7 +152,7 @@ def read(path) -> SystemFile:
                                    "or fmu = \"<file.fmu>\"")
         if fmu is not None:
             fmu_path = Path(fmu)
-            model = str(fmu_path if fmu_path.is_absolute() else (path.parent / fmu_path).resolve())
+            model = str(fmu_path if fmu_path.is_absolute() else (Path(base) / fmu_path).resolve())
         elif not isinstance(model, str):
             raise ConnectionError_(f"{path}: units.{name}.model must be a string")
         params = {k: _value(f"{path}: units.{name}.{k}", v) for k, v in spec.items()}
@@ -163,7 +177,41 @@ def read(path) -> SystemFile:
         sim = {k: SIMULATION_KEYS[k](v) for k, v in sim.items()}
     except (TypeError, ValueError):
         raise ConnectionError_(f"{path}: [simulation] values must be numbers") from None
-    twin = d.get("modelica")
-    if twin is not None and not isinstance(twin, str):
-        raise ConnectionError_(f'{path}: modelica = "<path of the twin model, relative to this file>"')
-    return SystemFile(s, path, sim, (path.parent / twin).resolve() if twin else None)
+    return s, sim
+
+
+def to_dict(system: CoSystem, simulation: dict | None = None) -> dict:
+    """The content of a system file (JSON-ready) describing ``system``: what :func:`from_dict`
+    reads back as the same system. Units must have a model name or an ``.fmu`` path
+    (written absolute); parameters are written as FMI scalars (``com[1]``)."""
+    units = {}
+    for name, spec in system.units.items():
+        if isinstance(spec.model, str) and not spec.model.endswith(".fmu"):
+            entry = {"model": spec.model}
+        elif isinstance(spec.model, str) or hasattr(spec.model, "__fspath__"):
+            entry = {"fmu": str(Path(spec.model).resolve())}
+        else:
+            raise ConnectionError_(f"unit {name!r}: a {type(spec.model).__name__} cannot be written to a system file")
+        entry.update({k: _plain(v) for k, v in spec.parameters.items()})
+        units[name] = entry
+    linked = set()
+    for child_port, parent_port in system.links:
+        linked.add((f"{child_port}.{MOTION}", f"{parent_port}.{MOTION}"))
+        linked.add((f"{parent_port}.{WRENCH}", f"{child_port}.{WRENCH}"))
+    out = {"units": units,
+           "connections": [list(c) for c in system.connections if tuple(c) not in linked],
+           "links": [list(link) for link in system.links],
+           "inputs": {ref: _plain(v) for ref, v in system.inputs.items()},
+           "record": list(system.recorded)}
+    if simulation:
+        out["simulation"] = {k: float(v) for k, v in simulation.items()}
+    return out
+
+
+def _plain(v):
+    """Numbers and nested lists of numbers as JSON has them."""
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v

@@ -124,18 +124,26 @@ def slave_module(kind: str, n_children: int) -> str:
             f"    CHILDREN = {iface.n_children}\n")
 
 
-def model_description(kind: str, n_children: int, guid_parts=()) -> bytes:
-    """The ``modelDescription.xml`` of one FMU (bytes, UTF-8)."""
-    from .slave import TitopSlave
-    iface = interface(kind, n_children)
-    cls = type(iface.model_identifier, (TitopSlave,), {"KIND": kind, "CHILDREN": iface.n_children})
-    root = cls(instance_name="build", resources=None).to_xml(MODEL_OPTIONS)
-    on_inputs, on_params = measure_dependencies(iface)
-    finalize(root, iface, on_inputs, on_params)
+def describe(slave, iface, on_inputs, on_params, guid_parts=(), experiment=None) -> bytes:
+    """The ``modelDescription.xml`` (bytes, UTF-8) of the FMU whose pythonfmu slave instance is
+    ``slave``: pythonfmu's description completed by :func:`.model_description.finalize`
+    (``iface``, the measured dependencies, ``experiment``), with a GUID derived from it
+    and ``guid_parts``."""
+    root = slave.to_xml(MODEL_OPTIONS)
+    finalize(root, iface, on_inputs, on_params, experiment)
     root.set("guid", "{00000000-0000-0000-0000-000000000000}")
     text = tostring(root, "UTF-8")
     root.set("guid", content_guid(text, *guid_parts))
     return parseString(tostring(root, "UTF-8")).toprettyxml(indent="  ", encoding="UTF-8")
+
+
+def model_description(kind: str, n_children: int, guid_parts=()) -> bytes:
+    """The ``modelDescription.xml`` of one block FMU (bytes, UTF-8)."""
+    from .slave import TitopSlave
+    iface = interface(kind, n_children)
+    cls = type(iface.model_identifier, (TitopSlave,), {"KIND": kind, "CHILDREN": iface.n_children})
+    return describe(cls(instance_name="build", resources=None), iface, *measure_dependencies(iface),
+                    guid_parts=guid_parts)
 
 
 def _write_zip(path: Path, files: dict):
@@ -150,22 +158,31 @@ def _write_zip(path: Path, files: dict):
     os.replace(tmp, path)
 
 
+def package_fmu(out: Path, model_id: str, slave_source: str, description, shim: Path, common: dict,
+                resources: dict | None = None) -> Path:
+    """Write the FMU ``out``: the ``common`` files, the slave module ``slave_source`` of the
+    class ``model_id``, the entry points ``shim``, the extra ``resources``
+    (``{name under resources/: bytes}``) and ``description(guid_parts)``, its model
+    description, the GUID depending on every resource."""
+    files = dict(common)
+    files.update({f"resources/{k}": v for k, v in (resources or {}).items()})
+    files[f"resources/{model_id}.py"] = slave_source.encode()
+    files["resources/slavemodule.txt"] = model_id.encode()
+    files[f"binaries/linux64/{model_id}.so"] = Path(shim).read_bytes()
+    resources = sorted((k, v) for k, v in files.items() if k.startswith("resources/"))
+    files["modelDescription.xml"] = description([k.encode() + v for k, v in resources])
+    out = Path(out)
+    _write_zip(out, files)
+    return out
+
+
 def build_fmu(kind: str, n_children: int, out_dir, shim: Path, common: dict | None = None) -> Path:
     """Write ``<out_dir>/<model id>.fmu``; ``shim`` is the compiled entry points,
     ``common`` the files every FMU shares (see :func:`common_files`)."""
-    common = common_files() if common is None else common
-    iface = interface(kind, n_children)
-    mid = iface.model_identifier
-    files = dict(common)
-    files[f"resources/{mid}.py"] = slave_module(kind, n_children).encode()
-    files["resources/slavemodule.txt"] = mid.encode()
-    files[f"binaries/linux64/{mid}.so"] = Path(shim).read_bytes()
-    resources = sorted((k, v) for k, v in files.items() if k.startswith("resources/"))
-    files["modelDescription.xml"] = model_description(
-        kind, n_children, guid_parts=[k.encode() + v for k, v in resources])
-    out = Path(out_dir) / f"{mid}.fmu"
-    _write_zip(out, files)
-    return out
+    mid = interface(kind, n_children).model_identifier
+    return package_fmu(Path(out_dir) / f"{mid}.fmu", mid, slave_module(kind, n_children),
+                       lambda parts: model_description(kind, n_children, guid_parts=parts), shim,
+                       common_files() if common is None else common)
 
 
 def common_files() -> dict:

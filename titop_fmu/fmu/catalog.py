@@ -294,7 +294,7 @@ def fmi_parameter_name(core_name: str) -> str:
     return f"c{int(m.group(1)) + 1}.r" if m else core_name
 
 
-def _positive(name, value):
+def positive(name, value):
     v = float(value)
     if not (math.isfinite(v) and v > 0):
         raise ParameterError(name, f"must be a finite positive number, got {value!r}")
@@ -364,8 +364,19 @@ class Interface:
             raise ParameterError(name, str(e).split(": ", 1)[-1]) from None
         kw = {}
         if KINDS[self.kind].integrator:
-            kw = dict(rtol=_positive("rtol", v["rtol"]), atol=_positive("atol", v["atol"]))
+            kw = dict(rtol=positive("rtol", v["rtol"]), atol=positive("atol", v["atol"]))
         return BlockUnit(block, **kw), [str(w.message) for w in caught]
+
+
+def port_variables(kind: str, port: str, size: int, causality: str) -> list:
+    """The :class:`ScalarVar` s of the port ``port`` (``size`` scalars) of an FMU of ``kind``,
+    with their units and descriptions (inputs start at 0)."""
+    units = port_units(port, size, KINDS[kind].joint)
+    labels = port_labels(port, size)
+    text = port_text(kind, port)
+    return [ScalarVar(name, causality, "Real", 0.0 if causality == "input" else None,
+                      unit, f"{text}: {label}" if label else text)
+            for name, unit, label in zip(port_names({port: size}), units, labels)]
 
 
 @lru_cache(maxsize=None)
@@ -386,12 +397,7 @@ def interface(kind: str, n_children: int = 0) -> Interface:
                  for name, i, index, default, unit in scalars]
     for causality, spec in (("input", template.input_spec), ("output", template.output_spec)):
         for port, size in spec.items():
-            units = port_units(port, size, k.joint)
-            labels = port_labels(port, size)
-            text = port_text(kind, port)
-            for name, unit, label in zip(port_names({port: size}), units, labels):
-                variables.append(ScalarVar(name, causality, "Real", 0.0 if causality == "input" else None,
-                                           unit, f"{text}: {label}" if label else text))
+            variables += port_variables(kind, port, size, causality)
     assert [v.name for v in variables if v.causality == "input"] == template.input_names
     assert [v.name for v in variables if v.causality == "output"] == template.output_names
     return Interface(kind, n_children, iface.model_identifier, k.description, params, scalars,

@@ -116,9 +116,11 @@ def parameter_groups(iface: Interface) -> list:
     return groups
 
 
-def measure_dependencies(iface: Interface, n_sets: int = N_PARAMETER_SETS, seed: int = 0):
+def measure_dependencies(iface: Interface, n_sets: int = N_PARAMETER_SETS, seed: int = 0,
+                         sample=random_parameters):
     """``(on_inputs, on_parameters)``: boolean matrices (outputs x inputs, outputs x
-    parameters) of the output dependencies, united over ``n_sets`` random parameter sets.
+    parameters) of the output dependencies, united over ``n_sets`` random parameter sets
+    (``sample(iface, rng)``: scalar parameter values).
 
     ``on_inputs`` is the direct feedthrough during a step; ``on_parameters`` is
     measured on the outputs at the initial state, with random inputs (a
@@ -132,7 +134,7 @@ def measure_dependencies(iface: Interface, n_sets: int = N_PARAMETER_SETS, seed:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for s in range(n_sets):
-            values = random_parameters(iface, rng)
+            values = sample(iface, rng)
             for k, is_int in enumerate(integer):
                 if is_int:
                     values[k] = s % 2
@@ -168,8 +170,9 @@ def _unknown(parent, index, deps):
                dependenciesKind=" ".join("dependent" for _ in deps))
 
 
-def finalize(root: Element, iface: Interface, on_inputs, on_params) -> Element:
-    """Complete the pythonfmu model description ``root`` of the FMU ``iface`` in place."""
+def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=None) -> Element:
+    """Complete the pythonfmu model description ``root`` of the FMU ``iface`` in place
+    (``experiment``: the attributes of ``<DefaultExperiment>``, default :data:`DEFAULT_EXPERIMENT`)."""
     root.attrib.pop("generationDateAndTime", None)
     root.set("description", iface.description)
     root.set("generationTool", f"titop-fmu ({root.get('generationTool')})")
@@ -190,7 +193,7 @@ def finalize(root: Element, iface: Interface, on_inputs, on_params) -> Element:
         root.remove(old)
     log = root.find("LogCategories")
     root.insert(list(root).index(log) + 1 if log is not None else list(root).index(units) + 1,
-                Element("DefaultExperiment", DEFAULT_EXPERIMENT))
+                Element("DefaultExperiment", experiment or DEFAULT_EXPERIMENT))
 
     model_vars = root.find("ModelVariables")
     svs = list(model_vars)
@@ -209,7 +212,7 @@ def finalize(root: Element, iface: Interface, on_inputs, on_params) -> Element:
             typed.set("start", repr(float(var.start)) if var.type == "Real" else str(int(var.start)))
         if var.unit is not None:
             typed.set("unit", var.unit)
-        if var.name == "ext_frame":
+        if var.name.rpartition(".")[2] == "ext_frame":
             typed.set("min", "0")
             typed.set("max", "1")
 

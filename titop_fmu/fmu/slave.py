@@ -108,7 +108,7 @@ class TitopSlave(Fmi2Slave):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.iface = iface = interface(self.KIND, self.CHILDREN)
+        self.iface = iface = self.interface()
         self.modelName = iface.model_identifier
         self.description = iface.description
         n_par, n_in = iface.n_params, len(iface.input_names)
@@ -117,7 +117,8 @@ class TitopSlave(Fmi2Slave):
         self._is_int = np.array([v.type == "Integer" for v in iface.variables])
         self._known = {}                    # value-reference sets -> positions (_positions)
         self._params = list(iface.defaults())
-        self._pending = np.zeros(n_in)      # inputs while there is no unit
+        self._pending = np.array([v.start for v in iface.variables if v.causality == "input"],
+                                 dtype=float).reshape(n_in)      # inputs while there is no unit
         self._unit = None
         self._unit_params = None            # the parameter values the unit was built from
         self._t0 = 0.0
@@ -131,6 +132,10 @@ class TitopSlave(Fmi2Slave):
             else:
                 kw["variability"] = Fmi2Variability.continuous
             self.register_variable(cls(v.name, **kw), nested=False)
+
+    def interface(self):
+        """The :class:`~.catalog.Interface` of this FMU (parameters, ports, how to build the unit)."""
+        return interface(self.KIND, self.CHILDREN)
 
     def _getter(self, vr):
         return lambda: self._read([vr], integer=bool(self._is_int[vr]))[0]

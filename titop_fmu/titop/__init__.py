@@ -1,5 +1,6 @@
 """The bridge between the TITOP blocks and the generic co-simulation package: TITOP units
-for the master (:mod:`.units`) and the monolithic twin of a system of them (:mod:`.monolithic`)."""
+for the master (:mod:`.units`), the monolithic twin of a system of them (:mod:`.monolithic`)
+and that twin as one unit and one FMU for any FMI host (:mod:`.assembly`, :mod:`.export`)."""
 
 from .units import TitopUnits
 

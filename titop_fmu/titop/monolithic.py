@@ -15,7 +15,7 @@ import numpy as np
 
 from ..cosim import CoSystem
 from ..cosim.names import port_of
-from ..errors import ConnectionError_
+from ..errors import ConnectionError_, ParameterError
 from ..fmu import catalog
 from ..spatial import dcm_from_quat, euler_from_dcm
 from ..system import System
@@ -31,6 +31,8 @@ def twin(cs: CoSystem, solver: str = "recursive") -> System:
             unit, _warnings = catalog.build_unit(spec.model, spec.parameters)
         except KeyError as e:
             raise ConnectionError_(f"unit {name!r}: {e.args[0]}") from None
+        except ParameterError as e:
+            raise ParameterError(f"{name}.{e.parameter}", str(e).split(": ", 1)[-1]) from None
         s.add(name, unit.block)
     linked = set()
     for child_port, parent_port in cs.links:

@@ -46,13 +46,22 @@ def titop_attitudes(names) -> tuple:
     return tuple((f"{p}[16]", f"{p}[17]", f"{p}[18]") for p in ports if f"{p}[18]" in names)
 
 
+def has_parent_port(t: UnitType) -> bool:
+    """``t`` has a TITOP parent port: ``p.m`` (18 inputs) and ``p.w`` (6 outputs), as a body
+    block or a sub-assembly FMU (:mod:`.assembly`) has."""
+    return all(f"p.m[{k}]" in t.input_index for k in range(1, 19)) and \
+        all(f"p.w[{k}]" in t.output_index for k in range(1, 7))
+
+
 def with_titop_ports(t: UnitType) -> UnitType:
     """``t`` with what the master must know of a TITOP block's ports when it is one (by its
-    model identifier): the required inputs, the attitudes and angles of the motion vectors."""
+    model identifier) or has a TITOP parent port (a sub-assembly): the required inputs, the
+    attitudes and angles of the motion vectors; else ``t``."""
     try:
         catalog.interface_of(t.name)
     except KeyError:
-        return t
+        if not has_parent_port(t):
+            return t
     attitudes = titop_attitudes(set(t.input_names) | set(t.output_names))
     return dataclasses.replace(t, required=titop_required(t.input_names), attitudes=attitudes,
                                angles=frozenset(n for tr in attitudes for n in tr))

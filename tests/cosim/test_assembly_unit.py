@@ -1,0 +1,67 @@
+"""The assembly unit in process (what the assembly FMU computes, without FMI): its ports for
+free parent and child ports, and its run against the monolithic one."""
+
+import numpy as np
+import pytest
+
+from titop_fmu.cosim import CoSystem, systemfile
+from titop_fmu.errors import ConnectionError_
+from titop_fmu.scenarios import balloon
+from titop_fmu.titop import monolithic
+from titop_fmu.titop.assembly import assembly_interface
+
+
+def unit_of(cs, **params):
+    iface = assembly_interface(systemfile.to_dict(cs), "test")
+    values = dict(zip((s[0] for s in iface.param_scalars), iface.defaults()))
+    values.update(params)
+    unit, _ = iface.make_unit([values[s[0]] for s in iface.param_scalars])
+    unit.set_inputs(unit.ALL, [v.start for v in iface.variables if v.causality == "input"])
+    return iface, unit
+
+
+def test_the_balloon_unit_steps_as_the_monolithic_run():
+    cs = balloon.system()
+    iface, unit = unit_of(cs, rtol=1e-12, atol=1e-12)
+    _, ref = monolithic.simulate(cs, 0.5, 0.01)
+    rows = [unit.outputs().copy()]
+    for k in range(50):
+        unit.do_step(k * 0.01, 0.01)
+        rows.append(unit.outputs().copy())
+    assert np.abs(np.array(rows) - ref).max() <= 1e-8
+
+
+def test_a_free_child_port_is_an_input_wrench_and_an_output_motion():
+    """The balloon without pendulum2: pendulum1.c1 is free; its wrench comes in (start value
+    from the system's inputs), its motion goes out, as the twin computes them."""
+    full = balloon.system()
+    cs = CoSystem()
+    for n in ("balloon", "slider", "pendulum1"):
+        cs.add(n, full.units[n].model, full.units[n].parameters)
+    cs.link("balloon.c1", "slider.p")
+    cs.link("slider.c1", "pendulum1.p")
+    w = [0.0, -3 * 9.81, 0.0, 0.0, 0.0, 0.0]                 # pendulum2's weight, hung at P1
+    cs.set_input("pendulum1.c1.w", w)
+    cs.set_input("balloon.ext.w", full.inputs["balloon.ext.w"])
+    iface, unit = unit_of(cs)
+    assert [n for n in iface.input_names if n.startswith("pendulum1.c1.w")] == \
+        [f"pendulum1.c1.w[{k}]" for k in range(1, 7)]
+    assert [v.start for v in iface.variables if v.name.startswith("pendulum1.c1.w")] == w
+    assert [n for n in iface.output_names if n.startswith("pendulum1.")] == \
+        [f"pendulum1.c1.m[{k}]" for k in range(1, 19)]
+    s = monolithic.twin(cs)
+    y0 = s.initial_state()
+    unit.set_input("pendulum1.c1.w[1]", 2.0)
+    s.set_input("pendulum1.c1.w", [2.0] + w[1:])
+    np.testing.assert_array_equal(unit.output("pendulum1.c1.m"), s.outputs(y0)["pendulum1"]["c1.m"])
+
+
+def test_what_has_no_assembly_is_an_error():
+    cs = balloon.system()
+    cs.set_input("slider.p.m", np.zeros(18))                   # a linked port given a value
+    with pytest.raises(ConnectionError_, match="slider.p.m"):
+        assembly_interface(systemfile.to_dict(cs), "x")
+    cs = balloon.system()
+    cs.record("slider.joint.qq")
+    with pytest.raises(ConnectionError_, match="slider.joint.qq"):
+        assembly_interface(systemfile.to_dict(cs), "x")

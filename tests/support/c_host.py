@@ -1,0 +1,30 @@
+"""The C host of the FMU tests: ``tests/fmu/c/fmu_harness.c`` built with the machine's cc, in
+the environment the FMU documentation asks for (``fmu_fixtures.host_env``), and :func:`run`
+(one FMU through the harness)."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fmu_fixtures import compile_c, host_env, unzip_fmu  # noqa: F401  (host_env: a fixture for the users)
+
+HARNESS = Path(__file__).resolve().parents[1] / "fmu" / "c" / "fmu_harness.c"
+STEPS, H = 3, 0.01
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    return compile_c(HARNESS, tmp_path_factory.mktemp("harness") / "fmu_harness")
+
+
+def run(harness, env, fmu, tmp_path, params=(), inputs=(), outputs=()):
+    d, mid, guid = unzip_fmu(fmu, tmp_path / fmu.stem)
+    args = [str(harness), str(d), mid, guid, "-n", str(STEPS), "-h", repr(H)]
+    for vr, v in params:
+        args += ["-p", f"{vr}={v!r}"]
+    for vr, v in inputs:
+        args += ["-i", f"{vr}={v!r}"]
+    for vr in outputs:
+        args += ["-o", str(vr)]
+    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)

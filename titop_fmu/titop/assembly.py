@@ -1,0 +1,242 @@
+"""A whole system of TITOP units as ONE co-simulation unit (and FMU): the assembly.
+
+Per-block FMUs of a TITOP system have a direct-feedthrough algebraic loop that only a
+master with a loop solver resolves. An assembly holds the system's monolithic twin
+(:func:`~titop_fmu.titop.monolithic.twin`: the loop solved exactly at every evaluation)
+and integrates all its states together with Dormand-Prince 5(4) to the tolerances
+``rtol``/``atol`` (the step-size guess is part of the state, so a saved state restores
+exactly), so any FMI host can run it.
+
+Its FMI view (:func:`assembly_interface`):
+
+* **parameters**: every parameter of every unit, ``<unit>.<name>`` (``balloon.mass``,
+  ``balloon.inertia[1,1]``, ``slider.c1.r[2]``), start values from the system, then
+  ``rtol``, ``atol`` of the integrator (the units' own ``rtol``/``atol`` have no use here);
+* **inputs**: the free inputs of the units, ``<unit>.<port>``: external wrenches,
+  joint efforts or accelerations, imposed accelerations, the wrenches of free child
+  ports; start values from the system's constant inputs;
+* **outputs**: the wrench ``<unit>.p.w`` of every free parent port, the motion
+  ``<unit>.c<i>.m`` of every free child port, and the system's recorded outputs, same
+  names (``slider.joint.q[3]``);
+* a **sub-assembly**, whose root is a joint body (a parent port ``<unit>.p`` not linked),
+  is a body: that port is the FMU's ``p.m`` (18 in) / ``p.w`` (6 out), with the
+  conventions of a block's parent port, so it links under any child port as a block does.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..cosim import CoSystem
+from ..cosim.names import port_of
+from ..cosim.systemfile import from_dict
+from ..errors import ConnectionError_
+from ..fmu import catalog
+from ..fmu.catalog import Interface, Param, ScalarVar
+from ..unit import IntegratedUnit
+from .monolithic import twin
+
+#: the parent port of a sub-assembly, named as a block's
+ROOT_PORT = "p"
+TOLERANCES = (
+    Param("rtol", 1e-10, "1", "relative tolerance of the Dormand-Prince 5(4) integrator of the whole system"),
+    Param("atol", 1e-10, "1", "absolute tolerance of the integrator (states in SI units)"),
+)
+_UNIT_TOLERANCES = {p.name for p in catalog.TOLERANCES}
+
+
+@dataclass(frozen=True)
+class Port:
+    """A port of the assembly: ``name`` (FMI), the unit's port it is, its size, and for an
+    output that is one scalar of the unit's port, that component (0-based)."""
+
+    name: str
+    unit: str
+    port: str
+    size: int
+    component: int | None = None
+
+
+@dataclass(frozen=True)
+class AssemblyInterface(Interface):
+    """An :class:`~titop_fmu.fmu.catalog.Interface` whose unit is a whole system."""
+
+    system: dict = field(default=None, repr=False)      # the system file (systemfile.to_dict)
+    units: tuple = ()                                    # (unit name, model identifier)
+    inputs: tuple = ()                                   # Port
+    outputs: tuple = ()                                  # Port
+
+    def cosystem(self, scalars) -> CoSystem:
+        """The system with the parameter values ``scalars`` (in :attr:`param_scalars` order)."""
+        cs, _ = from_dict(copy.deepcopy(self.system), self.model_identifier)
+        for (name, *_), value in zip(self.param_scalars, scalars):
+            unit, dot, param = name.partition(".")
+            if dot:
+                cs.units[unit].parameters[param] = value
+        return cs
+
+    def make_unit(self, scalars) -> tuple:
+        """``(AssemblyUnit, [warning messages])``; :class:`ParameterError` naming the FMI
+        parameter (``balloon.mass``) if one is invalid."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            system = twin(self.cosystem(scalars))
+        v = self.values(scalars)
+        unit = AssemblyUnit(system, self.inputs, self.outputs, rtol=catalog.positive("rtol", v["rtol"]),
+                            atol=catalog.positive("atol", v["atol"]))
+        return unit, [str(w.message) for w in caught]
+
+
+class AssemblyUnit(IntegratedUnit):
+    """The monolithic twin of a system as a unit: inputs are the :class:`Port` s ``inputs``
+    (constant inputs of the twin, set before every evaluation when they changed), outputs the
+    :class:`Port` s ``outputs``, the states all the twin's states."""
+
+    def __init__(self, system, inputs, outputs, rtol=1e-10, atol=1e-10, name="assembly", type=None):
+        self.system = system
+        self._in_ports = [(f"{p.unit}.{p.port}", p.size) for p in inputs]
+        self._out_ports = [(p.unit, p.port, slice(None) if p.component is None else [p.component])
+                           for p in outputs]
+        self._pushed = None
+        self._blocks = list(system.blocks.items())
+        super().__init__({p.name: p.size for p in inputs}, {p.name: p.size for p in outputs}, rtol, atol,
+                         name, type)
+
+    def _sync(self):
+        """Give the twin the current inputs (its constant inputs) if they changed."""
+        if self._pushed is not None and np.array_equal(self._pushed, self.u):
+            return
+        k = 0
+        for ref, size in self._in_ports:
+            self.system.set_input(ref, self.u[k:k + size])
+            k += size
+        self._pushed = self.u.copy()
+
+    def _initial_state(self):
+        self._sync()
+        return self.system.initial_state()
+
+    def _project(self, x):
+        x = x.copy()
+        for name, block in self._blocks:
+            s = self.system.state_slice(name)
+            x[s] = block.project_state(x[s])
+        return x
+
+    def _derivative_function(self):
+        self._sync()
+        rhs, t = self.system.rhs, self.t
+        return lambda x: rhs(t, x)
+
+    def _evaluate_outputs(self):
+        self._sync()
+        outs = self.system.outputs(self.x)
+        return np.concatenate([np.atleast_1d(outs[u][port])[sel] for u, port, sel in self._out_ports]
+                              or [np.zeros(0)])
+
+
+def model_identifier(name: str) -> str:
+    """A C and Python identifier from a file name (``balloon-v2`` -> ``balloon_v2``)."""
+    mid = re.sub(r"\W", "_", name)
+    return mid if re.match(r"[A-Za-z_]", mid) else f"m_{mid}"
+
+
+def _unit_params(name, model, values) -> list:
+    """The catalog parameters of the unit ``name`` (no tolerances) named ``<unit>.<param>``,
+    their start values the unit's ``values`` (FMI scalars) over the defaults."""
+    out = []
+    for p in catalog.interface_of(model).params:
+        if p.name in _UNIT_TOLERANCES:
+            continue
+        flat = [values.get(n, d) for n, _i, d, _u in p.scalars()]
+        default = np.reshape(np.array(flat, dtype=object), p.shape).tolist() if p.shape else flat[0]
+        out.append(Param(f"{name}.{p.name}", default, p.unit, f"{name}: {p.description}", p.type))
+    return out
+
+
+def assembly_interface(system: dict, model_id: str) -> AssemblyInterface:
+    """The FMI interface of the system ``system`` (the content of a system file, TITOP
+    units only) as one FMU ``model_id``; :class:`ConnectionError_` if it has no twin."""
+    cs, _ = from_dict(copy.deepcopy(system), model_id)
+    s = twin(cs)                                  # checks: TITOP units, links only
+    units = tuple((n, spec.model) for n, spec in cs.units.items())
+    kind = {n: catalog.parse_identifier(m)[0] for n, m in units}
+    params = tuple(q for n, spec in cs.units.items() for q in _unit_params(n, spec.model, spec.parameters)) \
+        + TOLERANCES
+    linked = {(link.child, link.parent_port) for link in s.links} | \
+             {(link.parent, link.child_port) for link in s.links}
+    free_parents = [(n, p) for n, b in s.blocks.items() for p in b.parent_ports if (n, p) not in linked]
+    root = free_parents[0] if len(free_parents) == 1 and free_parents[0][1] == ROOT_PORT else None
+
+    def fmi_name(unit, port):
+        return f"{ROOT_PORT}.{port[2:]}" if (unit, port[:1]) == root else f"{unit}.{port}"
+
+    starts = {}
+    for ref, value in cs.inputs.items():
+        unit, _, var = ref.partition(".")
+        port, k = port_of(var)
+        if k:
+            starts[(unit, port, k - 1)] = value
+        else:
+            starts.update({(unit, port, i): v for i, v in enumerate(np.ravel(np.asarray(value, dtype=float)))})
+    inputs, outputs = [], []
+    for n, b in s.blocks.items():
+        for port, size in b.inputs.items():
+            if (n, port.rpartition(".")[0]) not in linked:
+                inputs.append(Port(fmi_name(n, port), n, port, size))
+        outputs += [Port(fmi_name(n, f"{pp}.w"), n, f"{pp}.w", 6) for pp in b.parent_ports if (n, pp) not in linked]
+        outputs += [Port(fmi_name(n, f"{c}.m"), n, f"{c}.m", 18) for c in b.child_ports if (n, c) not in linked]
+    known = {(p.unit, p.port) for p in inputs}
+    stray = sorted({f"{u}.{p}" for u, p, _ in starts if (u, p) not in known})
+    if stray:
+        raise ConnectionError_(f"{model_id}: constant input(s) {stray} are not free inputs of the system")
+    taken = {p.name for p in outputs}
+    for ref in cs.recorded:
+        unit, _, var = ref.partition(".")
+        port, k = port_of(var)
+        size = s.blocks[unit].outputs_spec.get(port) if unit in s.blocks else None
+        if size is None or k > size:
+            raise ConnectionError_(f"{model_id}: recorded {ref!r} is not an output of the system's units")
+        if ref not in taken:
+            outputs.append(Port(ref, unit, port, 1 if k else size, k - 1 if k else None))
+            taken.add(ref)
+    variables = [ScalarVar(name, "parameter", params[i].type, default, unit, params[i].description)
+                 for i, q in enumerate(params) for name, _index, default, unit in q.scalars()]
+    for causality, ports in (("input", inputs), ("output", outputs)):
+        for p in ports:
+            b = s.blocks[p.unit]
+            size = (b.inputs if causality == "input" else b.outputs_spec)[p.port]
+            scalars = catalog.port_variables(kind[p.unit], p.port, size, causality)
+            if p.component is not None:
+                scalars = [scalars[p.component]]
+            names = [p.name] if p.component is not None else \
+                [f"{p.name}{v.name[len(p.port):]}" for v in scalars]
+            for k, (v, name) in enumerate(zip(scalars, names)):
+                start = starts.get((p.unit, p.port, k), 0.0) if causality == "input" else None
+                variables.append(ScalarVar(name, causality, "Real", start, v.unit, f"{p.unit}: {v.description}"))
+    scalars = tuple((name, i, index, default, unit)
+                    for i, q in enumerate(params) for name, index, default, unit in q.scalars())
+    description = (f"TITOP assembly {model_id}: {len(units)} units "
+                   f"({', '.join(f'{n} {m}' for n, m in units)}), the loop solved exactly inside")
+    return AssemblyInterface(
+        "assembly", 0, model_id, description, params, scalars,
+        tuple(v.name for v in variables if v.causality == "input"),
+        tuple(v.name for v in variables if v.causality == "output"), tuple(variables),
+        system=system, units=units, inputs=tuple(inputs), outputs=tuple(outputs))
+
+
+def random_parameters(iface: AssemblyInterface, rng) -> list:
+    """Generic random parameter values of an assembly: each unit's
+    (:func:`titop_fmu.fmu.model_description.random_parameters`), the tolerances as they are."""
+    from ..fmu.model_description import random_parameters as unit_random
+    values = []
+    for _name, model in iface.units:
+        ui = catalog.interface_of(model)
+        values += [v for (n, *_), v in zip(ui.param_scalars, unit_random(ui, rng)) if n not in _UNIT_TOLERANCES]
+    return values + [p.default for p in TOLERANCES]
+
