@@ -132,6 +132,14 @@ def find_compiler() -> Compiler | None:
     return None
 
 
+def cli_unavailable_reason(msl=None) -> str | None:
+    """:func:`unavailable_reason` for a command line: a bad ``--msl`` folder is a reason too."""
+    try:
+        return unavailable_reason(msl)
+    except ValueError as e:
+        return str(e)
+
+
 def unavailable_reason(msl=None) -> str | None:
     """One line saying why no Modelica model can be run here, or None when one can.
 

@@ -175,11 +175,7 @@ def main(argv=None):
     ap.add_argument("--msl", help="folder holding the Modelica/ package (default: MODELICAPATH)")
     ap.add_argument("--bound", type=float, default=1e-8, help="largest accepted error (default %(default)g)")
     args = ap.parse_args(argv)
-    try:
-        reason = modelica.unavailable_reason(args.msl)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    reason = modelica.cli_unavailable_reason(args.msl)
     if reason:
         print(f"skipped: {reason}", file=sys.stderr)
         return 2

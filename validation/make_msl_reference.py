@@ -34,6 +34,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from titop_fmu import modelica  # noqa: E402
+from titop_fmu.cosim.numerics import wrap  # noqa: E402
 
 MODEL = HERE / "modelica" / "BalloonSystem.mo"
 REF = HERE / "reference"
@@ -48,7 +49,7 @@ def differences(a, b):
     d = a[:, 1:] - b[:, 1:]
     for j, c in enumerate(COLUMNS[1:]):
         if c in EULER:
-            d[:, j] = (d[:, j] + np.pi) % (2 * np.pi) - np.pi
+            d[:, j] = wrap(d[:, j])
     return dict(zip(COLUMNS[1:], np.abs(d).max(axis=0).tolist()))
 
 
@@ -56,11 +57,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--msl", help="folder holding the Modelica/ package (default: MODELICAPATH)")
     args = ap.parse_args(argv)
-    try:
-        reason = modelica.unavailable_reason(args.msl)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    reason = modelica.cli_unavailable_reason(args.msl)
     if reason:
         print(f"error: {reason}", file=sys.stderr)
         return 2

@@ -31,6 +31,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from titop_fmu.modelica import find_omc  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 MODEL_FILE = HERE / "modelica" / "BalloonSystem.mo"
 MODEL_NAME = "BalloonSystem"
@@ -54,20 +57,6 @@ class SimulationError(RuntimeError):
 def ompython_available():
     """True if the OMPython package can be imported."""
     return importlib.util.find_spec("OMPython") is not None
-
-
-def find_omc():
-    """Path of the ``omc`` executable, or None."""
-    found = shutil.which("omc")
-    if found:
-        return found
-    home = os.environ.get("OPENMODELICAHOME")
-    if home:
-        for name in ("omc", "omc.exe"):
-            candidate = Path(home) / "bin" / name
-            if candidate.is_file():
-                return str(candidate)
-    return None
 
 
 # --------------------------------------------------------------------------
