@@ -21,6 +21,13 @@ Error measure per column: ``max |a - b| / max(1, max |b|)``, i.e. absolute
 for outputs of magnitude up to 1 (angles, metres near the origin), relative
 for outputs that travel far; Euler-angle differences (motion-vector
 components 16-18, the balloon's phi, theta, psi) are wrapped to (-pi, pi].
+
+Attitude: where all three Euler angles of a body are recorded, the two
+attitude matrices ``P_b/i`` rebuilt from them are compared too, by the angle
+of ``P_twin^T P_titop`` (rad). Near gimbal lock (``theta`` close to +-90 deg)
+``phi`` and ``psi`` are ill-conditioned (an attitude error ``e`` moves them by
+about ``e / cos(theta)``) while the matrix is not; the closest approach to
+lock is printed with it. Both are held to ``--bound``.
 """
 
 from __future__ import annotations
@@ -58,6 +65,12 @@ def dcm_from_euler(angles):
     """The project's ``P_b/i = Rz(psi) Ry(theta) Rx(phi)`` of ``[phi, theta, psi]``."""
     from titop_fmu.spatial import dcm_from_euler
     return dcm_from_euler(angles)
+
+
+def rotation_angle(P):
+    """The angle of the rotation ``P`` (``|log P|``, accurate at every angle)."""
+    from titop_fmu.spatial import rotation_vector
+    return float(np.linalg.norm(rotation_vector(P)))
 
 
 def balloon_columns():
@@ -121,6 +134,34 @@ def is_euler_angle(record_entry: str) -> bool:
     return bool(re.search(r"\.m\[1[678]\]$", record_entry))
 
 
+def euler_triples(names):
+    """``[(label, (i_phi, i_theta, i_psi))]``: the columns holding a body's three Euler angles,
+    ``<x>.m[16..18]`` of a system file's records or the balloon's ``phi, theta, psi``."""
+    names = list(names)
+    out = []
+    if all(a in names for a in ("phi", "theta", "psi")):
+        out.append(("phi, theta, psi", tuple(names.index(a) for a in ("phi", "theta", "psi"))))
+    for n in names:
+        m = re.fullmatch(r"(.+)\.m\[16\]", n)
+        if m and all(f"{m[1]}.m[{k}]" in names for k in (17, 18)):
+            out.append((f"{m[1]}.m[16..18]", tuple(names.index(f"{m[1]}.m[{k}]") for k in (16, 17, 18))))
+    return out
+
+
+def attitude_errors(names, a, b):
+    """``{label: (max angle of P(a)^T P(b) [rad], min |90 deg - |theta_b|| [deg], its time index)}``
+    for every body whose three Euler angles are columns of ``a`` and ``b`` (same grid)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    out = {}
+    for label, idx in euler_triples(names):
+        ea, eb = a[:, list(idx)], b[:, list(idx)]
+        err = [rotation_angle(dcm_from_euler(x).T @ dcm_from_euler(y)) for x, y in zip(ea, eb)]
+        to_lock = np.degrees(np.pi / 2 - np.abs(eb[:, 1]))
+        k = int(np.argmin(to_lock))
+        out[label] = (max(err), float(to_lock[k]), k)
+    return out
+
+
 def twin_model_of(system_path):
     """The ``modelica`` key of a system file (path relative to the file), or None."""
     return _titop()[5].read(system_path).twin
@@ -154,7 +195,7 @@ def compare_system_file(path, model_file=None, stop=None, msl=None):
         raise ValueError("the two runs are not on the same grid")
     ab, sc = column_errors(mo.values, Y, [is_euler_angle(r) for r in records])
     return {"names": records, "t": t, "titop": Y, "modelica": mo.values, "absolute": ab,
-            "scaled": sc, "info": mo.info}
+            "scaled": sc, "attitude": attitude_errors(records, mo.values, Y), "info": mo.info}
 
 
 def compare_balloon(stop=20.0, msl=None, model_file=BALLOON_MODEL):
@@ -163,7 +204,7 @@ def compare_balloon(stop=20.0, msl=None, model_file=BALLOON_MODEL):
     t, Y = balloon_inprocess(stop)
     ab, sc = column_errors(mo.values, Y, [c in ("phi", "theta", "psi") for c in cols])
     return {"names": list(cols), "t": t, "titop": Y, "modelica": mo.values, "absolute": ab,
-            "scaled": sc, "info": mo.info}
+            "scaled": sc, "attitude": attitude_errors(cols, mo.values, Y), "info": mo.info}
 
 
 def main(argv=None):
@@ -196,7 +237,10 @@ def main(argv=None):
     print(f"{'output':<{w}}  {'max |error|':>11}  {'scaled':>9}")
     for n, a, s in zip(r["names"], r["absolute"], r["scaled"]):
         print(f"{n:<{w}}  {a:11.2e}  {s:9.2e}")
-    worst = float(r["scaled"].max())
+    for label, (e, to_lock, k) in r["attitude"].items():
+        print(f"attitude {label}: angle of P_twin^T P_titop {e:.2e} rad "
+              f"(closest to gimbal lock {to_lock:.3g} deg, t = {r['t'][k]:g} s)")
+    worst = max([float(r["scaled"].max())] + [e for e, _, _ in r["attitude"].values()])
     ok = worst <= args.bound
     print(f"worst {worst:.2e} {'<=' if ok else '>'} bound {args.bound:g}")
     return 0 if ok else 1

@@ -10,6 +10,7 @@ from titop_fmu import modelica
 ROOT = Path(__file__).resolve().parents[2]
 BALLOON_MO = ROOT / "validation" / "modelica" / "BalloonSystem.mo"
 TWO_BRANCH_MO = ROOT / "validation" / "modelica" / "TwoBranch.mo"
+SPACECRAFT_MO = ROOT / "validation" / "modelica" / "Spacecraft.mo"
 
 
 def need_modelica():

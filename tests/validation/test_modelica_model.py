@@ -2,7 +2,7 @@
 
 The models' data, topology and outputs are checked by running them against
 the TITOP blocks (test_modelica_run.py). Here: the 3-2-1 Euler-angle
-extraction written in BalloonSystem.mo and TwoBranch.mo, evaluated in Python
+extraction written in BalloonSystem.mo, TwoBranch.mo and Spacecraft.mo, evaluated in Python
 against a transcription of MSL's orientation convention (no compiler needed)
 and compiled together with the real ``Frames.axesRotations`` of the MSL
 against the project's ``dcm_from_euler`` (with a compiler); the OpenModelica
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from modelica_runs import BALLOON_MO, TWO_BRANCH_MO, need_modelica
+from modelica_runs import BALLOON_MO, SPACECRAFT_MO, TWO_BRANCH_MO, need_modelica
 from titop_fmu import modelica
 from validation.compare_twin import dcm_from_euler   # the TITOP side (one import place)
 
@@ -32,6 +32,8 @@ EULER_OUTPUTS = [
     (MODEL, "transpose(balloon.frame_a.R.T)", {"phi": "phi", "theta": "theta", "psi": "psi"}),
     (TWO_BRANCH_MODEL, "transpose(hub.frame_a.R.T)",
      {"phi": "hub_c1_m_16", "theta": "hub_c1_m_17", "psi": "hub_c1_m_18"}),
+    (SPACECRAFT_MO, "transpose(bus.frame_a.R.T)",
+     {"phi": "bus_p_m_16", "theta": "bus_p_m_17", "psi": "bus_p_m_18"}),
 ]
 SCRIPT = ROOT / "validation" / "run_openmodelica.py"
 
@@ -129,7 +131,7 @@ def random_angles(rng, n):
     return out
 
 
-@pytest.mark.parametrize("path, dcm, names", EULER_OUTPUTS, ids=["balloon", "two_branch"])
+@pytest.mark.parametrize("path, dcm, names", EULER_OUTPUTS, ids=["balloon", "two_branch", "spacecraft"])
 def test_model_euler_angles_invert_the_dcm(path, dcm, names):
     funcs = model_euler_formulas(path, dcm, names)
     for phi, theta, psi in random_angles(np.random.default_rng(1), 200):
@@ -160,7 +162,7 @@ end EulerCheck;
 """
 
 
-@pytest.mark.parametrize("path, dcm, names", EULER_OUTPUTS, ids=["balloon", "two_branch"])
+@pytest.mark.parametrize("path, dcm, names", EULER_OUTPUTS, ids=["balloon", "two_branch", "spacecraft"])
 def test_model_euler_formulas_with_the_msl_compiled(path, dcm, names, tmp_path):
     """The model's Euler formulas and the MSL's own Frames.axesRotations({3,2,1}, {psi, theta, phi}),
     compiled, against the project's dcm_from_euler at random attitudes."""
