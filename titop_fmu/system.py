@@ -388,11 +388,11 @@ class _RecursiveLoop:
     parent's spatial acceleration at the joint, the wrenches of its linked children),
     is evaluated on the batch ``[0, I]`` of ``z``. Each child ``i`` already gave its
     wrench as ``w_i = K_i a_i + k_i`` of the acceleration ``a_i`` that ``n`` sends
-    it, and ``a_i`` is an output of ``n`` (``x'dot_Ci = tau_CiP x'dot_P``, eq. 23,
-    with the joint acceleration of eq. 22 / 28 that depends on ``w``): so the
+    it, and ``a_i`` is an output of ``n`` (``x'dot_Ci = tau_CiP x'dot_P``, eq. (23),
+    with the joint acceleration of eq. (22) or eq. (28) that depends on ``w``): so the
     children's wrenches are affine in ``z``, ``w = g + G_a a_p + G_w w``, solved for
     ``w = M a_p + m`` (:func:`_condense`). Put into ``n``'s own wrench on its parent
-    (eq. 15 / 18 / 29, the children's wrenches transported by eq. 13), it gives
+    (eq. (15), eq. (18) or eq. (29), the children's wrenches transported by eq. (13)), it gives
     ``n``'s map ``W_p = K a_p + k`` (:func:`_parent_map`). A block with several linked
     parent ports (a loop closure) must not feed accelerations through: its wrenches
     are constants ``k`` and it cuts its loop.
