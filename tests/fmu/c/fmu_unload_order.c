@@ -35,18 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-typedef void *fmi2Component;
-typedef unsigned int fmi2ValueReference;
-typedef enum { fmi2OK, fmi2Warning, fmi2Discard, fmi2Error, fmi2Fatal, fmi2Pending } fmi2Status;
-typedef struct {
-    void (*logger)(void *, const char *, fmi2Status, const char *, const char *, ...);
-    void *(*allocateMemory)(size_t, size_t);
-    void (*freeMemory)(void *);
-    void (*stepFinished)(void *, fmi2Status);
-    void *componentEnvironment;
-} fmi2CallbackFunctions;
-
-static const char *status_name[] = {"OK", "Warning", "Discard", "Error", "Fatal", "Pending"};
+#include "fmi2_host.h"
 
 static void logger(void *env, const char *instance, fmi2Status status, const char *category, const char *message,
                    ...) {
