@@ -294,6 +294,7 @@ def test_balloon_20s_through_fmus_default_settings(fmu_dir):
     report("balloon, FMUs, 20 s, default settings", error=float(e.max()), attitude=float(att.max()),
            wall_s=wall, macro_steps=res.stats.macro_steps)
     assert e.max() <= DEFAULT_BOUND and att.max() <= DEFAULT_BOUND
+    assert not res.warning                      # its own estimate agrees: no false alarm
 
 
 @pytest.mark.slow
@@ -309,6 +310,7 @@ def test_balloon_20s_tight_recipe():
     report("balloon, in-process units, 20 s, tol 5e-8, dt-max 0.01", error=float(e.max()),
            attitude=float(att.max()), wall_s=wall)
     assert e.max() <= TIGHT_BOUND and att.max() <= TIGHT_BOUND
+    assert not res.warning
 
 
 def test_balloon_through_fmus_tight_tolerance(fmu_dir, balloon_truth):
