@@ -55,6 +55,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--pin-rtol", type=float, default=1e-10)
     ap.add_argument("--titop-rtol", type=float, default=1e-12)
+    ap.add_argument("--fmu", action="store_true",
+                    help="also the FMUs through the master: default settings and the tight recipe")
     args = ap.parse_args()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
                PYTHONWARNINGS="ignore")
@@ -63,10 +65,19 @@ def main():
         titop_cmd = [sys.executable, "-m", "titop_fmu.cli", "simulate", "balloon", "--engine", "inprocess",
                      "--stop", str(args.stop), "--rtol", str(args.titop_rtol), "--out", str(titop_csv), "--quiet"]
         pin_cmd = [sys.executable, "-c", PINOCCHIO, str(args.stop), str(args.pin_rtol), str(pin_csv)]
-        titop, pin = [], []
+        fmu_base = [sys.executable, "-m", "titop_fmu.cli", "simulate", "balloon", "--engine", "fmu", "--quiet"]
+        master = fmu_base + ["--stop", str(args.stop)]
+        fmu_cmds = {"FMUs + master, default settings": master + ["--out", str(Path(tmp) / "fmu.csv")],
+                    "FMUs + master, --tol 5e-8 --dt-max 0.01": master + [
+                        "--tol", "5e-8", "--dt-max", "0.01", "--out", str(Path(tmp) / "tight.csv")]} if args.fmu else {}
+        if fmu_cmds:
+            timed(fmu_base + ["--stop", "0.01", "--out", str(Path(tmp) / "warm.csv")], env)   # FMUs built here
+        titop, pin, fmu = [], [], {k: [] for k in fmu_cmds}
         for _ in range(args.repeats):
             titop.append(timed(titop_cmd, env))
             pin.append(timed(pin_cmd, env))
+            for k, cmd in fmu_cmds.items():
+                fmu[k].append(timed(cmd, env))
         run = np.loadtxt(titop_csv, delimiter=",", skiprows=1)
         ref = np.loadtxt(REF, delimiter=",", skiprows=1)
     err = np.max(np.abs(run[:, 1:] - ref[:len(run), 1:]))
@@ -75,6 +86,10 @@ def main():
     print(f"Pinocchio + DOP853 at {args.pin_rtol:g}, whole process: {p:.2f} s "
           f"(runs {', '.join(f'{x:.2f}' for x in pin)})")
     print(f"ratio TITOP / Pinocchio: {t / p:.2f}")
+    for k, runs in fmu.items():
+        m = statistics.median(runs)
+        print(f"{k}, whole process: {m:.2f} s (runs {', '.join(f'{x:.2f}' for x in runs)}); "
+              f"ratio to Pinocchio {m / p:.1f}")
     print(f"TITOP max |error| vs the Pinocchio reference over {args.stop:g} s: {err:.2e}")
 
 
