@@ -22,7 +22,8 @@ def tree_order(children: dict, what: str = "tree topology", hint: str = "") -> l
                 parents[c] -= 1
                 if parents[c] == 0:
                     nxt.append(c)
-        level = [n for n in children if n in set(nxt)]
+        ready = set(nxt)
+        level = [n for n in children if n in ready]
     if len(order) < len(children):
         left = set(children) - set(order)            # every one of them is on a cycle or below one
         path, n = [], next(n for n in children if n in left)

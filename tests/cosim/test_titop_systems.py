@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from balloon_runs import run_balloon
+from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per session)
 from tearing_checks import check_tearing
 
 from titop_fmu.cli import main
@@ -37,15 +38,6 @@ from titop_fmu.errors import ConnectionError_, ParameterWarning, SolverError
 from titop_fmu.scenarios import balloon
 from titop_fmu.titop import TitopUnits, monolithic
 from titop_fmu.titop.units import ensure_fmus
-
-try:
-    from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per session)
-except pytest.skip.Exception as _no_fmi:        # no FMPy / pythonfmu: only the FMU tests skip
-    _WHY = str(_no_fmi)
-
-    @pytest.fixture(scope="session")
-    def fmu_dir():
-        pytest.skip(_WHY)
 
 ROOT = Path(__file__).resolve().parents[2]
 TWO_BRANCH = ROOT / "examples" / "two_branch.toml"

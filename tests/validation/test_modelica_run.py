@@ -11,20 +11,12 @@ import sys
 
 import numpy as np
 import pytest
-
+from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per session)
 from modelica_runs import BALLOON_MO, ROOT, TWO_BRANCH_MO, need_modelica
+
 from titop_fmu import modelica
 from titop_fmu.validate import Series, errors, load_reference
-from validation import compare_twin as twin   # the TITOP side (one import place)
-
-try:
-    from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per session)
-except pytest.skip.Exception as _no_fmi:        # no FMPy / pythonfmu: only the FMU test skips
-    _WHY = str(_no_fmi)
-
-    @pytest.fixture(scope="session")
-    def fmu_dir():
-        pytest.skip(_WHY)
+from validation import compare_twin as twin  # the TITOP side (one import place)
 
 REFERENCES = ROOT / "validation" / "reference"
 TWO_BRANCH = ROOT / "examples" / "two_branch.toml"

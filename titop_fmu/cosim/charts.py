@@ -60,3 +60,7 @@ class Chart:
                 if int(k) in where and not all(int(j) in where for j in tr):
                     angles[where[int(k)]] = True
         return Chart(len(positions), angles, triples)
+
+
+#: the chart of one attitude, ``[phi, theta, psi]``
+ATTITUDE = Chart(3, triples=[(0, 1, 2)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .charts import Chart
+from .charts import ATTITUDE, Chart
 from .numerics import hermite5, lagrange_weights, wrap
 
 
@@ -29,7 +29,6 @@ def dense(mesh_t, mesh_v, grid, chart: Chart | None = None, degree=5):
     ang = chart.angles | chart.in_triple               # unwrapped for Hermite and Lagrange alike
     if ang.any():
         v[:, ang] = np.unwrap(v[:, ang], axis=0)
-    attitude = Chart(3, triples=[(0, 1, 2)])
     n = len(mesh_t)
     out = np.empty((len(grid), v.shape[1]))
     idx = np.clip(np.searchsorted(mesh_t, grid, side="right") - 1, 0, n - 1)
@@ -54,8 +53,8 @@ def dense(mesh_t, mesh_v, grid, chart: Chart | None = None, degree=5):
         for tr in chart.triples:
             if has_d and i + 1 < n and ok[tr].all() and min(abs(np.cos(v[i, tr[1]])), abs(np.cos(v[i + 1, tr[1]]))) >= 0.5:
                 continue
-            x = sum(wm * attitude.minus(v[m, tr], v[i, tr]) for wm, m in zip(w, range(lo, lo + k)))
-            out[g, tr] = np.unwrap(np.vstack([v[i, tr], attitude.plus(v[i, tr], x)]), axis=0)[1]
+            x = sum(wm * ATTITUDE.minus(v[m, tr], v[i, tr]) for wm, m in zip(w, range(lo, lo + k)))
+            out[g, tr] = np.unwrap(np.vstack([v[i, tr], ATTITUDE.plus(v[i, tr], x)]), axis=0)[1]
     if ang.any():
         out[:, ang] = wrap(out[:, ang])
     return out

@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from ..errors import SolverError
+from .charts import ATTITUDE
 from .numerics import wrap_where
 from .structure import Structure
 
@@ -277,7 +278,7 @@ class LoopSolver:
                     i = st.cin_local[st.unit_cin[j][tr]]
                     x = self.Ucur[st.unit_cin[j][tr]]
                     d = 1e-6
-                    v = chart_in.restricted(tr).plus(x, d * (tr == c))
+                    v = ATTITUDE.plus(x, d * (tr == c))
                 else:
                     i, x = st.cin_local[[k]], self.Ucur[[k]]
                     d = 1e-6 * max(1.0, abs(x[0]))

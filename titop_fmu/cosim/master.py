@@ -188,9 +188,9 @@ class Master:
                 d = chart.minus(v, ref)
             out += w * d
         if out.ndim == 2:
-            out += ref
-            out[0] = chart.plus(ref[0], out[0] - ref[0])
-            return out
+            values = ref + out
+            values[0] = chart.plus(ref[0], out[0])
+            return values
         return chart.plus(ref, out)
 
     # -- macro intervals ------------------------------------------------------------------------
