@@ -29,24 +29,28 @@ class Chart:
         self.in_triple[self.triples.ravel()] = True
         self.angles = np.zeros(n, dtype=bool) if angles is None else np.asarray(angles, dtype=bool).copy()
         self.angles &= ~self.in_triple                  # plain angles: wrapped differences
-        self.plain = not self.angles.any() and not len(self.triples)
+        self.any_angle = bool(self.angles.any())
+        self.plain = not self.any_angle and not len(self.triples)
+        # a triple of consecutive positions as a slice (a view, no copy), else its positions
+        self._at = [slice(int(t[0]), int(t[0]) + 3) if t[1] == t[0] + 1 and t[2] == t[0] + 2 else t
+                    for t in self.triples]
 
     def minus(self, a, b):
         """``a (-) b``: the difference of two vectors (attitudes: ``b^-1 a`` as a rotation vector)."""
         d = np.asarray(a, dtype=float) - b
         if self.plain:
             return d
-        if self.angles.any():
+        if self.any_angle:
             d[self.angles] = wrap(d[self.angles])
-        for tr in self.triples:
-            d[tr] = rotation_vector(dcm_from_euler(b[tr]).T @ dcm_from_euler(a[tr]))
+        for at in self._at:
+            d[at] = rotation_vector(dcm_from_euler(b[at]).T @ dcm_from_euler(a[at]))
         return d
 
     def plus(self, b, d):
         """``b (+) d``: ``b`` moved by the difference ``d`` (attitudes: ``b e^{(*d)}``)."""
         out = np.asarray(b, dtype=float) + d
-        for tr in self.triples:
-            out[tr] = euler_from_dcm(dcm_from_euler(b[tr]) @ exp_rotation(d[tr]))
+        for at in self._at:
+            out[at] = euler_from_dcm(dcm_from_euler(b[at]) @ exp_rotation(d[at]))
         return out
 
     def restricted(self, positions) -> Chart:
