@@ -14,6 +14,8 @@ an input or output port ``name`` of size 1 is the scalar ``name``; of size
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from .blocks.base import Block
@@ -180,6 +182,22 @@ class BlockUnit(IntegratedUnit):
         super().reset(t0)
         self._kin = self._kin_key = None
 
+    @cached_property
+    def _affine_inputs(self) -> np.ndarray:
+        """Positions of the acceleration-level inputs: the spatial accelerations
+        ``*.m[1..6]`` of the parent ports, and every other input."""
+        pos = np.ones(len(self.input_names), dtype=bool)
+        for p in self.block.parent_ports:
+            pos[self._in_slices[f"{p}.m"].start + 6:self._in_slices[f"{p}.m"].stop] = False
+        return np.flatnonzero(pos)
+
+    @cached_property
+    def _angle_outputs(self) -> np.ndarray:
+        """Positions of the outputs that are Euler angles: components 16..18 of the motion outputs."""
+        return np.array([i for c in self.block.child_ports
+                         for i in range(self._out_slices[f"{c}.m"].start + 15, self._out_slices[f"{c}.m"].stop)],
+                        dtype=int)
+
     def _initial_state(self):
         return self.block.initial_state()
 
@@ -189,21 +207,81 @@ class BlockUnit(IntegratedUnit):
     def _derivative_function(self):
         return self.block.derivative_function(self.input_dict())
 
-    def _evaluate_outputs(self):
-        """The kinematic stage depends only on the states and the twist/pose part of
-        the parent motion inputs: it is kept while they do not change, so that a
-        change of acceleration-level inputs alone (a loop iteration, a Jacobian
-        column) costs only the acceleration stage."""
-        b, u = self.block, self.input_dict()
+    def _kinematics(self, u):
+        """The kinematic stage, which depends only on the states and the twist/pose part of
+        the parent motion inputs: it is kept while they do not change, so that a change of
+        acceleration-level inputs alone (a loop iteration, a Jacobian column) costs only
+        the acceleration stage."""
+        b = self.block
         key = np.concatenate([self.x] + [u[f"{p}.m"][6:18] for p in b.parent_ports]).tobytes()
         if key != self._kin_key:
             self._kin = b.kinematics(self.x, {p: u[f"{p}.m"] for p in b.parent_ports})
             self._kin_key = key
-        out = b.assemble_outputs(self.x, self._kin, b.acceleration_stage(self._kin, b.acceleration_inputs(u)))
+        return self._kin
+
+    def _flat(self, out: dict) -> np.ndarray:
         y = np.empty(len(self.output_names))
         for name, s in self._out_slices.items():
             y[s] = out[name]
         return y
+
+    def _evaluate_outputs(self):
+        b, u = self.block, self.input_dict()
+        kin = self._kinematics(u)
+        return self._flat(b.assemble_outputs(self.x, kin, b.acceleration_stage(kin, b.acceleration_inputs(u))))
+
+    def _directional_derivatives(self, out_idx, in_idx, seeds):
+        """``dy[out_idx] = (dy/du)[out_idx, in_idx] seeds`` at the current states and inputs,
+        for each column of ``seeds`` (``(len(in_idx), k)``).
+
+        Along the acceleration-level inputs (``*.m[1..6]``, child wrenches, joint
+        efforts) the block is affine (:meth:`~titop_fmu.blocks.base.Block.accelerations`):
+        the acceleration stage evaluated on the batch ``[0, seeds]`` gives the
+        derivatives exactly, to rounding. Along the twist and pose inputs
+        (``*.m[7..18]``, which enter the kinematic stage and never an algebraic loop
+        of TITOP blocks) they are central differences (step ``1e-6`` of the seed's
+        scale; about 1e-10 relative), Euler-angle outputs differenced on the circle.
+        """
+        b, u = self.block, self.input_dict()
+        in_idx = np.arange(len(self.input_names))[in_idx]
+        S = np.zeros((len(self.input_names), np.shape(seeds)[1]))
+        S[in_idx] = seeds
+        k = S.shape[1]
+        a_pos = self._affine_inputs
+        dY = np.zeros((len(self.output_names), k))
+        if np.any(S[a_pos]):                                    # exact: the affine stage on [0, seeds]
+            kin = self._kinematics(u)
+            batch = np.zeros((len(self.input_names), k + 1))
+            batch[a_pos, 1:] = S[a_pos]
+            a_in = b.acceleration_inputs({n: batch[s] for n, s in self._in_slices.items()})
+            acc = b.accelerations(kin, a_in)
+            y0 = self._flat(b.assemble_outputs(self.x, kin, {n: v[:, 0] for n, v in acc.items()}))
+            for j in range(1, k + 1):                           # (a (n, 1) output: no dependence)
+                yj = self._flat(b.assemble_outputs(self.x, kin, {n: v[:, j if v.shape[1] > 1 else 0]
+                                                                 for n, v in acc.items()}))
+                dY[:, j - 1] = yj - y0
+        state_level = np.setdiff1d(np.arange(len(self.input_names)), a_pos)
+        if np.any(S[state_level]):                              # central differences
+            saved = self.u.copy()
+            try:
+                for j in range(k):
+                    s = np.zeros(len(self.input_names))
+                    s[state_level] = S[state_level, j]
+                    if not s.any():
+                        continue
+                    d = 1e-6 * max(1.0, float(np.abs(saved[state_level]).max())) / float(np.abs(s).max())
+                    self.u = saved + d * s
+                    self._y = None
+                    yp = self.outputs().copy()
+                    self.u = saved - d * s
+                    self._y = None
+                    dy = yp - self.outputs()
+                    dy[self._angle_outputs] = (dy[self._angle_outputs] + np.pi) % (2 * np.pi) - np.pi
+                    dY[:, j] += dy / (2 * d)
+            finally:
+                self.u = saved
+                self._y = None
+        return dY[out_idx]
 
 
 def _slices(spec: dict) -> dict:

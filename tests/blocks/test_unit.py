@@ -5,6 +5,7 @@ import pytest
 
 from titop_fmu.blocks import RevoluteBody, RigidBody
 from titop_fmu.errors import SolverError
+from titop_fmu.fmu import catalog
 from titop_fmu.unit import BlockUnit
 
 rng = np.random.default_rng(3)
@@ -53,3 +54,54 @@ def test_non_finite_inputs_change_nothing():
     with pytest.raises(SolverError):
         u.set_inputs(u.ALL, np.full(len(u.input_names), np.nan))
     assert np.array_equal(u.u, before) and np.array_equal(u.outputs(), y)
+
+
+def _loaded(model_id, seed):
+    """The unit of a catalog model at random states and inputs."""
+    r = np.random.default_rng(seed)
+    u, _ = catalog.build_unit(model_id, {})
+    u.x = u._project(u.x + 0.2 * r.standard_normal(u.x.size))
+    u.set_inputs(u.ALL, 0.3 * r.standard_normal(len(u.input_names)))
+    return u
+
+
+@pytest.mark.parametrize("model_id", [catalog.model_identifier(k, n) for k, n in catalog.all_identifiers()])
+def test_directional_derivatives_against_differences(model_id):
+    """Every catalog model: along the acceleration-level inputs the derivatives equal
+    forward differences of a unit step (the outputs are affine there: any step is exact)
+    to rounding; along the twist/pose inputs they equal central differences of the
+    outputs to their truncation error. Outputs and states are left as they were."""
+    u = _loaded(model_id, 11)
+    u0, y0 = u.u.copy(), u.outputs().copy()
+    n = len(u.input_names)
+    J = u.directional_derivatives(u.ALL, u.ALL, np.eye(n))
+    assert np.array_equal(u.u, u0) and np.array_equal(u.outputs(), y0)
+    scale = max(1.0, float(np.abs(J).max()))
+    affine = set(u._affine_inputs.tolist())
+    for j in range(n):
+        if j in affine:
+            step, forward = 1.0, True
+        else:
+            step, forward = 1e-5, False
+        up = u0.copy()
+        up[j] += step
+        u.set_inputs(u.ALL, up)
+        yp = u.outputs().copy()
+        if forward:
+            ref = (yp - y0) / step
+        else:
+            um = u0.copy()
+            um[j] -= step
+            u.set_inputs(u.ALL, um)
+            d = yp - u.outputs()
+            d[u._angle_outputs] = (d[u._angle_outputs] + np.pi) % (2 * np.pi) - np.pi
+            ref = d / (2 * step)
+        u.set_inputs(u.ALL, u0)
+        tol = 1e-13 if forward else 1e-8
+        assert np.abs(J[:, j] - ref).max() <= tol * scale, (model_id, u.input_names[j])
+    # a combination of seeds is the combination of the columns; sub-blocks are the blocks
+    seeds = np.random.default_rng(2).standard_normal((n, 3))
+    assert np.allclose(u.directional_derivatives(u.ALL, u.ALL, seeds), J @ seeds, rtol=1e-9, atol=1e-9 * scale)
+    rows, cols = [0, 2], sorted(affine)[:4]
+    assert np.allclose(u.directional_derivatives(rows, cols, np.eye(len(cols))), J[np.ix_(rows, cols)],
+                       rtol=0, atol=1e-14 * scale)

@@ -34,8 +34,10 @@ from ..spatial import C_times, gravity6, upsilon
 
 
 def col(v):
-    """A vector as a ``(n, 1)`` column, so that it broadcasts against ``(n, k)`` batches."""
-    return np.asarray(v).reshape(-1, 1)
+    """A vector as a ``(n, 1)`` column, so that it broadcasts against ``(n, k)`` batches
+    (a ``(n, k)`` batch is kept as it is)."""
+    v = np.asarray(v)
+    return v if v.ndim == 2 else v.reshape(-1, 1)
 
 
 class Block:
@@ -106,7 +108,8 @@ class Block:
         return d
 
     def acceleration_inputs(self, u: dict) -> dict:
-        """The acceleration-level part of full inputs ``u``, as ``(n, 1)`` columns."""
+        """The acceleration-level part of full inputs ``u``, as ``(n, 1)`` columns (or
+        ``(n, k)`` batches for inputs given as batches)."""
         a = {f"{p}.a": col(u[f"{p}.m"][0:6]) for p in self.parent_ports}
         a.update({f"{c}.w": col(u[f"{c}.w"]) for c in self.child_ports})
         a.update({n: col(u[n]) for n in self.extra_inputs})

@@ -46,6 +46,7 @@ class UnitType:
     required: frozenset = frozenset()           # inputs that must be connected or given a value
     angles: frozenset = frozenset()             # inputs and outputs that are angles (modulo 2 pi)
     attitudes: tuple = ()                       # (phi, theta, psi) name triples: 3-2-1 Euler angles of a frame
+    derivatives: bool = False                   # the units answer directional_derivatives
 
     def __post_init__(self):
         self.input_index = {n: i for i, n in enumerate(self.input_names)}
@@ -99,6 +100,15 @@ class Unit:
         y = self._get_outputs(idx)
         self.seconds += time.perf_counter() - t
         return y
+
+    def directional_derivatives(self, out_idx, in_idx, seeds) -> np.ndarray:
+        """``(dy/du)[out_idx, in_idx] seeds`` at the current states and inputs, ``seeds``
+        of shape ``(len(in_idx), k)``; only for units whose type says ``derivatives``
+        (FMI: ``fmi2GetDirectionalDerivative``)."""
+        return self._timed(self._directional_derivatives, out_idx, in_idx, seeds)
+
+    def _directional_derivatives(self, out_idx, in_idx, seeds):
+        raise NotImplementedError(f"{self.type.name} gives no directional derivatives")
 
     def do_step(self, t: float, h: float):
         self.calls += 1
