@@ -40,7 +40,8 @@ def _fmu_type(md) -> UnitType:
         if unknown.dependencies is not None:
             deps[unknown.variable.name] = np.array(
                 sorted(in_index[d.name] for d in unknown.dependencies if d.name in in_index), dtype=int)
-    return UnitType(md.coSimulation.modelIdentifier, variables, ins, outs, [deps[o] for o in outs])
+    return UnitType(md.coSimulation.modelIdentifier, variables, ins, outs, [deps[o] for o in outs],
+                    derivatives=bool(md.coSimulation.providesDirectionalDerivative))
 
 
 class FMUUnit(Unit):
@@ -92,6 +93,9 @@ class FMUUnit(Unit):
             ("fmi2DoStep", self.fmu.dll))
         self._buf = np.zeros(max(len(self._in_vr), len(self._out_vr), 1))
         self._buf_at = self._buf.ctypes.data
+        if self.type.derivatives:
+            self._dd = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp, sz, vp, sz, vp, vp)(
+                ("fmi2GetDirectionalDerivative", self.fmu.dll))
 
     def _logger(self, env, instance, status, category, message):
         self.log.append((status, (category or b"").decode(errors="replace"), message.decode(errors="replace")))
@@ -171,6 +175,23 @@ class FMUUnit(Unit):
         logged = self.logged
         self._checked("fmi2GetReal", self._get_real(self._c, at, n, self._buf_at), logged)
         return self._buf[:n].copy()
+
+    def _directional_derivatives(self, out_idx, in_idx, seeds):
+        """One ``fmi2GetDirectionalDerivative`` per column of ``seeds``."""
+        _, out_at, n_out = self._vrs("out", out_idx)
+        _, in_at, n_in = self._vrs("in", in_idx)
+        seeds = np.asarray(seeds, dtype=float)
+        dv_in = np.empty(n_in)
+        dv_out = np.empty(n_out)
+        result = np.empty((n_out, seeds.shape[1]))
+        for j in range(seeds.shape[1]):
+            dv_in[:] = seeds[:, j]
+            logged = self.logged
+            self._checked("fmi2GetDirectionalDerivative",
+                          self._dd(self._c, out_at, n_out, in_at, n_in, dv_in.ctypes.data, dv_out.ctypes.data),
+                          logged)
+            result[:, j] = dv_out
+        return result
 
     def _do_step(self, t, h):
         logged = self.logged

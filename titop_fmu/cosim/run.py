@@ -32,9 +32,9 @@ class StepJacobian:
         self.J = None
         self.h = None
 
-    def reset(self, P, M, h):
-        A = np.eye(P.shape[0]) - (M if M is not None else 0.0)
-        self.J = 0.5 * np.linalg.solve(A, P)
+    def reset(self, P, sens, h):
+        """``P`` measured over a base step ``h``; ``sens`` gives ``(I - M)^-1``."""
+        self.J = 0.5 * sens.solve(P)
         self.h = h
 
     def at(self, h):
@@ -217,7 +217,7 @@ class Run:
                 P[rows, k] = chart_out.minus(u.get_outputs(uniq)[inv], y0) / d
             u.set_state(stepped)
             u.free_state(stepped)
-        self.jac.reset(P, self.sens.M, h)
+        self.jac.reset(P, self.sens, h)
         self.P_refreshes += 1
 
     # -- save / restore -------------------------------------------------------------------------
@@ -226,7 +226,7 @@ class Run:
                     hist_t=list(self.hist_t), hist_U=[x.copy() for x in self.hist_U],
                     z=self.solver.z.copy(), zscale=self.solver.zscale.copy())
         if full:            # the Jacobians too: a restart then repeats the same iterations
-            snap["jac"] = copy.deepcopy((self.sens.M, self.sens.torn_J, self.jac.J, self.jac.h))
+            snap["jac"] = copy.deepcopy((self.sens.snapshot(), self.jac.J, self.jac.h))
         return snap
 
     def restore(self, snap):
@@ -237,8 +237,8 @@ class Run:
         self.solver.z, self.solver.zscale = snap["z"].copy(), snap["zscale"].copy()
         self.solver.Ucur[:] = self.U          # the units' inputs are part of their states
         if "jac" in snap:
-            M, JT, J, h = copy.deepcopy(snap["jac"])
-            self.sens.M, self.sens.torn_J, self.jac.J, self.jac.h = M, JT, J, h
+            sens, self.jac.J, self.jac.h = copy.deepcopy(snap["jac"])
+            self.sens.restore(sens)
 
     def free(self, snap):
         for u, s in zip(self.units, snap["states"]):

@@ -76,7 +76,8 @@ def titop_unit_type(model_id: str) -> UnitType:
     variables = {v.name: Variable(v.name, v.causality, v.type, v.unit, v.start) for v in iface.variables}
     on_inputs, _ = measure_dependencies(iface)
     deps = [np.flatnonzero(row) for row in on_inputs]
-    return with_titop_ports(UnitType(model_id, variables, list(iface.input_names), list(iface.output_names), deps))
+    return with_titop_ports(UnitType(model_id, variables, list(iface.input_names), list(iface.output_names), deps,
+                                     derivatives=True))
 
 
 def default_fmu_dir() -> Path:
