@@ -35,6 +35,8 @@ Z3 = np.zeros((3, 3))
 def _scalars(v):
     """The components of a small vector as Python floats (scalar arithmetic on them is
     ten times cheaper than on numpy scalars; these functions run in every derivative)."""
+    if type(v) is np.ndarray and v.dtype == np.float64:                  # the usual case, no copy
+        return v.tolist()
     return np.asarray(v, dtype=float).tolist()
 
 
@@ -51,9 +53,15 @@ def tau(r):
     ``C``: ``x'_C = tau_CP x'_P``; its transpose transports a wrench from ``C``
     to ``P``: ``W_P = tau_CP^T W_C`` (eq. (13)).
     """
-    t = np.eye(6)
-    t[0:3, 3:6] = skew(r)
-    return t
+    x, y, z = _scalars(r)
+    return np.array([
+        [1.0, 0.0, 0.0, 0.0, -z, y],
+        [0.0, 1.0, 0.0, z, 0.0, -x],
+        [0.0, 0.0, 1.0, -y, x, 0.0],
+        [0.0, 0.0, 0.0, 1.0, 0.0, 0.0],
+        [0.0, 0.0, 0.0, 0.0, 1.0, 0.0],
+        [0.0, 0.0, 0.0, 0.0, 0.0, 1.0],
+    ])
 
 
 def dynamic_model(mass, inertia_B, BP):
@@ -145,15 +153,21 @@ def euler_from_dcm(P):
     is then set to 0 so that ``dcm_from_euler(euler_from_dcm(P)) == P`` holds
     everywhere.
     """
-    c_theta = math.hypot(P[0, 0], P[1, 0])
-    theta = math.atan2(-P[2, 0], c_theta)
+    return np.array(euler_angles(P))
+
+
+def euler_angles(P):
+    """:func:`euler_from_dcm` as a list of three floats ``[phi, theta, psi]``."""
+    (p00, p01, _), (p10, p11, _), (p20, p21, p22) = np.asarray(P, dtype=float).tolist()
+    c_theta = math.hypot(p00, p10)
+    theta = math.atan2(-p20, c_theta)
     if c_theta > 1e-12:
-        phi = math.atan2(P[2, 1], P[2, 2])
-        psi = math.atan2(P[1, 0], P[0, 0])
+        phi = math.atan2(p21, p22)
+        psi = math.atan2(p10, p00)
     else:
         phi = 0.0
-        psi = math.atan2(-P[0, 1], P[1, 1])
-    return np.array([phi, theta, psi])
+        psi = math.atan2(-p01, p11)
+    return [phi, theta, psi]
 
 
 def Gamma(Theta):
@@ -289,7 +303,7 @@ def motion_in_frame(m_b, P_ab, angles=True):
     m_a = np.empty(18)
     m_a[0:15] = m_b[0:15].reshape(5, 3).dot(P_ab).ravel()           # (P_a/b^18)^T m, rows 1-15
     P_ai = dcm_from_euler(m_b[15:18]).dot(P_ab)
-    m_a[15:18] = euler_from_dcm(P_ai) if angles else np.nan
+    m_a[15:18] = euler_angles(P_ai) if angles else np.nan
     return m_a, P_ai
 
 

@@ -235,6 +235,12 @@ class _Plan:
             offset += k
         self.n_states = offset
         self.wiring = {n: self._wiring(n) for n in self.order}
+        # per block: its motion inputs, constant or (source block, "ci.m"), split once
+        self.kinematics_steps = [
+            (n, blocks[n], self.state_slices[n],
+             {p: src for p, src in self.wiring[n].kin if isinstance(src, np.ndarray)},
+             [(p, src) for p, src in self.wiring[n].kin if not isinstance(src, np.ndarray)])
+            for n in self.order]
         if system.solver == "dense":
             self.loop = _DenseLoop(self)
         else:
@@ -276,12 +282,12 @@ class _Plan:
     def evaluate(self, y, t=None):
         """``(kins, accs)``: every block's kinematics (parents first) and its solved
         acceleration stage (1-D arrays)."""
-        blocks = self.system.blocks
         kins = {}
-        for n in self.order:
-            m_par = {p: src if isinstance(src, np.ndarray) else kins[src[0]].m_out[src[1]]
-                     for p, src in self.wiring[n].kin}
-            kins[n] = blocks[n].kinematics(y[self.state_slices[n]], m_par)
+        for n, block, states, constant, linked in self.kinematics_steps:
+            m_par = dict(constant)
+            for p, (source, port) in linked:
+                m_par[p] = kins[source].m_out[port]
+            kins[n] = block.kinematics(y[states], m_par)
         return kins, self.loop.solve(kins, t)
 
 
@@ -458,7 +464,7 @@ class _RecursiveLoop:
         Stacked, ``H = [g, G_a, G_w]``: ``w = g + G_a a_p + G_w w``, so
         ``(1 - G_w) [m, M] = [g, G_a]``."""
         n_a = node.n_a
-        H = np.zeros((len(node.identity), 1 + n_a + len(node.identity)))
+        H = np.zeros((len(node.identity), 1 + n_a + len(node.identity)), order="F")   # as LAPACK reads it
         for i, (key, j) in enumerate(node.down):
             K, k = maps[j]
             h = H[6 * i:6 * i + 6]
@@ -469,7 +475,8 @@ class _RecursiveLoop:
             h[:, 0] = K.dot(b) + k
             if L is not None:
                 h[:, 1:] = K.dot(L)
-        _, _, X, info = self.solve_linear(node.identity - H[:, 1 + n_a:], H[:, :1 + n_a])
+        A = np.subtract(node.identity, H[:, 1 + n_a:], order="F")
+        _, _, X, info = self.solve_linear(A, H[:, :1 + n_a], overwrite_a=1, overwrite_b=1)
         if info > 0:
             raise _singular(t)
         return (X[:, 1:] if n_a else None), X[:, 0]

@@ -177,17 +177,18 @@ def body_kinematics(body, g_i, child_ports, m_P, P_ai, outputs=True, **extra):
              for c, PC, t in zip(child_ports, body.children, body.tau_c)} if outputs else {}
     return SimpleNamespace(
         m_A=m_P, P_ai=P_ai, m_out=m_out, outputs=outputs,
-        g6=col(gravity6(P_ai, g_i)),
-        bias=col(C_times(twist, body.D_P.dot(twist))),
+        g6=gravity6(P_ai, g_i).reshape(6, 1),
+        bias=C_times(twist, body.D_P.dot(twist)).reshape(6, 1),
         **extra)
 
 
 def sum_child_wrenches(body, u, child_ports):
     """``sum_i tau_CiP^T W_./A,Ci``: child wrenches transported to ``P`` (eq. (13))."""
-    total = 0.0
+    total = None
     for tT, c in zip(body.tau_cT, child_ports):
-        total = total + tT.dot(u[f"{c}.w"])
-    return total
+        W_P = tT.dot(u[f"{c}.w"])
+        total = W_P if total is None else total + W_P
+    return 0.0 if total is None else total
 
 
 def child_accelerations(body, a_P, child_ports):

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..spatial import P_x2, axis_rotation, dcm_from_euler, motion_in_frame, newton_euler, skew, tau
-from .base import Block, body_kinematics, child_accelerations, col, sum_child_wrenches
+from .base import Block, body_kinematics, child_accelerations, sum_child_wrenches
 from .body import RigidBody, as_scalar, as_vector, unit_axis
 
 
@@ -28,13 +28,15 @@ class _MountedBody(Block):
         self.g = as_vector("gravity", gravity)
         self.mount = as_vector("mount", mount)
         self.P_a0b = dcm_from_euler(self.mount)
+        self.P_a0b_x2 = P_x2(self.P_a0b)
         self.child_ports = body.child_ports()
 
     def _body_kinematics(self, m_A, P_ai, P_ab, outputs, **extra):
         """:func:`body_kinematics` of ``A`` with ``P_a/b^x2`` (``P2``), which brings the
         parent's motion in and the wrench on the parent out."""
+        P2 = self.P_a0b_x2 if P_ab is self.P_a0b else P_x2(P_ab)          # the mounting: constant
         return body_kinematics(self.body, self.g, self.child_ports, m_A, P_ai, outputs,
-                               P2=P_x2(P_ab), **extra)
+                               P2=P2, **extra)
 
 
 class WeldedBody(_MountedBody):
@@ -147,7 +149,7 @@ class RevoluteBody(_JointBody):
         m_A, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)         # [m^B_P]_Ra, Theta^A
         e = -thetad * self.skew_r2.dot(m_A[6:12])                          # eq. (17): [(*r~) v_B; (*r~) w_B]
         m_A[9:12] += thetad * self.axis                                    # eq. (17), twist
-        return self._body_kinematics(m_A, P_ai, P_ab, outputs, e=col(e), s=self.r6,
+        return self._body_kinematics(m_A, P_ai, P_ab, outputs, e=e.reshape(6, 1), s=self.r6,
                                      spring=self.joint_effort(theta, thetad))
 
     def accelerations(self, kin, u):
@@ -194,7 +196,7 @@ class PrismaticBody(_JointBody):
         m_A[12:15] += xq * t                                               # eq. (24), pose
         e = np.zeros(6)
         e[0:3] = -xd * self.skew_t.dot(m_A[9:12])                          # eq. (24), xdot term
-        return self._body_kinematics(m_A, P_ai, P_ab, outputs, T=T, e=col(e), s=self.t6,
+        return self._body_kinematics(m_A, P_ai, P_ab, outputs, T=T, e=e.reshape(6, 1), s=self.t6,
                                      spring=self.joint_effort(xq, xd))
 
     def accelerations(self, kin, u):
