@@ -2,7 +2,7 @@
 of N = 4 ... 64 revolute bodies on a floating base (:mod:`titop_fmu.scenarios.generate`).
 
     python benchmarks/scaling.py [--n 4 8 16 32 64] [--solvers recursive dense]
-                                 [--stop 0.5] [--repeats 200] [--no-run] [--cosim]
+                                 [--stop 0.5] [--repeats 200] [--no-run] [--cosim [inprocess|fmu]]
 
 For each system and solver it prints the cost of one right-hand side (kinematics
 + exact loop solve; the median of ``--repeats`` evaluations at the initial state),
@@ -10,9 +10,10 @@ the wall time of the monolithic run (DOP853, rtol = atol = 1e-11, the
 ``System.simulate`` default) per simulated second over ``--stop`` seconds, and
 for chains the ratio RHS(64)/RHS(8) (O(N) gives 8). With ``--cosim``, the
 co-simulation master's wall time per simulated second over ``--stop`` seconds
-(in-process units, default options; units built, run, terminated) on the
-same systems (:func:`titop_fmu.scenarios.generate.cosystem`). BLAS runs on one thread
-throughout.
+(in-process units, or ``--cosim fmu`` the FMUs; default options; units built,
+run, terminated) on the same systems (:func:`titop_fmu.scenarios.generate.cosystem`),
+and per body; for chains, the ratio of the cost per body of the largest and the
+smallest chain. BLAS runs on one thread throughout.
 """
 
 from __future__ import annotations
@@ -44,13 +45,13 @@ def run_cost(system, stop):
     return tr.wall / stop, tr.nfev
 
 
-def cosim_cost(n, branching, stop):
-    """Wall time [s] per simulated second of the co-simulation master, in-process units."""
+def cosim_cost(n, branching, stop, engine):
+    """Wall time [s] per simulated second of the co-simulation master (``engine`` units)."""
     from titop_fmu.cosim import simulate
     from titop_fmu.titop import TitopUnits
     cs = generate.cosystem(n, branching)
     t0 = time.perf_counter()
-    simulate(cs, stop, TitopUnits("inprocess"))
+    simulate(cs, stop, TitopUnits(engine))
     return (time.perf_counter() - t0) / stop
 
 
@@ -61,15 +62,16 @@ def main():
     ap.add_argument("--stop", type=float, default=0.5, help="simulated time of the runs [s]")
     ap.add_argument("--repeats", type=int, default=200)
     ap.add_argument("--no-run", action="store_true", help="right-hand sides only")
-    ap.add_argument("--cosim", action="store_true", help="also the co-simulation master")
+    ap.add_argument("--cosim", nargs="?", const="inprocess", choices=["inprocess", "fmu"],
+                    help="also the co-simulation master, on in-process units (default) or the FMUs")
     args = ap.parse_args()
     head = f"{'system':>8} {'N':>4} {'solver':>9} {'RHS [us]':>10} {'us/body':>8}"
     if not args.no_run:
         head += f" {'run [s/sim s]':>14} {'RHS evals':>10}"
     if args.cosim:
-        head += f" {'cosim [s/sim s]':>16}"
+        head += f" {'cosim [s/sim s]':>16} {'per body':>9}"
     print(head)
-    rhs = {}
+    rhs, cosim = {}, {}
     with threadpool_limits(limits=1, user_api="blas"):
         for kind, branching in (("chain", 1), ("tree", 2)):
             for n in args.n:
@@ -81,11 +83,16 @@ def main():
                         per_s, nfev = run_cost(s, args.stop)
                         line += f" {per_s:14.3f} {nfev:10d}"
                     if args.cosim and solver == args.solvers[0]:
-                        line += f" {cosim_cost(n, branching, args.stop):16.3f}"
+                        c = cosim[kind, n] = cosim_cost(n, branching, args.stop, args.cosim)
+                        line += f" {c:16.3f} {c / n:9.3f}"
                     print(line, flush=True)
     if {8, 64} <= set(args.n):
         for solver in args.solvers:
             print(f"chain RHS(64)/RHS(8), {solver}: {rhs['chain', 64, solver] / rhs['chain', 8, solver]:.1f}")
+    if args.cosim and len(args.n) > 1:
+        lo, hi = min(args.n), max(args.n)
+        print(f"chain co-simulation cost per body, N={hi} / N={lo} ({args.cosim} units): "
+              f"{cosim['chain', hi] / hi / (cosim['chain', lo] / lo):.2f}")
 
 
 if __name__ == "__main__":
