@@ -144,6 +144,8 @@ class TitopSlave(Fmi2Slave):
 
     KIND = "welded"
     CHILDREN = 0
+    #: the unit gives directional derivatives (``providesDirectionalDerivative``)
+    DERIVATIVES = True
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -373,6 +375,9 @@ class TitopSlave(Fmi2Slave):
         ``unknown_vrs`` w.r.t. the inputs ``known_vrs`` (FMI 2.0 co-simulation), at the current
         states and inputs. Raises :class:`_FmiUsageError` for other value references or
         before the outputs are available."""
+        if not self.DERIVATIVES:
+            raise _FmiUsageError("this FMU gives no directional derivatives (providesDirectionalDerivative "
+                                 "is false)")
         unknown = np.asarray(unknown_vrs, dtype=np.int64).reshape(-1)
         known = np.asarray(known_vrs, dtype=np.int64).reshape(-1)
         seed = np.asarray(seed, dtype=float).reshape(-1)
