@@ -378,26 +378,27 @@ class TitopSlave(Fmi2Slave):
         if not self.DERIVATIVES:
             raise _FmiUsageError("this FMU gives no directional derivatives (providesDirectionalDerivative "
                                  "is false)")
-        unknown = np.asarray(unknown_vrs, dtype=np.int64).reshape(-1)
-        known = np.asarray(known_vrs, dtype=np.int64).reshape(-1)
+        unknown = [int(vr) for vr in unknown_vrs]
+        known = [int(vr) for vr in known_vrs]
         seed = np.asarray(seed, dtype=float).reshape(-1)
-        if seed.size != known.size:
-            raise _FmiUsageError(f"{known.size} known value references but {seed.size} seed values")
-        for vrs, lo, hi, what in ((unknown, self._out0, self._end, "an output"),
-                                  (known, self._in0, self._out0, "an input")):
-            bad = [int(vr) for vr in vrs if not lo <= vr < hi]
-            if bad:
-                raise _FmiUsageError(f"{self._name(bad[0])} is not {what}: directional derivatives are "
+        if seed.size != len(known):
+            raise _FmiUsageError(f"{len(known)} known value references but {seed.size} seed values")
+        out_idx, in_idx = (self._positions(vrs, lo, hi) if vrs else np.zeros(0, dtype=np.int64)
+                           for vrs, lo, hi in ((unknown, self._out0, self._end), (known, self._in0, self._out0)))
+        for vrs, idx, lo, hi, what in ((unknown, out_idx, self._out0, self._end, "an output"),
+                                       (known, in_idx, self._in0, self._out0, "an input")):
+            if idx is None:
+                bad = next(vr for vr in vrs if not lo <= vr < hi)
+                raise _FmiUsageError(f"{self._name(bad)} is not {what}: directional derivatives are "
                                      "given of outputs with respect to inputs")
         if not np.isfinite(seed).all():
             raise _FmiUsageError("non-finite seed value(s)")
-        if not unknown.size:
+        if not unknown:
             return []
         self._outputs()                     # the unit, or the error of a mode without outputs
-        if not known.size:
-            return [0.0] * unknown.size
-        return self._unit.directional_derivatives(unknown - self._out0, known - self._in0,
-                                                  seed[:, None])[:, 0].tolist()
+        if not known:
+            return [0.0] * len(unknown)
+        return self._unit.directional_derivatives(out_idx, in_idx, seed[:, None])[:, 0].tolist()
 
     def _fmi2_directional_derivative(self, unknown_addr, n_unknown, known_addr, n_known, seed_addr, out_addr):
         """``fmi2GetDirectionalDerivative`` for the entry points: the C arrays at the given
@@ -407,14 +408,12 @@ class TitopSlave(Fmi2Slave):
         queue = self._get_log_queue()
         start = len(queue)
         try:
-            unknown = np.ctypeslib.as_array((ctypes.c_uint * n_unknown).from_address(unknown_addr)) \
-                if n_unknown else np.zeros(0, dtype=np.uint32)
-            known, seed = (np.ctypeslib.as_array((ctypes.c_uint * n_known).from_address(known_addr)),
-                           np.ctypeslib.as_array((ctypes.c_double * n_known).from_address(seed_addr))) \
-                if n_known else (np.zeros(0, dtype=np.uint32), np.zeros(0))
-            dv = self.directional_derivative(unknown.copy(), known.copy(), seed.copy())
+            unknown = (ctypes.c_uint * n_unknown).from_address(unknown_addr)[:] if n_unknown else []
+            known = (ctypes.c_uint * n_known).from_address(known_addr)[:] if n_known else []
+            seed = (ctypes.c_double * n_known).from_address(seed_addr)[:] if n_known else []
+            dv = self.directional_derivative(unknown, known, seed)
             if n_unknown:
-                np.ctypeslib.as_array((ctypes.c_double * n_unknown).from_address(out_addr))[:] = dv
+                (ctypes.c_double * n_unknown).from_address(out_addr)[:] = dv
         except Exception as e:
             try:
                 self._error("fmi2GetDirectionalDerivative", e)
