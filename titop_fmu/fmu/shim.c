@@ -507,7 +507,9 @@ EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueR
                                                size_t nKnown, const fmi2Real dvKnown[], fmi2Real dvUnknown[]) {
     BEGIN(c);
     if (!s->slave) {
-        report(s, fmi2Error, "fmi2GetDirectionalDerivative: the Python model did not bind to the FMU's binary");
+        report(s, fmi2Error, "fmi2GetDirectionalDerivative: the Python model did not bind to the FMU's binary "
+                     "(it binds to <fmu>/binaries/linux64/<modelIdentifier>.so next to its resources folder: "
+                     "was the binary loaded from elsewhere?)");
         return fmi2Error;
     }
     if ((nUnknown && (!vUnknown_ref || !dvUnknown)) || (nKnown && (!vKnown_ref || !dvKnown))) {
