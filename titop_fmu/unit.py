@@ -192,6 +192,12 @@ class BlockUnit(IntegratedUnit):
         return np.flatnonzero(pos)
 
     @cached_property
+    def _state_level_inputs(self) -> np.ndarray:
+        """Positions of the twist/pose inputs ``*.m[7..18]`` of the parent ports (the others'
+        complement)."""
+        return np.setdiff1d(np.arange(len(self.input_names)), self._affine_inputs)
+
+    @cached_property
     def _angle_outputs(self) -> np.ndarray:
         """Positions of the outputs that are Euler angles: components 16..18 of the motion outputs."""
         return np.array([i for c in self.block.child_ports
@@ -260,7 +266,7 @@ class BlockUnit(IntegratedUnit):
                 yj = self._flat(b.assemble_outputs(self.x, kin, {n: v[:, j if v.shape[1] > 1 else 0]
                                                                  for n, v in acc.items()}))
                 dY[:, j - 1] = yj - y0
-        state_level = np.setdiff1d(np.arange(len(self.input_names)), a_pos)
+        state_level = self._state_level_inputs
         if np.any(S[state_level]):                              # central differences
             saved = self.u.copy()
             try:

@@ -78,6 +78,7 @@ def test_validates_and_describes_the_system(balloon_fmu):
     assert var["slider.joint.tau"].unit == "N" and var["pendulum1.joint.tau"].unit == "N.m"
     assert recorded_names(balloon.system()) == [v.name for v in md.modelVariables if v.causality == "output"]
     assert md.defaultExperiment.stopTime == "20.0" and md.defaultExperiment.stepSize == "0.01"
+    assert not md.coSimulation.providesDirectionalDerivative
 
 
 def test_matches_the_monolithic_run_over_1_s(balloon_fmu):
@@ -244,6 +245,16 @@ def test_non_finite_input_is_an_error_with_a_message(host):
     with pytest.raises(FMICallException):
         host.set({"pendulum1.joint.tau": float("nan")})
     assert any("pendulum1.joint.tau" in m and "non-finite" in m for m in host.errors()), host.log
+
+
+def test_no_directional_derivatives(host):
+    """Not declared, and asked for anyway: an error with a message, the instance still usable."""
+    host.initialize()
+    with pytest.raises(FMICallException):
+        host.fmu.getDirectionalDerivative([host.vr["balloon.c1.m[1]"]], [host.vr["slider.joint.tau"]], [1.0])
+    assert any("gives no directional derivatives" in m for m in host.errors()), host.log
+    host.fmu.doStep(0.0, H)
+    assert len(host.errors()) == 1
 
 
 def test_invalid_parameter_is_an_error_with_a_message(host):

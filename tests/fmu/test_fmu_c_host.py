@@ -2,10 +2,11 @@
 
 The harness loads the FMU binary as FMI tools do (``dlopen`` with
 ``RTLD_NOW | RTLD_LOCAL``, no Python in the process), instantiates,
-initializes, sets a parameter and an input, reads every output, steps, saves
-and restores the FMU state. Its environment is the one the FMU documentation
+initializes, sets a parameter and an input, reads every output, steps, asks
+for a directional derivative (every output w.r.t. a seed over every input),
+saves and restores the FMU state. Its environment is the one the FMU documentation
 asks for: the Python library on the loader path, numpy on ``PYTHONPATH``.
-The printed outputs must equal the in-process block's.
+The printed outputs and derivatives must equal the in-process block's.
 """
 
 import numpy as np
@@ -25,7 +26,10 @@ def test_fmu_loads_and_steps_in_a_c_host(harness, host_env, fmu_paths, tmp_path,
     values[0] = 2.0 * values[0]
     inputs = [(vr[iface.input_names[0]], 0.3)] if iface.input_names else []
     outputs = [vr[o] for o in iface.output_names]
-    r = run(harness, host_env, fmu_paths[mid], tmp_path, [(vr[first], values[0])], inputs, outputs)
+    seed = np.random.default_rng(len(outputs)).standard_normal(len(iface.input_names))
+    knowns = list(zip([vr[i] for i in iface.input_names], seed.tolist()))
+    r = run(harness, host_env, fmu_paths[mid], tmp_path, [(vr[first], values[0])], inputs, outputs,
+            unknowns=outputs if knowns else (), knowns=knowns)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "state_roundtrip ok" in r.stdout
     assert "log Error" not in r.stdout and "log Fatal" not in r.stdout
@@ -44,6 +48,24 @@ def test_fmu_loads_and_steps_in_a_c_host(harness, host_env, fmu_paths, tmp_path,
         if outputs:
             assert np.all(np.isfinite(got[k]))
             np.testing.assert_allclose(got[k], unit.outputs(), rtol=0, atol=1e-12 * max(1, np.abs(got).max()))
+    if knowns:
+        assert "call fmi2GetDirectionalDerivative OK" in r.stdout
+        dy = np.array([float(line.split()[2]) for line in r.stdout.splitlines() if line.startswith("dy ")])
+        want = unit.directional_derivatives(unit.ALL, unit.ALL, seed[:, None])[:, 0]
+        np.testing.assert_allclose(dy, want, rtol=0, atol=1e-12 * max(1, np.abs(want).max()))
+
+
+def test_bad_directional_derivative_in_a_c_host_is_an_error(harness, host_env, fmu_paths, tmp_path):
+    """An input as unknown: an error status and a message, no crash, the instance freed."""
+    iface = catalog.interface("revolute", 1)
+    vr = {v.name: k for k, v in enumerate(iface.variables)}
+    r = run(harness, host_env, fmu_paths["revolute_c1"], tmp_path, unknowns=[vr["p.m[1]"]],
+            knowns=[(vr["p.m[1]"], 1.0)])
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "call fmi2GetDirectionalDerivative Error" in r.stdout
+    assert any(line.startswith("log Error") and "p.m[1] is not an output" in line
+               for line in r.stdout.splitlines()), r.stdout
+    assert "call fmi2FreeInstance done" in r.stdout
 
 
 @pytest.mark.parametrize("mid,name,value,expect", [

@@ -1,6 +1,6 @@
 """The C host of the FMU tests: ``tests/fmu/c/fmu_harness.c`` built with the machine's cc, in
 the environment the FMU documentation asks for (``fmu_fixtures.host_env``), and :func:`run`
-(one FMU through the harness)."""
+(one FMU through the harness, with a directional derivative if asked)."""
 
 import subprocess
 from pathlib import Path
@@ -18,7 +18,10 @@ def harness(tmp_path_factory):
     return compile_c(HARNESS, tmp_path_factory.mktemp("harness") / "fmu_harness")
 
 
-def run(harness, env, fmu, tmp_path, params=(), inputs=(), outputs=()):
+def run(harness, env, fmu, tmp_path, params=(), inputs=(), outputs=(), unknowns=(), knowns=()):
+    """Run ``fmu`` through the harness: ``params`` and ``inputs`` ``(vr, value)`` pairs,
+    ``outputs`` the value references printed at each step, then a directional derivative
+    of ``unknowns`` w.r.t. ``knowns`` (``(vr, seed)`` pairs) after the steps."""
     d, mid, guid = unzip_fmu(fmu, tmp_path / fmu.stem)
     args = [str(harness), str(d), mid, guid, "-n", str(STEPS), "-h", repr(H)]
     for vr, v in params:
@@ -27,4 +30,8 @@ def run(harness, env, fmu, tmp_path, params=(), inputs=(), outputs=()):
         args += ["-i", f"{vr}={v!r}"]
     for vr in outputs:
         args += ["-o", str(vr)]
+    for vr in unknowns:
+        args += ["-u", str(vr)]
+    for vr, v in knowns:
+        args += ["-k", f"{vr}={v!r}"]
     return subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)

@@ -3,7 +3,8 @@
 Each FMU is a zip with
 
 * ``modelDescription.xml``: pythonfmu's description of the slave, completed by
-  :mod:`.model_description` (units, dependencies, initial unknowns);
+  :mod:`.model_description` (units, dependencies, initial unknowns), with
+  ``providesDirectionalDerivative`` (answered by the entry points, ``shim.c``);
 * ``binaries/linux64/<id>.so``: the FMI entry points (``shim.c``, compiled
   once per build with the C compiler ``$CC`` or ``cc``), which load
   ``binaries/linux64/libpythonfmu-export.so``, pythonfmu's library that runs
@@ -124,12 +125,15 @@ def slave_module(kind: str, n_children: int) -> str:
             f"    CHILDREN = {iface.n_children}\n")
 
 
-def describe(slave, iface, on_inputs, on_params, guid_parts=(), experiment=None) -> bytes:
+def describe(slave, iface, on_inputs, on_params, guid_parts=(), experiment=None, derivatives=False) -> bytes:
     """The ``modelDescription.xml`` (bytes, UTF-8) of the FMU whose pythonfmu slave instance is
     ``slave``: pythonfmu's description completed by :func:`.model_description.finalize`
     (``iface``, the measured dependencies, ``experiment``), with a GUID derived from it
-    and ``guid_parts``."""
+    and ``guid_parts``; ``derivatives``: the FMU gives directional derivatives
+    (``providesDirectionalDerivative``, which pythonfmu does not know)."""
     root = slave.to_xml(MODEL_OPTIONS)
+    if derivatives:
+        root.find("CoSimulation").set("providesDirectionalDerivative", "true")
     finalize(root, iface, on_inputs, on_params, experiment)
     root.set("guid", "{00000000-0000-0000-0000-000000000000}")
     text = tostring(root, "UTF-8")
@@ -143,7 +147,7 @@ def model_description(kind: str, n_children: int, guid_parts=()) -> bytes:
     iface = interface(kind, n_children)
     cls = type(iface.model_identifier, (TitopSlave,), {"KIND": kind, "CHILDREN": iface.n_children})
     return describe(cls(instance_name="build", resources=None), iface, *measure_dependencies(iface),
-                    guid_parts=guid_parts)
+                    guid_parts=guid_parts, derivatives=True)
 
 
 def _write_zip(path: Path, files: dict):

@@ -61,6 +61,23 @@
  *    messages of status fmi2Warning and worse always reach the host's logger,
  *    the others only when logging is on (and their category enabled). '%' is
  *    doubled, since the host's logger takes the message as a format.
+ *
+ * 5. fmi2GetDirectionalDerivative, which pythonfmu lacks (its function returns
+ *    an error). This layer calls the Python slave's method
+ *    _fmi2_directional_derivative itself, so it needs the slave object, which
+ *    pythonfmu keeps to itself. The slave hands it over: while this layer
+ *    runs the inner fmi2Instantiate (and fmi2Reset, where pythonfmu makes a
+ *    new slave object), it holds bind_lock and points `binding` at the
+ *    instance; the slave's __init__ opens this very library (ctypes.PyDLL on
+ *    <fmu>/binaries/linux64/<modelIdentifier>.so: the handle the host already
+ *    has) and calls titop_fmu_bind(self), which keeps a reference to it in the
+ *    instance (released by fmi2FreeInstance or a rebinding). The call takes
+ *    the GIL (PyGILState_Ensure), passes the addresses of the C arrays (the
+ *    slave reads and writes them), and relays the messages the slave logged
+ *    during the call, which it returns (pythonfmu relays them only after its
+ *    own calls). The few CPython functions needed are found with dlsym in the
+ *    process's global scope at the first binding, like Py_IsInitialized in
+ *    point 1 (this library does not link libpython).
  */
 
 #define _GNU_SOURCE
@@ -148,7 +165,26 @@ typedef struct {
     char **categories;
     fmi2Status worst; /* worst status logged during the current call */
     int broken;
+    void *slave; /* the Python slave object (a reference of ours), see point 5 above */
 } Instance;
+
+/* ---- the CPython functions fmi2GetDirectionalDerivative needs (point 5 above) ---- */
+typedef void PyObject;
+static struct {
+    int resolved;
+    int (*GILState_Ensure)(void);
+    void (*GILState_Release)(int);
+    void (*IncRef)(PyObject *);
+    void (*DecRef)(PyObject *);
+    PyObject *(*CallMethod)(PyObject *, const char *, const char *, ...);
+    void (*Err_Clear)(void);
+    ptrdiff_t (*List_Size)(PyObject *);
+    PyObject *(*List_GetItem)(PyObject *, ptrdiff_t);
+    int (*Arg_ParseTuple)(PyObject *, const char *, ...);
+} py;
+
+static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *binding; /* the Instance whose slave is being made, while bind_lock is held */
 
 static int category_enabled(const Instance *s, fmi2String category) {
     if (!s->logging_on) return 0;
@@ -233,6 +269,27 @@ static void release_interpreter(void) {
     if (inner.finalize) inner.finalize();
 }
 
+#define PY_RESOLVE(f, name) \
+    if (!(*(void **)&py.f = dlsym(RTLD_DEFAULT, name))) goto done;
+
+/* the CPython functions, from the process's global scope (the interpreter running the slave) */
+static int resolve_python(void) {
+    pthread_mutex_lock(&inner_lock);
+    if (!py.resolved) {
+        do {
+            PY_RESOLVE(GILState_Ensure, "PyGILState_Ensure") PY_RESOLVE(GILState_Release, "PyGILState_Release")
+            PY_RESOLVE(IncRef, "Py_IncRef") PY_RESOLVE(DecRef, "Py_DecRef")
+            PY_RESOLVE(CallMethod, "PyObject_CallMethod") PY_RESOLVE(Err_Clear, "PyErr_Clear")
+            PY_RESOLVE(List_Size, "PyList_Size") PY_RESOLVE(List_GetItem, "PyList_GetItem")
+            PY_RESOLVE(Arg_ParseTuple, "PyArg_ParseTuple")
+            py.resolved = 1;
+        } while (0);
+    }
+done:
+    pthread_mutex_unlock(&inner_lock);
+    return py.resolved;
+}
+
 static int load_inner(char *err, size_t n) {
     pthread_mutex_lock(&inner_lock);
     if (inner.loaded) {
@@ -286,7 +343,36 @@ done:
     return ok;
 }
 
+/* called by the Python slave's __init__ (ctypes.PyDLL: with the GIL) while this layer instantiates
+   it: keep a reference to it in the instance being instantiated, releasing the one kept before
+   (fmi2Reset makes a new slave). 1 if bound. */
+EXPORT int titop_fmu_bind(PyObject *slave) {
+    Instance *s = (Instance *)binding;
+    if (!s || !slave || !resolve_python()) return 0;
+    py.IncRef(slave);
+    if (s->slave) py.DecRef(s->slave);
+    s->slave = slave;
+    return 1;
+}
+
+/* the inner call that makes the Python slave, with `binding` pointing at s */
+#define BINDING(s, call)                 \
+    pthread_mutex_lock(&bind_lock);      \
+    binding = (s);                       \
+    call;                                \
+    binding = NULL;                      \
+    pthread_mutex_unlock(&bind_lock)
+
+static void release_slave(Instance *s) {
+    if (!s->slave) return;
+    int g = py.GILState_Ensure();
+    py.DecRef(s->slave);
+    py.GILState_Release(g);
+    s->slave = NULL;
+}
+
 static void free_instance(Instance *s) {
+    release_slave(s);
     for (size_t i = 0; i < s->n_categories; i++) free(s->categories[i]);
     free(s->categories);
     free(s->name);
@@ -326,7 +412,8 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         free_instance(s);
         return NULL;
     }
-    s->inner = inner.Instantiate(instanceName, fmuType, fmuGUID, fmuResourceLocation, &s->to_inner, visible, 1);
+    BINDING(s, s->inner = inner.Instantiate(instanceName, fmuType, fmuGUID, fmuResourceLocation, &s->to_inner,
+                                            visible, 1));
     if (!s->inner) {
         report(s, fmi2Error, "fmi2Instantiate: the Python model could not be instantiated (see the messages above)");
         free_instance(s);
@@ -372,7 +459,14 @@ FORWARD(SetupExperiment, (fmi2Component c, fmi2Boolean toleranceDefined, fmi2Rea
 FORWARD(EnterInitializationMode, (fmi2Component c), (s->inner))
 FORWARD(ExitInitializationMode, (fmi2Component c), (s->inner))
 FORWARD(Terminate, (fmi2Component c), (s->inner))
-FORWARD(Reset, (fmi2Component c), (s->inner))
+
+/* pythonfmu makes a new slave object: bound again (point 5 above) */
+EXPORT fmi2Status fmi2Reset(fmi2Component c) {
+    BEGIN(c);
+    fmi2Status status;
+    BINDING(s, status = inner.Reset(s->inner));
+    return finish(s, status);
+}
 FORWARD(GetReal, (fmi2Component c, const fmi2ValueReference vr[], size_t nvr, fmi2Real value[]),
         (s->inner, vr, nvr, value))
 FORWARD(GetInteger, (fmi2Component c, const fmi2ValueReference vr[], size_t nvr, fmi2Integer value[]),
@@ -407,13 +501,45 @@ FORWARD(GetIntegerStatus, (fmi2Component c, const fmi2StatusKind kind, fmi2Integ
 FORWARD(GetBooleanStatus, (fmi2Component c, const fmi2StatusKind kind, fmi2Boolean *value), (s->inner, kind, value))
 FORWARD(GetStringStatus, (fmi2Component c, const fmi2StatusKind kind, fmi2String *value), (s->inner, kind, value))
 
+/* point 5 above */
 EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference vUnknown_ref[],
                                                size_t nUnknown, const fmi2ValueReference vKnown_ref[],
                                                size_t nKnown, const fmi2Real dvKnown[], fmi2Real dvUnknown[]) {
     BEGIN(c);
-    (void)vUnknown_ref, (void)nUnknown, (void)vKnown_ref, (void)nKnown, (void)dvKnown, (void)dvUnknown;
-    report(s, fmi2Error, "fmi2GetDirectionalDerivative is not supported");
-    return fmi2Error;
+    if (!s->slave) {
+        report(s, fmi2Error, "fmi2GetDirectionalDerivative: the Python model did not bind to the FMU's binary "
+                     "(it binds to <fmu>/binaries/linux64/<modelIdentifier>.so next to its resources folder: "
+                     "was the binary loaded from elsewhere?)");
+        return fmi2Error;
+    }
+    if ((nUnknown && (!vUnknown_ref || !dvUnknown)) || (nKnown && (!vKnown_ref || !dvKnown))) {
+        report(s, fmi2Error, "fmi2GetDirectionalDerivative: a NULL array");
+        return fmi2Error;
+    }
+    int g = py.GILState_Ensure();
+    PyObject *messages = py.CallMethod(s->slave, "_fmi2_directional_derivative", "(KnKnKK)",
+                                       (unsigned long long)(size_t)vUnknown_ref, (ptrdiff_t)nUnknown,
+                                       (unsigned long long)(size_t)vKnown_ref, (ptrdiff_t)nKnown,
+                                       (unsigned long long)(size_t)dvKnown, (unsigned long long)(size_t)dvUnknown);
+    ptrdiff_t n = messages ? py.List_Size(messages) : -1;
+    if (n < 0) {
+        py.Err_Clear();
+        s->worst = fmi2Error;
+        report(s, fmi2Error, "fmi2GetDirectionalDerivative: the Python model's call failed");
+    }
+    for (ptrdiff_t i = 0; i < n; i++) {
+        int status;
+        const char *category, *message;
+        if (py.Arg_ParseTuple(py.List_GetItem(messages, i), "iss", &status, &category, &message))
+            relay(s, s->name, (fmi2Status)status, category, message);
+        else {
+            py.Err_Clear();
+            s->worst = fmi2Error;
+        }
+    }
+    if (messages) py.DecRef(messages);
+    py.GILState_Release(g);
+    return finish(s, fmi2OK);
 }
 
 EXPORT fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,

@@ -25,12 +25,23 @@ determines the future: mode, parameter values, the unit's time, states,
 inputs and integrator step-size guess (pythonfmu's default only saves
 registered variables). The snapshot serializes to JSON (floats written with
 ``repr``, so the round trip is exact).
+
+Directional derivatives. pythonfmu has no ``fmi2GetDirectionalDerivative``: the
+FMU's entry points (``shim.c``) answer it by calling
+:meth:`TitopSlave._fmi2_directional_derivative` on the slave instance they are
+bound to. The binding is made here: while the entry points instantiate the
+slave (``fmi2Instantiate``, ``fmi2Reset``), ``__init__`` hands ``self`` to the
+entry points' ``titop_fmu_bind``, found in the FMU's own binary
+(``<fmu>/binaries/linux64/<model identifier>.so`` next to the resources
+folder; the library the host loaded, so the same copy).
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
+import os
 
 import numpy as np
 from pythonfmu import Fmi2Causality, Fmi2Slave, Fmi2Variability, Integer, Real
@@ -58,6 +69,34 @@ def pin_module_globals(namespace: dict):
     following release takes away.
     """
     _PINNED.append(namespace)
+
+
+_SHIMS = {}
+
+
+def _bind_to_entry_points(slave) -> bool:
+    """Hand ``slave`` to the entry points of its FMU (``titop_fmu_bind`` of ``shim.c``), which
+    keep a reference to it while they instantiate it; False outside an FMU (no resources, no
+    binary, an older binary)."""
+    resources = getattr(slave, "resources", None)
+    if not resources:
+        return False
+    path = os.path.join(os.path.dirname(os.path.abspath(resources)), "binaries", "linux64",
+                        f"{type(slave).__name__}.so")
+    bind = _SHIMS.get(path, False)
+    if bind is False:
+        bind = None
+        if os.path.isfile(path):
+            try:
+                # PyDLL: the call keeps the GIL (the bind function takes a reference); a library
+                # already loaded by the host is not loaded again (the same handle)
+                bind = getattr(ctypes.PyDLL(path), "titop_fmu_bind", None)
+            except OSError:
+                bind = None
+            if bind is not None:
+                bind.argtypes, bind.restype = [ctypes.py_object], ctypes.c_int
+        _SHIMS[path] = bind
+    return bool(bind is not None and bind(slave))
 
 _STATE_FORMAT = "titop-fmu-state-1"
 
@@ -105,6 +144,8 @@ class TitopSlave(Fmi2Slave):
 
     KIND = "welded"
     CHILDREN = 0
+    #: the unit gives directional derivatives (``providesDirectionalDerivative``)
+    DERIVATIVES = True
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -132,6 +173,7 @@ class TitopSlave(Fmi2Slave):
             else:
                 kw["variability"] = Fmi2Variability.continuous
             self.register_variable(cls(v.name, **kw), nested=False)
+        _bind_to_entry_points(self)
 
     def interface(self):
         """The :class:`~.catalog.Interface` of this FMU (parameters, ports, how to build the unit)."""
@@ -326,6 +368,64 @@ class TitopSlave(Fmi2Slave):
 
     def terminate(self):
         self._mode = TERMINATED
+
+    # -- directional derivatives (called by the entry points, shim.c) -------------------------
+    def directional_derivative(self, unknown_vrs, known_vrs, seed) -> list:
+        """``dv_unknown = (d outputs / d inputs)[unknown_vrs, known_vrs] @ seed``: the outputs
+        ``unknown_vrs`` w.r.t. the inputs ``known_vrs`` (FMI 2.0 co-simulation), at the current
+        states and inputs. Raises :class:`_FmiUsageError` for other value references or
+        before the outputs are available."""
+        if not self.DERIVATIVES:
+            raise _FmiUsageError("this FMU gives no directional derivatives (providesDirectionalDerivative "
+                                 "is false)")
+        unknown = [int(vr) for vr in unknown_vrs]
+        known = [int(vr) for vr in known_vrs]
+        seed = np.asarray(seed, dtype=float).reshape(-1)
+        if seed.size != len(known):
+            raise _FmiUsageError(f"{len(known)} known value references but {seed.size} seed values")
+        out_idx, in_idx = (self._positions(vrs, lo, hi) if vrs else np.zeros(0, dtype=np.int64)
+                           for vrs, lo, hi in ((unknown, self._out0, self._end), (known, self._in0, self._out0)))
+        for vrs, idx, lo, hi, what in ((unknown, out_idx, self._out0, self._end, "an output"),
+                                       (known, in_idx, self._in0, self._out0, "an input")):
+            if idx is None:
+                bad = next(vr for vr in vrs if not lo <= vr < hi)
+                raise _FmiUsageError(f"{self._name(bad)} is not {what}: directional derivatives are "
+                                     "given of outputs with respect to inputs")
+        if not np.isfinite(seed).all():
+            raise _FmiUsageError("non-finite seed value(s)")
+        if not unknown:
+            return []
+        self._outputs()                     # the unit, or the error of a mode without outputs
+        if not known:
+            return [0.0] * len(unknown)
+        return self._unit.directional_derivatives(out_idx, in_idx, seed[:, None])[:, 0].tolist()
+
+    def _fmi2_directional_derivative(self, unknown_addr, n_unknown, known_addr, n_known, seed_addr, out_addr):
+        """``fmi2GetDirectionalDerivative`` for the entry points: the C arrays at the given
+        addresses are read (value references, seed) and written (``dvUnknown``); the messages
+        logged during the call are taken from the log queue and returned
+        (``[(status, category, message)]``), for the entry points to relay. Never raises."""
+        queue = self._get_log_queue()
+        start = len(queue)
+        try:
+            unknown = (ctypes.c_uint * n_unknown).from_address(unknown_addr)[:] if n_unknown else []
+            known = (ctypes.c_uint * n_known).from_address(known_addr)[:] if n_known else []
+            seed = (ctypes.c_double * n_known).from_address(seed_addr)[:] if n_known else []
+            dv = self.directional_derivative(unknown, known, seed)
+            if n_unknown:
+                (ctypes.c_double * n_unknown).from_address(out_addr)[:] = dv
+        except Exception as e:
+            try:
+                self._error("fmi2GetDirectionalDerivative", e)
+            except Exception:
+                pass
+        try:
+            msgs = [(int(m.status), str(m.category or ""), str(m.msg)) for m in queue[start:]]
+            del queue[start:]
+            return msgs
+        except Exception:
+            return [(int(Fmi2Status.error), "logStatusError",
+                     "fmi2GetDirectionalDerivative: the messages could not be read")]
 
     # -- FMU state --------------------------------------------------------------------------
     def _get_fmu_state(self):

@@ -19,6 +19,7 @@ class AssemblySlave(TitopSlave):
     only while the FMU is built (the FMU reads its resource)."""
 
     SYSTEM = None
+    DERIVATIVES = False         # an assembly unit gives none
 
     def interface(self):
         system = self.SYSTEM

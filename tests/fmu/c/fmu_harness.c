@@ -6,18 +6,20 @@
  *   fmi2Instantiate -> fmi2SetupExperiment -> fmi2SetReal (parameters)
  *   -> fmi2EnterInitializationMode -> fmi2SetReal (inputs)
  *   -> fmi2ExitInitializationMode -> fmi2GetReal (outputs)
- *   -> n x (fmi2DoStep, fmi2GetReal)
+ *   -> n x (fmi2DoStep, fmi2GetReal) -> fmi2GetDirectionalDerivative (with -u)
  *   -> fmi2GetFMUstate, fmi2DoStep, fmi2SetFMUstate, fmi2DoStep (same outputs?)
  *   -> fmi2Terminate -> fmi2FreeInstance
  *
  * usage: fmu_harness DIR MODEL_ID GUID [-p VR=VALUE]... [-i VR=VALUE]... [-o VR]... [-n STEPS] [-h STEP]
+ *                    [-u VR]... [-k VR=SEED]...
  *   DIR       the unzipped FMU; MODEL_ID its model identifier; GUID its guid
  *   -p        a Real parameter, set before initialization
  *   -i        a Real input, set in initialization mode ("nan" is accepted)
  *   -o        a Real output to print
+ *   -u, -k    the unknowns and the knowns (with the seed) of a directional derivative
  *
  * Output lines: "log STATUS CATEGORY: MESSAGE" (the FMU's logger),
- * "call NAME STATUS", "y TIME VR VALUE", "state_roundtrip ok|FAILED".
+ * "call NAME STATUS", "y TIME VR VALUE", "dy VR VALUE", "state_roundtrip ok|FAILED".
  * Exit status: 0 if every call returned fmi2OK or fmi2Warning, 1 if a call
  * failed (the instance is then freed), 2 if the FMU could not be loaded.
  */
@@ -43,9 +45,9 @@ static void logger(void *env, const char *instance, fmi2Status status, const cha
 }
 
 #define MAXN 256
-static fmi2ValueReference pvr[MAXN], ivr[MAXN], ovr[MAXN];
-static double pval[MAXN], ival[MAXN], y[MAXN], y_again[MAXN];
-static size_t np, ni, no;
+static fmi2ValueReference pvr[MAXN], ivr[MAXN], ovr[MAXN], uvr[MAXN], kvr[MAXN];
+static double pval[MAXN], ival[MAXN], y[MAXN], y_again[MAXN], kseed[MAXN], dy[MAXN];
+static size_t np, ni, no, nu, nk;
 
 static int parse_pair(const char *arg, fmi2ValueReference *vr, double *value) {
     char *end;
@@ -83,10 +85,12 @@ int main(int argc, char **argv) {
     int steps = 3;
     double step = 1e-3;
     for (int k = 4; k < argc; k++) {
-        int ok = k + 1 < argc && np < MAXN && ni < MAXN && no < MAXN;
+        int ok = k + 1 < argc && np < MAXN && ni < MAXN && no < MAXN && nu < MAXN && nk < MAXN;
         if (ok && !strcmp(argv[k], "-p")) ok = parse_pair(argv[++k], &pvr[np], &pval[np]), np++;
         else if (ok && !strcmp(argv[k], "-i")) ok = parse_pair(argv[++k], &ivr[ni], &ival[ni]), ni++;
         else if (ok && !strcmp(argv[k], "-o")) ovr[no++] = (fmi2ValueReference)strtoul(argv[++k], NULL, 10);
+        else if (ok && !strcmp(argv[k], "-u")) uvr[nu++] = (fmi2ValueReference)strtoul(argv[++k], NULL, 10);
+        else if (ok && !strcmp(argv[k], "-k")) ok = parse_pair(argv[++k], &kvr[nk], &kseed[nk]), nk++;
         else if (ok && !strcmp(argv[k], "-n")) steps = atoi(argv[++k]);
         else if (ok && !strcmp(argv[k], "-h")) step = strtod(argv[++k], NULL);
         else ok = 0;
@@ -114,11 +118,14 @@ int main(int argc, char **argv) {
     fmi2Status (*DoStep)(fmi2Component, double, double, int);
     fmi2Status (*GetFMUstate)(fmi2Component, fmi2FMUstate *), (*SetFMUstate)(fmi2Component, fmi2FMUstate);
     fmi2Status (*FreeFMUstate)(fmi2Component, fmi2FMUstate *);
+    fmi2Status (*GetDirectionalDerivative)(fmi2Component, const fmi2ValueReference *, size_t,
+                                           const fmi2ValueReference *, size_t, const double *, double *);
     LOAD(Instantiate, "fmi2Instantiate") LOAD(FreeInstance, "fmi2FreeInstance")
     LOAD(SetupExperiment, "fmi2SetupExperiment") LOAD(EnterInit, "fmi2EnterInitializationMode")
     LOAD(ExitInit, "fmi2ExitInitializationMode") LOAD(Terminate, "fmi2Terminate") LOAD(SetReal, "fmi2SetReal")
     LOAD(GetReal, "fmi2GetReal") LOAD(DoStep, "fmi2DoStep") LOAD(GetFMUstate, "fmi2GetFMUstate")
     LOAD(SetFMUstate, "fmi2SetFMUstate") LOAD(FreeFMUstate, "fmi2FreeFMUstate")
+    LOAD(GetDirectionalDerivative, "fmi2GetDirectionalDerivative")
 
     static fmi2CallbackFunctions cb = {logger, calloc, free, NULL, NULL};
     fmi2Component c = Instantiate("harness", 1 /* fmi2CoSimulation */, guid, resources, &cb, 0, 0);
@@ -140,6 +147,10 @@ int main(int argc, char **argv) {
         }
         if (no) CALL("fmi2GetReal", GetReal(c, ovr, no, y));
         for (size_t j = 0; j < no; j++) printf("y %.6g %u %.17g\n", t, ovr[j], y[j]);
+    }
+    if (nu) {
+        CALL("fmi2GetDirectionalDerivative", GetDirectionalDerivative(c, uvr, nu, kvr, nk, kseed, dy));
+        for (size_t j = 0; j < nu; j++) printf("dy %u %.17g\n", uvr[j], dy[j]);
     }
     /* state round trip: save, step, restore, step again: the same outputs */
     CALL("fmi2GetFMUstate", GetFMUstate(c, &state));
