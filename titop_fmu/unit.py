@@ -242,7 +242,7 @@ class BlockUnit(IntegratedUnit):
 
         Along the acceleration-level inputs (``*.m[1..6]``, child wrenches, joint
         efforts) the block is affine (:meth:`~titop_fmu.blocks.base.Block.accelerations`):
-        the acceleration stage evaluated on the batch ``[0, seeds]`` gives the
+        the acceleration stage evaluated on the batch ``[0, seed]`` gives the
         derivatives exactly, to rounding. Along the twist and pose inputs
         (``*.m[7..18]``, which enter the kinematic stage and never an algebraic loop
         of TITOP blocks) they are central differences (step ``1e-6`` of the seed's
@@ -255,17 +255,19 @@ class BlockUnit(IntegratedUnit):
         k = S.shape[1]
         a_pos = self._affine_inputs
         dY = np.zeros((len(self.output_names), k))
-        if np.any(S[a_pos]):                                    # exact: the affine stage on [0, seeds]
+        # exact: the affine stage on the batch [0, seed], one seed at a time (as an FMU is
+        # asked, so that both give the same bits: a product's rounding depends on the batch width)
+        batch = np.zeros((len(self.input_names), 2))
+        for j in range(k):
+            if not np.any(S[a_pos, j]):
+                continue
             kin = self._kinematics(u)
-            batch = np.zeros((len(self.input_names), k + 1))
-            batch[a_pos, 1:] = S[a_pos]
-            a_in = b.acceleration_inputs({n: batch[s] for n, s in self._in_slices.items()})
-            acc = b.accelerations(kin, a_in)
-            y0 = self._flat(b.assemble_outputs(self.x, kin, {n: v[:, 0] for n, v in acc.items()}))
-            for j in range(1, k + 1):                           # (a (n, 1) output: no dependence)
-                yj = self._flat(b.assemble_outputs(self.x, kin, {n: v[:, j if v.shape[1] > 1 else 0]
-                                                                 for n, v in acc.items()}))
-                dY[:, j - 1] = yj - y0
+            batch[a_pos, 1] = S[a_pos, j]
+            acc = b.accelerations(kin, b.acceleration_inputs({n: batch[s] for n, s in self._in_slices.items()}))
+            y0, y1 = (self._flat(b.assemble_outputs(self.x, kin, {n: v[:, c if v.shape[1] > 1 else 0]
+                                                                  for n, v in acc.items()}))
+                      for c in (0, 1))                          # (a (n, 1) output: no dependence)
+            dY[:, j] = y1 - y0
         state_level = self._state_level_inputs
         if np.any(S[state_level]):                              # central differences
             saved = self.u.copy()
