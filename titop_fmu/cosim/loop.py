@@ -31,8 +31,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import sparse
-from scipy.sparse.linalg import splu
 
 from ..errors import SolverError
 from .charts import ATTITUDE
@@ -88,6 +86,9 @@ class Sensitivities:
     def solve(self, X):
         """``(I - M)^-1 X``; ``np.linalg.LinAlgError`` if ``I - M`` is singular."""
         if self._lu is None:
+            from scipy import sparse            # here: the FMUs import this package without scipy
+            from scipy.sparse.linalg import splu
+
             n = self.st.n_cin
             try:
                 self._lu = splu(sparse.identity(n, format="csc") - sparse.csc_matrix(self.M))
