@@ -58,29 +58,28 @@ class Sensitivities:
     dU = R``, ``R`` the residuals on the torn rows and 0 elsewhere, gives the Newton step
     ``dz = dU[torn] = -J^-1 r`` (``J`` is the Schur complement of ``I - M`` on the torn
     inputs). ``I - M`` has the sparsity of the connections and a tree's factors do not
-    fill in: one sparse LU per ``M`` and one O(N) solve per Newton step. Broyden's
-    updates of ``J`` along the Newton steps are kept in product form on ``J^-1``
-    (Sherman-Morrison)."""
+    fill in: one sparse LU per ``M``, O(N); the torn rows of its solves for the torn
+    columns give ``J^-1`` (torn x torn), which Broyden's updates along the Newton steps
+    correct (Sherman-Morrison), and a Newton step is one product with it."""
 
     def __init__(self, st: Structure):
         self.st = st
         self.M = None
-        self.updates = []               # Broyden: (s, H y, s^T H y) in the order made
         self.refreshes = 0
-        self._lu = None
+        self._lu = None                 # sparse LU of I - M
+        self._H = None                  # J^-1, Broyden-updated
 
     def set_M(self, M):
         self.M = M
-        self.updates = []
-        self._lu = None
+        self._lu = self._H = None
         self.refreshes += 1
 
     def snapshot(self):
-        return self.M, self.updates
+        return self.M, self._H
 
     def restore(self, snap):
         """Back to a :meth:`snapshot` (its arrays are taken, not copied)."""
-        self.M, self.updates = snap
+        self.M, self._H = snap
         self._lu = None
 
     def solve(self, X):
@@ -98,21 +97,20 @@ class Sensitivities:
 
     def inverse_times(self, v):
         """``J^-1 v``, ``J`` the torn-loop Jacobian with the Broyden updates so far."""
-        st = self.st
-        R = np.zeros(st.n_cin)
-        R[st.torn] = v
-        w = -self.solve(R)[st.torn]
-        for s, Hy, den in self.updates:
-            w = w + (s - Hy) * (s @ w) / den
-        return w
+        if self._H is None:
+            st = self.st
+            E = np.zeros((st.n_cin, len(st.torn)))
+            E[st.torn, np.arange(len(st.torn))] = 1.0
+            self._H = -self.solve(E)[st.torn]
+        return self._H @ v
 
     def broyden(self, dz, dr):
         """Broyden's (good) rank-one update of ``J`` along a Newton step ``dz`` that changed
-        the residual by ``dr``, as ``J^-1 <- J^-1 + (s - J^-1 y) s^T J^-1 / (s^T J^-1 y)``."""
+        the residual by ``dr``, on its inverse ``H``: ``H += (s - H y) s^T H / (s^T H y)``."""
         Hy = self.inverse_times(dr)
         den = float(dz @ Hy)
         if math.isfinite(den) and abs(den) > 1e-14 * float(np.linalg.norm(dz) * np.linalg.norm(Hy)):
-            self.updates.append((dz, Hy, den))
+            self._H = self._H + np.outer(dz - Hy, dz @ self._H) / den
 
 
 class LoopSolver:

@@ -4,6 +4,7 @@ step Jacobian (scheme in :mod:`.master`)."""
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 
@@ -26,30 +27,60 @@ class NoConvergence(SolverError):
 class StepJacobian:
     """``dG/dz``: from measured step sensitivities ``P`` (base step ``h_ref``) and the
     feedthrough ``M``, ``1/2 (I - M)^-1 P``; rescaled with ``h``, corrected by
-    Broyden updates along the coupling iterations (inputs scaled by their magnitudes)."""
+    Broyden updates along the coupling iterations (inputs scaled by their magnitudes).
+
+    The coupling iteration solves ``(I - J) corr = r`` at every iteration: the inverse
+    of ``I - J`` is formed once per ``J`` (``P`` measured, ``h`` changed) and follows
+    the Broyden updates by Sherman-Morrison, O(n^2) instead of an O(n^3) solve per
+    iteration."""
 
     def __init__(self):
         self.J = None
         self.h = None
+        self._inv = None                 # (I - J)^-1, or None: to be formed
 
     def reset(self, P, sens, h):
         """``P`` measured over a base step ``h``; ``sens`` gives ``(I - M)^-1``."""
         self.J = 0.5 * sens.solve(P)
         self.h = h
+        self._inv = None
 
     def at(self, h):
         if h != self.h:
             self.J = self.J * (h / self.h)
             self.h = h
+            self._inv = None
         return self.J
 
+    def correction(self, h, r):
+        """``(I - J)^-1 r`` with ``J`` at the base step ``h``."""
+        J = self.at(h)
+        if self._inv is None:
+            self._inv = np.linalg.inv(np.eye(len(J)) - J)
+        return self._inv @ r
+
     def update(self, dz, dG, w):
+        """Broyden's update along ``dz`` (``G`` changed by ``dG``) in the inputs scaled by
+        ``w``: ``J += (dG - J dz) (w^2 dz)^T / |w dz|^2``."""
         x = dz * w
         n2 = float(x @ x)
         if n2 > 0:
-            Js = self.J * w[:, None] / w[None, :]
-            Js += np.outer(dG * w - Js @ x, x) / n2
-            self.J = Js / w[:, None] * w[None, :]
+            u = (dG - self.J @ dz) / n2
+            v = x * w
+            self.J += np.outer(u, v)
+            if self._inv is not None:                  # (A - u v^T)^-1, A = I - J before
+                Au, vA = self._inv @ u, v @ self._inv
+                den = 1.0 - float(v @ Au)
+                if abs(den) > 1e-8:
+                    self._inv += np.outer(Au, vA) / den
+                else:
+                    self._inv = None
+
+    def snapshot(self):
+        return self.J, self.h, self._inv
+
+    def restore(self, snap):
+        self.J, self.h, self._inv = snap
 
 
 class Run:
@@ -120,7 +151,6 @@ class Run:
         z = self.predict(t + h)
         chart = st.cin_chart
         w = 1.0 / scale
-        eye = np.eye(st.n_cin)
         rho = 1.0 if self.jac.J is None else max(1e-3, float(np.abs(self.jac.at(h)).sum(axis=1).max()))
         loop_tol = 0.1 * tol / rho          # the loop only as exact as the iteration sees it (through dG/dz)
         est = 0.0
@@ -148,8 +178,7 @@ class Run:
                     # a secant pair above the loop-solve and integration noise only
                     if float((np.abs(dG) * w).max()) > 10 * loop_tol + 1e3 * NOISE:
                         self.jac.update(chart.minus(z, z_prev), dG, w)
-                J = self.jac.at(h)
-                corr = np.linalg.solve(eye - J, r)
+                corr = self.jac.correction(h, r)
                 e = float((np.abs(corr - r) * w).max())
                 if k == 0:
                     est = e
@@ -165,9 +194,9 @@ class Run:
                     raise NoConvergence(
                         f"the coupling iteration did not converge at t={t:.9g} s, step {h:.3g} s: predicted "
                         f"change {e:.3g} (> {tol:.3g}) after {k + 1} steps")
-                if slow and not refreshed:          # a fresh step Jacobian, once per base step
-                    self.measure_P(saved, ubar, t, h, Y)
-                    corr = np.linalg.solve(eye - self.jac.at(h), r)
+                if slow and not refreshed and self._refresh_pays(e, e_prev, tol, k):
+                    self.measure_P(saved, ubar, t, h, Y)       # a fresh step Jacobian, once per base step
+                    corr = self.jac.correction(h, r)
                     refreshed = True
                 e_prev, z_prev, G_prev = e, z, G
                 z = chart.plus(z, corr)
@@ -181,6 +210,18 @@ class Run:
         if len(self.hist_t) > self.degree + 1:
             del self.hist_t[0], self.hist_U[0]
         return est
+
+    def _refresh_pays(self, e, e_prev, tol, k):
+        """Whether to measure the step sensitivities again in a slow coupling iteration
+        (predicted change ``e_prev`` -> ``e``, above ``tol``): when it barely converges, when
+        the iterations still needed at this rate would not fit in those left, or when they
+        would cost more ``doStep`` calls (one per unit each) than a measurement (one per
+        coupling input)."""
+        rate = e / e_prev
+        if rate >= 0.5:
+            return True
+        left = math.log(tol / e) / math.log(rate)
+        return left > MAX_ITERATIONS - k - 1 or left * len(self.units) > self.st.n_cin
 
     def measure_P(self, saved, ubar, t, h, Y):
         """Step sensitivities: per unit and coupling input, one step of that unit with the
@@ -226,7 +267,7 @@ class Run:
                     hist_t=list(self.hist_t), hist_U=[x.copy() for x in self.hist_U],
                     z=self.solver.z.copy(), zscale=self.solver.zscale.copy())
         if full:            # the Jacobians too: a restart then repeats the same iterations
-            snap["jac"] = copy.deepcopy((self.sens.snapshot(), self.jac.J, self.jac.h))
+            snap["jac"] = copy.deepcopy((self.sens.snapshot(), self.jac.snapshot()))
         return snap
 
     def restore(self, snap):
@@ -237,8 +278,9 @@ class Run:
         self.solver.z, self.solver.zscale = snap["z"].copy(), snap["zscale"].copy()
         self.solver.Ucur[:] = self.U          # the units' inputs are part of their states
         if "jac" in snap:
-            sens, self.jac.J, self.jac.h = copy.deepcopy(snap["jac"])
+            sens, jac = copy.deepcopy(snap["jac"])
             self.sens.restore(sens)
+            self.jac.restore(jac)
 
     def free(self, snap):
         for u, s in zip(self.units, snap["states"]):
