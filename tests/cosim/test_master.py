@@ -187,3 +187,42 @@ def test_two_unit_oscillator_follows_the_exact_solution():
     err = float(np.max(np.abs(res.values[:, 0] - np.cos(2.0 * res.t))))
     report("two-unit oscillator, 1 s", error=err)
     assert err <= DEFAULT_BOUND
+
+
+def test_step_jacobian_inverse_follows_its_broyden_updates():
+    """The coupling iteration's (I - J)^-1, kept through Broyden's updates by Sherman-Morrison
+    and through the rescaling with the base step, solves with I - J as a fresh solve does."""
+    from titop_fmu.cosim.run import StepJacobian
+
+    class Sens:                                     # (I - M)^-1 = 1: M = 0
+        @staticmethod
+        def solve(X):
+            return X
+    rng = np.random.default_rng(4)
+    n = 12
+    jac = StepJacobian()
+    jac.reset(0.3 * rng.standard_normal((n, n)) / np.sqrt(n), Sens, h=0.01)
+    for k in range(8):
+        h = 0.01 if k < 5 else 0.005
+        r = rng.standard_normal(n)
+        corr = jac.correction(h, r)
+        assert np.allclose(corr, np.linalg.solve(np.eye(n) - jac.at(h), r), rtol=1e-11, atol=1e-12)
+        jac.update(rng.standard_normal(n), 0.1 * rng.standard_normal(n), np.exp(rng.standard_normal(n)))
+
+
+def test_step_sensitivities_are_measured_again_only_when_it_pays():
+    """A measurement costs one doStep per coupling input; an iteration one per unit: a slow
+    coupling iteration goes on while the iterations still needed at its rate cost less and
+    fit, else it measures again (and always when it barely converges)."""
+    from titop_fmu.cosim.run import MAX_ITERATIONS, Run
+
+    run = Run.__new__(Run)
+    run.units = [None] * 4
+    run.st = type("St", (), {"n_cin": 72})()
+    tol = 1.0
+    assert not run._refresh_pays(100.0, 1000.0, tol, k=1)      # 2 more iterations: 8 doSteps < 72
+    assert run._refresh_pays(100.0, 150.0, tol, k=1)           # rate 0.67: barely converging
+    assert run._refresh_pays(1e6, 3e6, tol, k=1)               # rate 0.33: 13 more, too many
+    assert run._refresh_pays(100.0, 1000.0, tol, k=MAX_ITERATIONS - 2)     # no room left
+    run.st.n_cin = 4
+    assert run._refresh_pays(100.0, 1000.0, tol, k=1)          # cheap measurement: 4 < 8
