@@ -372,6 +372,23 @@ def test_fmu_runs_on_its_bundled_package_without_scipy(fmu_paths, tmp_path):
     assert scipy_loaded == "False"
 
 
+def test_fmus_build_in_a_process_that_has_run_one(fmu_paths, tmp_path):
+    """A process that has run a TITOP FMU before importing pythonfmu imports the FMU's copy of
+    pythonfmu (in its resources, without the export library); building FMUs afterwards must
+    still find the installed one's library (a benchmark of chains, then trees, failed so)."""
+    script = textwrap.dedent(f"""
+        from fmpy import simulate_fmu
+        from titop_fmu.fmu.build import build_all
+        simulate_fmu({str(fmu_paths["revolute_c0"])!r}, stop_time=0.01)
+        import pythonfmu
+        print("resources" in pythonfmu.__file__)
+        print(len(build_all({str(tmp_path)!r}, children=[3])))
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", str(len(catalog.all_identifiers([3])))]
+
+
 def test_fmu_contents(fmu_paths):
     with zipfile.ZipFile(fmu_paths["revolute_c2"]) as z:
         names = set(z.namelist())

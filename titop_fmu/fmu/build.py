@@ -64,19 +64,23 @@ def libpython_soname() -> str:
 
 
 def _pythonfmu():
+    """``(pythonfmu's package folder, its export library)`` of the installed distribution: not
+    of ``import pythonfmu``, which in a process that has run a TITOP FMU is the copy in that
+    FMU's resources (no library there)."""
+    from importlib import metadata
     try:
-        import pythonfmu
-    except ImportError:
+        dist = metadata.distribution("pythonfmu")
+    except metadata.PackageNotFoundError:
         raise FmuBuildError(f"building the FMUs needs pythonfmu (pip install pythonfmu=={PYTHONFMU_VERSION})") from None
-    if pythonfmu.__version__ != PYTHONFMU_VERSION:
+    if dist.version != PYTHONFMU_VERSION:
         raise FmuBuildError(
-            f"the FMUs are built with pythonfmu {PYTHONFMU_VERSION} (found {pythonfmu.__version__}): the entry points "
+            f"the FMUs are built with pythonfmu {PYTHONFMU_VERSION} (found {dist.version}): the entry points "
             "(shim.c) and the slave work around that version's library (error status, logging, a reference-count "
             f"bug); check them before changing it (pip install pythonfmu=={PYTHONFMU_VERSION})")
-    here = Path(pythonfmu.__file__).parent
+    here = Path(dist.locate_file("pythonfmu"))
     lib = here / "resources" / "binaries" / "linux64" / INNER_LIBRARY
     if not lib.is_file():
-        raise FmuBuildError(f"pythonfmu {pythonfmu.__version__} has no Linux x86-64 library ({lib.name})")
+        raise FmuBuildError(f"pythonfmu {dist.version} has no Linux x86-64 library ({lib.name})")
     return here, lib
 
 
