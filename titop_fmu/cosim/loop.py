@@ -14,10 +14,10 @@ them (``fmi2GetDirectionalDerivative``; TITOP blocks: exact, being affine in the
 loop variables), else input perturbations (set an input, read the outputs, no
 ``doStep``: one extra evaluation per coupling input with a declared dependency),
 and for the coupling inputs of attitudes, perturbed about rotation-vector axes
-(:mod:`.charts`). They are chained along the
-torn graph: ``dr/dz = (M (I - S M)^-1)[torn, torn] - I``, ``S`` keeping the
-non-torn rows. ``M`` is kept, corrected by Broyden updates along the Newton
-steps, and reused at later points; it is measured again only when the
+(:mod:`.charts`). Chained along the torn graph they give ``J = dr/dz``, the
+Schur complement of ``I - M`` on the torn inputs (:class:`Sensitivities`).
+``M`` is kept, ``J`` corrected by Broyden updates along the Newton steps, and
+reused at later points; ``M`` is measured again only when the
 iterations still needed at the observed rate would cost more unit evaluations
 than measuring it (TITOP blocks are affine in the loop variables at fixed
 state, so a fresh ``M`` solves the loop in one iteration). It is also the
@@ -52,15 +52,15 @@ class Sensitivities:
     only same-unit pairs) and the Newton steps of the torn loops derived from it. Shared
     by the runs of a master (their states differ by their coupling error only).
 
-    The torn-loop Jacobian ``J = dr/dz`` is never formed (it is dense: on a chain every
-    torn wrench depends on all the others). Its inverse is applied through the sparse
-    system over all the coupling inputs: with the non-torn inputs consistent, ``(I - M)
-    dU = R``, ``R`` the residuals on the torn rows and 0 elsewhere, gives the Newton step
-    ``dz = dU[torn] = -J^-1 r`` (``J`` is the Schur complement of ``I - M`` on the torn
-    inputs). ``I - M`` has the sparsity of the connections and a tree's factors do not
-    fill in: one sparse LU per ``M``, O(N); the torn rows of its solves for the torn
-    columns give ``J^-1`` (torn x torn), which Broyden's updates along the Newton steps
-    correct (Sherman-Morrison), and a Newton step is one product with it."""
+    The torn-loop Jacobian ``J = dr/dz`` comes from the sparse system over all the
+    coupling inputs, never from dense solves over them: with the non-torn inputs
+    consistent, ``(I - M) dU = R``, ``R`` the residuals on the torn rows and 0 elsewhere,
+    gives the Newton step ``dz = dU[torn] = -J^-1 r`` (``J`` is the Schur complement of
+    ``I - M`` on the torn inputs). ``I - M`` has the sparsity of the connections and a
+    tree's factors do not fill in: one sparse LU per ``M``, O(N); the torn rows of its
+    solves for the torn columns give ``J^-1`` (torn x torn, dense: on a chain every torn
+    wrench depends on all the others), which Broyden's updates along the Newton steps
+    correct (Sherman-Morrison); a Newton step is one product with it."""
 
     def __init__(self, st: Structure):
         self.st = st
@@ -354,7 +354,7 @@ class LoopSolver:
 
     def _exact_columns(self, j, u, ks, dep, rows, uniq, inv, chart_in, chart_out, M):
         """Fill the columns ``ks`` of unit ``j`` (it gives directional derivatives) in ``M``, one
-        unit call for all; returns the columns left to finite differences: the coupling inputs
+        unit call for all (an FMU makes one ``fmi2GetDirectionalDerivative`` per column); returns the columns left to finite differences: the coupling inputs
         of an attitude (their chart turns them about rotation-vector axes) and those an
         attitude output depends on."""
         st = self.st
