@@ -9,8 +9,8 @@ Nothing here knows TITOP: the units come from a :class:`~.protocol.UnitFactory`
 * :mod:`.fmpy_unit`, :mod:`.function_unit` -- units of FMU files and Python functions;
 * :mod:`.graph` -- the system description (:class:`CoSystem`); :mod:`.systemfile` reads it from a file,
   :mod:`.ssp` writes and reads it as an SSP 1.0 package;
-* :mod:`.structure`, :mod:`.tearing` -- checks, algebraic loops, tearing, schedules;
-* :mod:`.loop` -- Newton on the torn variables at a communication point;
+* :mod:`.structure`, :mod:`.cycles` -- checks, algebraic loops and their unknowns, schedules;
+* :mod:`.loop` -- Newton on the loops' unknowns at a communication point;
 * :mod:`.options` -- settings (resolved once) and statistics;
 * :mod:`.numerics` -- angles, extrapolation weights, interpolation;
 * :mod:`.charts` -- differences and steps of angles and attitudes (on the rotation group);

@@ -1,10 +1,11 @@
 """Outputs and coupling inputs at a communication point: the algebraic loops solved.
 
 At a communication point the states are fixed; what is left is algebraic:
-evaluate the outputs that do not depend on a torn variable (the
+evaluate the outputs that do not depend on a loop (the
 :attr:`~.structure.Structure.pre` schedule, once), then solve ``r(z) = 0`` by
-Newton on the torn coupling inputs ``z``, where ``r(z)`` is "what the source
-output of each torn input becomes when the loop schedule is evaluated with
+Newton on the loops' unknowns ``z``, every coupling input of every loop
+(:attr:`~.structure.Structure.unknowns`), where ``r(z)`` is "what the source
+output of each unknown becomes when every unit is evaluated at its inputs
 ``z``, minus ``z``".
 
 The Jacobian is built from the local direct-feedthrough sensitivities of each
@@ -14,14 +15,13 @@ them (``fmi2GetDirectionalDerivative``; TITOP blocks: exact, being affine in the
 loop variables), else input perturbations (set an input, read the outputs, no
 ``doStep``: one extra evaluation per coupling input with a declared dependency),
 and for the coupling inputs of attitudes, perturbed about rotation-vector axes
-(:mod:`.charts`). Chained along the torn graph they give ``J = dr/dz``, the
-Schur complement of ``I - M`` on the torn inputs (:class:`Sensitivities`).
-``M`` is kept, ``J`` corrected by Broyden updates along the Newton steps, and
-reused at later points; ``M`` is measured again only when the
-iterations still needed at the observed rate would cost more unit evaluations
-than measuring it (TITOP blocks are affine in the loop variables at fixed
-state, so a fresh ``M`` solves the loop in one iteration). It is also the
-feedthrough part of the step Jacobian of :mod:`.run`.
+(:mod:`.charts`). Then ``J = dr/dz = M[z, z] - I``, sparse with the
+connections (:class:`Sensitivities`). ``M`` is kept, ``J`` corrected by Broyden
+updates along the Newton steps, and reused at later points; ``M`` is measured
+again only when the iterations still needed at the observed rate would cost
+more unit evaluations than measuring it (TITOP blocks are affine in the loop
+variables at fixed state, so a fresh ``M`` solves the loop in one iteration). It
+is also the feedthrough part of the step Jacobian of :mod:`.run`.
 
 Non-convergence is an error naming the loop, the time and the residual.
 """
@@ -49,21 +49,17 @@ class LoopError(SolverError):
 
 class Sensitivities:
     """The shared local Jacobian ``M`` (coupling inputs x coupling inputs, block-sparse:
-    only same-unit pairs) and the Newton steps of the torn loops derived from it. Shared
-    by the runs of a master (their states differ by their coupling error only).
+    only same-unit pairs) and the Newton steps of the loops derived from it. Shared by the
+    runs of a master (their states differ by their coupling error only).
 
-    The torn-loop Jacobian ``J = dr/dz`` comes from the sparse system over all the
-    coupling inputs, never from dense solves over them: with the non-torn inputs
-    consistent, ``(I - M) dU = R``, ``R`` the residuals on the torn rows and 0 elsewhere,
-    gives the Newton step ``dz = dU[torn] = -J^-1 r`` (``J`` is the Schur complement of
-    ``I - M`` on the torn inputs). ``I - M`` has the sparsity of the connections and a
-    tree's factors do not fill in: one sparse LU per ``M``, O(N); the torn rows of its
-    solves for the torn columns give ``J^-1`` (torn x torn, dense: on a chain every torn
-    wrench depends on all the others), which Broyden's updates along the Newton steps
-    correct (Sherman-Morrison); a Newton step is one product with it."""
+    ``I - M`` has the sparsity of the connections and a tree's factors do not fill in:
+    one sparse LU per ``M``, O(N). Its solves for the unknowns' columns give ``J^-1``
+    (unknowns x unknowns), which Broyden's updates along the Newton steps correct
+    (Sherman-Morrison); a Newton step is one product with it."""
 
     def __init__(self, st: Structure):
         self.st = st
+        self.unknowns = st.unknowns
         self.M = None
         self.refreshes = 0
         self._lu = None                 # sparse LU of I - M
@@ -96,12 +92,12 @@ class Sensitivities:
         return self._lu.solve(X)
 
     def inverse_times(self, v):
-        """``J^-1 v``, ``J`` the torn-loop Jacobian with the Broyden updates so far."""
+        """``J^-1 v``, ``J`` the loops' Jacobian with the Broyden updates so far."""
         if self._H is None:
-            st = self.st
-            E = np.zeros((st.n_cin, len(st.torn)))
-            E[st.torn, np.arange(len(st.torn))] = 1.0
-            self._H = -self.solve(E)[st.torn]
+            n, u = self.st.n_cin, self.unknowns
+            E = np.zeros((n, len(u)))
+            E[u, np.arange(len(u))] = 1.0
+            self._H = -self.solve(E)[u]
         return self._H @ v
 
     def broyden(self, dz, dr):
@@ -117,7 +113,7 @@ class LoopSolver:
     """Solves one run's units at a communication point (see the module docstring).
 
     ``rtol``/``atol``: convergence test ``|r_i| <= atol + rtol * scale_i`` with
-    ``scale_i`` the largest ``|z_j|`` seen so far (at least 1) over the torn inputs ``j``
+    ``scale_i`` the largest ``|z_j|`` seen so far (at least 1) over the unknowns ``j``
     of ``z_i``'s loop with ``z_i``'s physical unit (without a unit: of ``z_i``'s port).
     """
 
@@ -129,71 +125,71 @@ class LoopSolver:
         self.rtol, self.atol, self.max_iter = rtol, atol, max_iter
         self.Y = np.zeros(st.n_out)
         self.Ucur = np.zeros(st.n_cin)           # value each coupling input is set to on its unit
-        self.z = np.zeros(len(st.torn))
-        self.zscale = np.ones(len(st.torn))
+        self.unknowns = u = st.unknowns
+        self.z = np.zeros(len(u))
+        self.zscale = np.ones(len(u))
         self.residual = 0.0                       # last weighted residual (<= 1: converged)
         self._tol = None
         self.solves = 0
         self.iterations = 0
         self.evaluations = 0
-        # torn inputs grouped per unit
-        self._torn_by_unit = []
+        # the unknowns grouped per unit
+        self._unknowns_by_unit = []
         for j in range(len(units)):
-            pos = np.flatnonzero(st.cin_unit[st.torn] == j)
+            pos = np.flatnonzero(st.cin_unit[u] == j)
             if pos.size:
-                self._torn_by_unit.append((j, st.cin_local[st.torn[pos]], pos))
+                self._unknowns_by_unit.append((j, st.cin_local[u[pos]], pos))
         # coupling input position of each (unit, local input) for Ucur bookkeeping
         self._cin_pos = {}
         for k, (j, i) in enumerate(zip(st.cin_unit, st.cin_local)):
             self._cin_pos[(int(j), int(i))] = k
-        self._plans = {name: self._plan(ops, with_torn=name != "pre")
+        self._plans = {name: self._plan(ops, with_unknowns=name != "pre")
                        for name, ops in (("pre", st.pre), ("loop", st.loop_ops), ("full", st.full))}
-        self._loop_of_torn = np.zeros(len(st.torn), dtype=int)
+        self._loop_of = np.zeros(len(u), dtype=int)
         for lp in st.loops:
-            self._loop_of_torn[np.searchsorted(st.torn, lp.torn)] = lp.index
-        self._torn_angle = st.cin_angle[st.torn]
-        # torn inputs of one loop and one physical unit share one scale, the largest of their
+            self._loop_of[np.searchsorted(u, lp.inputs)] = lp.index
+        self._angle = st.cin_angle[u]
+        # unknowns of one loop and one physical unit share one scale, the largest of their
         # magnitudes: the rounding error of a loop's solution follows its largest values (a
         # 32-body chain: 1e-10 N on 1 N wrenches near the tip, where the base's are 124 N);
         # inputs without a unit are grouped by port
         groups = []
-        for i, k in enumerate(st.torn):
+        for i, k in enumerate(u):
             t = st.types[st.cin_unit[k]]
             name = t.input_names[st.cin_local[k]]
             unit = t.variables[name].unit if name in t.variables else None
-            groups.append((int(self._loop_of_torn[i]), unit) if unit else
-                          (int(self._loop_of_torn[i]), int(st.cin_unit[k]), port_of(name)[0]))
+            groups.append((int(self._loop_of[i]), unit) if unit else
+                          (int(self._loop_of[i]), int(st.cin_unit[k]), port_of(name)[0]))
         index = {g: n for n, g in enumerate(dict.fromkeys(groups))}
-        self._group_of_torn = np.array([index[g] for g in groups], dtype=int)
+        self._group_of = np.array([index[g] for g in groups], dtype=int)
         self._group_scale = np.zeros(len(index))
         self._out_unit = np.searchsorted(st.out_offset, st.cin_src, side="right") - 1
         self._deps = {}
         self._unit_charts = {}
-        self._loop_cols = np.unique(np.concatenate([lp.inputs for lp in st.loops])) if st.loops else \
-            np.zeros(0, dtype=int)
+        self._loop_cols = u
         # a fresh M costs about as many unit evaluations as this many Newton iterations
         per_iteration = max(1, sum(1 for *_, get_idx, _ in self._plans["loop"] if get_idx.size))
         self._refresh_cost = (len(self._loop_cols) + len(units)) / per_iteration
 
     # -- evaluation -------------------------------------------------------------------------
-    def _plan(self, ops, with_torn):
+    def _plan(self, ops, with_unknowns):
         """Unit calls of a schedule: each sets its inputs (sources from ``Y``, and the
-        unit's torn inputs from ``z`` at its first call) and reads its outputs."""
+        unit's unknowns from ``z`` at its first call) and reads its outputs."""
         plan, done = [], set()
         for op in ops:
             idx, src = list(op.set_idx), list(op.set_src)
             zpos = []
-            if with_torn and op.unit not in done:
+            if with_unknowns and op.unit not in done:
                 done.add(op.unit)
-                for j, local, pos in self._torn_by_unit:
+                for j, local, pos in self._unknowns_by_unit:
                     if j == op.unit:
                         idx += list(local)
                         zpos = list(pos)
             cin = np.array([self._cin_pos[(op.unit, int(i))] for i in idx], dtype=int)
             plan.append((op.unit, np.array(idx, dtype=int), np.array(src, dtype=int), np.array(zpos, dtype=int),
                          cin, op.get_idx, op.get_pos))
-        if with_torn:                                   # torn inputs of a unit with no call (no output)
-            for j, local, pos in self._torn_by_unit:
+        if with_unknowns:                               # unknowns of a unit with no call (no output)
+            for j, local, pos in self._unknowns_by_unit:
                 if j not in done:
                     cin = np.array([self._cin_pos[(j, int(i))] for i in local], dtype=int)
                     plan.insert(0, (j, np.array(local), np.zeros(0, dtype=int), np.array(pos), cin,
@@ -215,7 +211,7 @@ class LoopSolver:
     def _propagate(self, z, full=False):
         st = self.st
         self._run(self._plans["full" if full else "loop"], z)
-        return wrap_where(self.Y[st.cin_src[st.torn]] - z, self._torn_angle)
+        return wrap_where(self.Y[st.cin_src[self.unknowns]] - z, self._angle)
 
     def solve(self, t: float, z0=None, tol=None, weights=None):
         """Evaluate every output at the current states; returns ``(Y, U)``: all outputs
@@ -225,8 +221,8 @@ class LoopSolver:
         (per coupling input), ``|r_i| * weights_i <= tol`` -- whichever is looser."""
         st = self.st
         self.solves += 1
-        if len(st.torn):
-            self._tol = None if tol is None else (tol, weights[st.torn])
+        if len(self.unknowns):
+            self._tol = None if tol is None else (tol, weights[self.unknowns])
             self._newton(t, self.z if z0 is None else np.array(z0, dtype=float))
         else:
             self._run(self._plans["pre"])
@@ -240,8 +236,8 @@ class LoopSolver:
         for it in range(self.max_iter + 1):
             np.maximum(self.zscale, np.abs(z), out=self.zscale)
             self._group_scale[:] = 0.0
-            np.maximum.at(self._group_scale, self._group_of_torn, self.zscale)
-            err = np.abs(r) / (self.atol + self.rtol * self._group_scale[self._group_of_torn])
+            np.maximum.at(self._group_scale, self._group_of, self.zscale)
+            err = np.abs(r) / (self.atol + self.rtol * self._group_scale[self._group_of])
             if self._tol is not None:
                 err = np.minimum(err, np.abs(r) * self._tol[1] / self._tol[0])
             e = float(err.max()) if err.size else 0.0
@@ -289,8 +285,8 @@ class LoopSolver:
     def _fail(self, t, r, err, it, why):
         st = self.st
         worst = int(np.argmax(err)) if err.size and np.all(np.isfinite(err)) else 0
-        lp = st.loops[int(self._loop_of_torn[worst])] if len(st.loops) else None
-        k = st.torn[worst]
+        lp = st.loops[int(self._loop_of[worst])] if len(st.loops) else None
+        k = self.unknowns[worst]
         res = float(np.max(np.abs(r))) if np.all(np.isfinite(r)) else float("nan")
         raise LoopError(
             f"{lp.label if lp else 'algebraic loop'} did not converge at t={t:.9g} s: {why} after {it} "
@@ -394,6 +390,6 @@ class LoopSolver:
 
     def refresh_M(self, full=False):
         """Re-measure ``M``: every column, or (default, once there is one) the columns of
-        the coupling inputs in algebraic loops, which the torn Jacobian uses."""
+        the coupling inputs in algebraic loops, which the loops' Jacobian uses."""
         cols = None if full or self.sens.M is None else self._loop_cols
         self.sens.set_M(self.local_jacobian(cols))

@@ -4,7 +4,6 @@ step Jacobian (scheme in :mod:`.master`)."""
 from __future__ import annotations
 
 import copy
-import math
 
 import numpy as np
 
@@ -166,7 +165,7 @@ class Run:
                 for u in units:
                     u.do_step(t, h)
                 # the loop only as exact as the coupling iteration can see (through dG/dz)
-                Y, G = self.solver.solve(t + h, z0=z[st.torn], tol=loop_tol, weights=w)
+                Y, G = self.solver.solve(t + h, z0=z[self.solver.unknowns], tol=loop_tol, weights=w)
                 self.iterations += 1
                 r = chart.minus(G, z)
                 if not r.size:
@@ -194,8 +193,8 @@ class Run:
                     raise NoConvergence(
                         f"the coupling iteration did not converge at t={t:.9g} s, step {h:.3g} s: predicted "
                         f"change {e:.3g} (> {tol:.3g}) after {k + 1} steps")
-                if slow and not refreshed and self._refresh_pays(e, e_prev, tol, k):
-                    self.measure_P(saved, ubar, t, h, Y)       # a fresh step Jacobian, once per base step
+                if slow and not refreshed:          # a fresh step Jacobian, once per base step
+                    self.measure_P(saved, ubar, t, h, Y)
                     corr = self.jac.correction(h, r)
                     refreshed = True
                 e_prev, z_prev, G_prev = e, z, G
@@ -210,18 +209,6 @@ class Run:
         if len(self.hist_t) > self.degree + 1:
             del self.hist_t[0], self.hist_U[0]
         return est
-
-    def _refresh_pays(self, e, e_prev, tol, k):
-        """Whether to measure the step sensitivities again in a slow coupling iteration
-        (predicted change ``e_prev`` -> ``e``, above ``tol``): when it barely converges, when
-        the iterations still needed at this rate would not fit in those left, or when they
-        would cost more ``doStep`` calls (one per unit each) than a measurement (one per
-        coupling input)."""
-        rate = e / e_prev
-        if rate >= 0.5:
-            return True
-        left = math.log(tol / e) / math.log(rate)
-        return left > MAX_ITERATIONS - k - 1 or left * len(self.units) > self.st.n_cin
 
     def measure_P(self, saved, ubar, t, h, Y):
         """Step sensitivities: per unit and coupling input, one step of that unit with the

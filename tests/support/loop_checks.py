@@ -1,7 +1,5 @@
-"""Independent checks of a compiled structure's loops and tearing (reachability and
-exhaustive search on the units' declared dependencies, not the master's graph code)."""
-
-import itertools
+"""Independent checks of a compiled structure's loops and their unknowns (reachability on
+the units' declared dependencies, not the master's graph code)."""
 
 import numpy as np
 
@@ -22,7 +20,7 @@ def coupling_graph(st):
 
 
 def acyclic(edges, nodes, removed=()):
-    """Kahn's algorithm on ``nodes`` without ``removed`` (a torn input's value is given: no
+    """Kahn's algorithm on ``nodes`` without ``removed`` (a removed input's value is given: no
     edge reaches it any more)."""
     keep = [k for k in nodes if k not in set(removed)]
     indeg = dict.fromkeys(keep, 0)
@@ -58,29 +56,15 @@ def cyclic_components(edges):
     return {frozenset(m for m in edges if m in r[k] and k in r[m]) for k in edges if k in r[k]}
 
 
-def fewest_torn(edges, comp):
-    """The size of the smallest set of coupling inputs of ``comp`` whose removal breaks every
-    cycle (exhaustive search)."""
-    for size in range(1, len(comp) + 1):
-        for cut in itertools.combinations(sorted(comp), size):
-            if acyclic(edges, comp, cut):
-                return size
-    raise AssertionError("no tearing")
-
-
 def labels(st, ks):
     return {st.cin_label(int(k)) for k in ks}
 
 
-def check_tearing(st, minimal=True):
-    """Every loop torn, the torn graph acyclic; each loop torn with the fewest inputs
-    (``minimal``: an exhaustive search, for small loops only)."""
+def check_loops(st):
+    """The loops are the cyclic components of the coupling inputs; the loop solve's unknowns
+    are all their inputs, and given them, no cycle is left to evaluate."""
     edges = coupling_graph(st)
     assert {frozenset(int(k) for k in lp.inputs) for lp in st.loops} == cyclic_components(edges)
     assert acyclic(edges, range(st.n_cin)) == (not st.loops)
-    assert acyclic(edges, range(st.n_cin), [int(k) for k in st.torn])
-    assert sorted(int(k) for k in st.torn) == sorted(int(k) for lp in st.loops for k in lp.torn)
-    for lp in st.loops:
-        assert set(lp.torn.tolist()) <= set(lp.inputs.tolist())
-        if minimal:
-            assert len(lp.torn) == fewest_torn(edges, set(lp.inputs.tolist())), lp.label
+    assert sorted(int(k) for k in st.unknowns) == sorted(int(k) for lp in st.loops for k in lp.inputs)
+    assert acyclic(edges, range(st.n_cin), [int(k) for k in st.unknowns])

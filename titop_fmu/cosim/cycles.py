@@ -1,9 +1,8 @@
 """Algebraic loops of a system (cyclic strongly connected components of its coupling
-inputs' dependency graph), their tearing, and the evaluation schedules of the torn graph."""
+inputs' dependency graph) and the evaluation schedules with the loops' unknowns given."""
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,12 +24,11 @@ class Op:
 
 @dataclass
 class Loop:
-    """One algebraic loop: its units, coupling inputs, and torn coupling inputs."""
+    """One algebraic loop: its units and coupling inputs."""
 
     index: int
     units: list
     inputs: np.ndarray          # coupling-input positions in the loop
-    torn: np.ndarray            # torn coupling-input positions
     label: str = ""
 
 
@@ -87,68 +85,29 @@ def _coupling_graph(tlist, dep_in, out_offset, cin_unit, cin_local, cin_src):
     return succ
 
 
-def loops_and_tearing(names, tlist, dep_in, out_offset, cin_unit, cin_local, cin_src):
-    """Algebraic loops (cyclic strongly connected components of the coupling-input graph)
-    and their tearing.
-
-    Tearing is chosen at unit level so that evaluating a loop is a single sweep,
-    one call per unit: the loop's units are put in an order and every coupling
-    input of the loop fed by a unit at the same or a later place is torn. The
-    order minimises the number of torn scalars (exhaustively up to 8 units,
-    greedily beyond), ties broken by the declaration order of the units.
-    """
+def find_loops(names, tlist, dep_in, out_offset, cin_unit, cin_local, cin_src) -> list:
+    """The algebraic loops: cyclic strongly connected components of the coupling-input graph."""
     succ = _coupling_graph(tlist, dep_in, out_offset, cin_unit, cin_local, cin_src)
-    cyclic = _cyclic_components(succ)
-    out_unit = np.searchsorted(out_offset, cin_src, side="right") - 1
-    loops, all_torn = [], []
-    for li, comp in enumerate(cyclic):
+    loops = []
+    for li, comp in enumerate(_cyclic_components(succ)):
         units = sorted({int(cin_unit[m]) for m in comp})
-        # weight[a][b]: loop scalars flowing from unit a to unit b
-        weight = {}
-        for m in comp:
-            a, b = int(out_unit[m]), int(cin_unit[m])
-            weight[(a, b)] = weight.get((a, b), 0) + 1
-        order = _unit_order(units, weight)
-        place = {u: i for i, u in enumerate(order)}
-        torn = sorted(m for m in comp if place[int(out_unit[m])] >= place[int(cin_unit[m])])
         label = f"loop {li + 1} ({', '.join(names[j] for j in units)})"
-        loops.append(Loop(li, [names[j] for j in units], np.array(comp, dtype=int),
-                          np.array(torn, dtype=int), label))
-        all_torn.extend(torn)
-    return loops, np.array(sorted(all_torn), dtype=int)
+        loops.append(Loop(li, [names[j] for j in units], np.array(comp, dtype=int), label))
+    return loops
 
 
-def _unit_order(units, weight):
-    """An order of ``units`` with few scalars flowing backwards (or to the same unit)."""
-    def cost(order):
-        place = {u: i for i, u in enumerate(order)}
-        return sum(w for (a, b), w in weight.items() if place[a] >= place[b])
-
-    if len(units) <= 8:
-        best = min(itertools.permutations(units), key=lambda o: (cost(o), o))
-        return list(best)
-    order, left = [], set(units)                        # greedy (Eades-Lin-Smyth flavour)
-    while left:
-        def score(u):
-            out_w = sum(w for (a, b), w in weight.items() if a == u and b in left and b != u)
-            in_w = sum(w for (a, b), w in weight.items() if b == u and a in left and a != u)
-            return (in_w - out_w, u)
-        u = min(left, key=score)
-        order.append(u)
-        left.discard(u)
-    return order
-
-
-def schedules(tlist, dep_in, out_offset, n_out, cin_unit, cin_local, cin_src, unit_cin, torn):
-    """``(pre, loop)`` schedules of unit calls (see the module docstring)."""
-    torn_set = set(int(k) for k in torn)
+def schedules(tlist, dep_in, out_offset, n_out, cin_unit, cin_local, cin_src, unit_cin, given):
+    """``(pre, loop, full, tainted)``: the schedules of unit calls with the values of the
+    coupling inputs ``given`` given (the loops' unknowns) -- of the outputs that do not depend
+    on them, of those that do, and of all -- and which outputs depend on them."""
+    given_set = set(int(k) for k in given)
     cin_of = {}                                         # (unit, local input) -> coupling input
     for k, (j, i) in enumerate(zip(cin_unit, cin_local)):
         cin_of[(int(j), int(i))] = k
-    # outputs depending (transitively) on a torn variable
+    # outputs depending (transitively) on a given coupling input
     tainted = np.zeros(n_out, dtype=bool)
     feeds, rev = _feeds(cin_src), _reverse_dependencies(tlist, dep_in)
-    stack = list(torn_set)
+    stack = list(given_set)
     seen = set(stack)
     while stack:
         k = stack.pop()
@@ -158,22 +117,22 @@ def schedules(tlist, dep_in, out_offset, n_out, cin_unit, cin_local, cin_src, un
             if not tainted[g]:
                 tainted[g] = True
                 for m in feeds.get(g, ()):
-                    if m not in seen and m not in torn_set:
+                    if m not in seen and m not in given_set:
                         seen.add(m)
                         stack.append(m)
     all_out = np.arange(n_out)
-    pre, is_set = _greedy(tlist, dep_in, out_offset, cin_src, unit_cin, cin_local, cin_of, torn_set,
-                          targets=set(all_out[~tainted].tolist()), computed=set(), taint_torn=True, is_set=set())
-    loop, _ = _greedy(tlist, dep_in, out_offset, cin_src, unit_cin, cin_local, cin_of, torn_set,
+    pre, is_set = _greedy(tlist, dep_in, out_offset, cin_src, unit_cin, cin_local, cin_of, given_set,
+                          targets=set(all_out[~tainted].tolist()), computed=set(), taint_given=True, is_set=set())
+    loop, _ = _greedy(tlist, dep_in, out_offset, cin_src, unit_cin, cin_local, cin_of, given_set,
                       targets=set(all_out[tainted].tolist()), computed=set(all_out[~tainted].tolist()),
-                      taint_torn=False, is_set=is_set)
-    full, _ = _greedy(tlist, dep_in, out_offset, cin_src, unit_cin, cin_local, cin_of, torn_set,
-                      targets=set(all_out.tolist()), computed=set(), taint_torn=False, is_set=set())
+                      taint_given=False, is_set=is_set)
+    full, _ = _greedy(tlist, dep_in, out_offset, cin_src, unit_cin, cin_local, cin_of, given_set,
+                      targets=set(all_out.tolist()), computed=set(), taint_given=False, is_set=set())
     return pre, loop, full, tainted
 
 
-def _greedy(tlist, dep_in, out_offset, cin_src, unit_cin, cin_local, cin_of, torn_set, targets, computed,
-            taint_torn, is_set):
+def _greedy(tlist, dep_in, out_offset, cin_src, unit_cin, cin_local, cin_of, given_set, targets, computed,
+            taint_given, is_set):
     """Schedule: repeatedly take the unit with ready outputs (all the inputs they
     depend on known), set its known coupling inputs not set yet, read them."""
     ops = []
@@ -185,8 +144,8 @@ def _greedy(tlist, dep_in, out_offset, cin_src, unit_cin, cin_local, cin_of, tor
         k = cin_of.get((j, i))
         if k is None:
             return True                                 # constant input
-        if k in torn_set:
-            return not taint_torn
+        if k in given_set:
+            return not taint_given
         return int(cin_src[k]) in computed
 
     n_units = len(tlist)
@@ -201,12 +160,12 @@ def _greedy(tlist, dep_in, out_offset, cin_src, unit_cin, cin_local, cin_of, tor
         # prefer a unit all of whose outputs still to compute are ready: one call per unit
         whole = [j for j in range(n_units) if ready_by_unit[j] and len(ready_by_unit[j]) == len(remaining[j])]
         some = [j for j in range(n_units) if ready_by_unit[j]]
-        if not some:                                    # cannot happen on an acyclic torn graph
+        if not some:                                    # cannot happen: the loops' unknowns are given
             raise ConnectionError_("internal: no evaluation order for outputs "
                                    + ", ".join(str(g) for g in sorted(todo)[:5]))
         j = whole[0] if whole else some[0]
         ready = ready_by_unit[j]
-        ks = [int(k) for k in unit_cin[j] if int(k) not in torn_set and int(k) not in is_set
+        ks = [int(k) for k in unit_cin[j] if int(k) not in given_set and int(k) not in is_set
               and int(cin_src[k]) in computed]
         is_set.update(ks)
         ops.append(Op(j, np.array([cin_local[k] for k in ks], dtype=int),
