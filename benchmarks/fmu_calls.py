@@ -11,6 +11,11 @@ after initialization with the default parameters, times:
 * ``getReal (cached)``: the same call again (nothing changed);
 * ``doStep``: one communication step of ``--step`` s (internal DOPRI5 at the
   default tolerances);
+* ``dirDerivative``: ``fmi2GetDirectionalDerivative`` of all outputs along one
+  seed over the acceleration-level inputs (spatial accelerations ``*.m[1..6]``,
+  wrenches, joint efforts: the loop's), what one exact column of the master's
+  loop Jacobian costs (a finite-difference column costs a ``setReal`` and a
+  ``getReal``; along twist and pose inputs the FMU differences its outputs);
 * ``getFMUstate`` / ``setFMUstate``: save and restore of the complete state.
 
 Each figure is the median over ``--repeat`` calls, in the current Python
@@ -18,6 +23,7 @@ process (the FMU then runs in this interpreter, as with any FMPy host).
 """
 
 import argparse
+import re
 import statistics
 import sys
 import tempfile
@@ -74,6 +80,11 @@ def bench(path, repeat, h):
             (median_us(lambda: fmu.getReal(outs), repeat) if outs else float("nan"))
         row["getReal (cached)"] = median_us(lambda: fmu.getReal(outs), repeat) if outs else float("nan")
         row["doStep"] = median_us(step, repeat)
+        acc = [v.valueReference for v in md.modelVariables if v.causality == "input" and (
+            not re.fullmatch(r".*\.m\[\d+\]", v.name) or re.fullmatch(r".*\.m\[[1-6]\]", v.name))]
+        seed = list(rng.standard_normal(len(acc)))
+        row["dirDerivative"] = median_us(lambda: fmu.getDirectionalDerivative(outs, acc, seed), repeat) \
+            if md.coSimulation.providesDirectionalDerivative and acc and outs else float("nan")
         state = fmu.getFMUstate()
         row["getFMUstate"] = median_us(lambda: fmu.freeFMUstate(fmu.getFMUstate()), repeat)
         row["setFMUstate"] = median_us(lambda: fmu.setFMUstate(state), repeat)
@@ -98,7 +109,7 @@ def main():
             paths = sorted(build_all(tmp))
         if not paths:
             sys.exit(f"no FMU in {args.dir}")
-        cols = ["setReal", "getReal", "getReal (cached)", "doStep", "getFMUstate", "setFMUstate"]
+        cols = ["setReal", "getReal", "getReal (cached)", "doStep", "dirDerivative", "getFMUstate", "setFMUstate"]
         print(f"median us per call through FMPy ({args.repeat} calls; doStep of {args.step:g} s; "
               "getReal after a setReal of every input, minus the setReal)")
         print(f"{'FMU':<24} {'in':>4} {'out':>4} " + " ".join(f"{c:>16}" for c in cols))
