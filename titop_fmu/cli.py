@@ -187,8 +187,7 @@ def cmd_simulate(args):
     if args.engine == "fmu" or args.inprocess_units:
         if args.system == "balloon":
             system = balloon.system(overrides)
-            observe = dict(observe=balloon.observer(overrides), labels=list(balloon.COLUMNS[1:]),
-                           angles=balloon.ANGLES)
+            observe = balloon.observed(overrides)
         else:
             system, observe = sf.system, None
         res, opt, engine = run_master(args, system, observe)

@@ -527,6 +527,20 @@ def test_cli_simulates_the_balloon_through_fmus(tmp_path, fmu_dir, balloon_truth
     assert err <= DEFAULT_BOUND
 
 
+def test_cli_runs_the_master_with_the_balloon_options(tmp_path):
+    """The command line's master run of the balloon is the library's, with the same options
+    (the attitude included: component-wise Euler angles differ by 1e-9 here)."""
+    out = tmp_path / "b.csv"
+    assert main(["simulate", "balloon", "--inprocess-units", "--stop", "0.3", "--out", str(out), "--quiet",
+                 "--workers", "0"]) == 0
+    _, data = read_csv(out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParameterWarning)
+        system = balloon.system()
+    res = simulate(system, 0.3, TitopUnits("inprocess"), output_interval=0.01, options=balloon.options(workers=0))
+    assert np.array_equal(data[:, 1:], np.asarray(res.values))
+
+
 def test_cli_simulates_a_system_file_through_fmus(tmp_path, fmu_dir, two_branch):
     sf, angles, (t, truth) = two_branch
     out = tmp_path / "two_branch.csv"

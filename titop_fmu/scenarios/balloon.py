@@ -190,6 +190,12 @@ def observer(overrides=None):
     return observe
 
 
+def observed(overrides=None) -> dict:
+    """The :class:`Options` that make the master record the balloon's CSV columns: the
+    observer, the labels, the angles and the attitude ``(phi, theta, psi)``."""
+    return dict(observe=observer(overrides), labels=list(COLUMNS[1:]), angles=ANGLES, attitudes=[(3, 4, 5)])
+
+
 def options(overrides=None, **kw) -> Options:
     """Master options with the balloon's CSV columns as observed values."""
-    return Options(observe=observer(overrides), labels=list(COLUMNS[1:]), angles=ANGLES, attitudes=[(3, 4, 5)], **kw)
+    return Options(**observed(overrides), **kw)
