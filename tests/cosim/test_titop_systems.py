@@ -133,12 +133,10 @@ def test_exact_loop_jacobian_equals_finite_differences():
 
 @pytest.mark.parametrize("n", [32, 64])
 def test_long_chain_loop_converges(n):
-    """Chains of 32 and 64 bodies at t = 0: the loop's rounding error (32 bodies: 1e-10 N
-    where the base's wrenches are 124 N) is above 1e-11 of the wrenches near the tip, so
-    residuals are measured against the loop's largest wrench; and a Newton on a torn few
-    of the loop's inputs, the others swept around the chain, stalled at 4e-6 N on 64
-    bodies (a condition number of 7e11), where Newton on all of them converges. The
-    master's wrenches are the monolithic twin's."""
+    """Chains of 32 and 64 bodies at t = 0: a Newton on a torn few of the loop's inputs, the
+    others swept around the chain, did not converge (32 bodies: a rounding floor of 1e-10 N on
+    1 N tip wrenches; 64 bodies: a condition number of 7e11, a stall at 4e-6 N); Newton on all
+    of them converges, and the master's wrenches are the monolithic twin's."""
     cs = generate.cosystem(n, 1)
     master, solver = _loop_solver(cs)
     try:

@@ -34,7 +34,6 @@ import numpy as np
 
 from ..errors import SolverError
 from .charts import ATTITUDE
-from .names import port_of
 from .numerics import wrap_where
 from .structure import Structure
 
@@ -113,8 +112,7 @@ class LoopSolver:
     """Solves one run's units at a communication point (see the module docstring).
 
     ``rtol``/``atol``: convergence test ``|r_i| <= atol + rtol * scale_i`` with
-    ``scale_i`` the largest ``|z_j|`` seen so far (at least 1) over the unknowns ``j``
-    of ``z_i``'s loop with ``z_i``'s physical unit (without a unit: of ``z_i``'s port).
+    ``scale_i`` the largest ``|z_i|`` seen so far (at least 1).
     """
 
     def __init__(self, st: Structure, units: list, sens: Sensitivities, rtol=1e-11, atol=1e-13,
@@ -149,20 +147,6 @@ class LoopSolver:
         for lp in st.loops:
             self._loop_of[np.searchsorted(u, lp.inputs)] = lp.index
         self._angle = st.cin_angle[u]
-        # unknowns of one loop and one physical unit share one scale, the largest of their
-        # magnitudes: the rounding error of a loop's solution follows its largest values (a
-        # 32-body chain: 1e-10 N on 1 N wrenches near the tip, where the base's are 124 N);
-        # inputs without a unit are grouped by port
-        groups = []
-        for i, k in enumerate(u):
-            t = st.types[st.cin_unit[k]]
-            name = t.input_names[st.cin_local[k]]
-            unit = t.variables[name].unit if name in t.variables else None
-            groups.append((int(self._loop_of[i]), unit) if unit else
-                          (int(self._loop_of[i]), int(st.cin_unit[k]), port_of(name)[0]))
-        index = {g: n for n, g in enumerate(dict.fromkeys(groups))}
-        self._group_of = np.array([index[g] for g in groups], dtype=int)
-        self._group_scale = np.zeros(len(index))
         self._out_unit = np.searchsorted(st.out_offset, st.cin_src, side="right") - 1
         self._deps = {}
         self._unit_charts = {}
@@ -235,9 +219,7 @@ class LoopSolver:
         prev = None
         for it in range(self.max_iter + 1):
             np.maximum(self.zscale, np.abs(z), out=self.zscale)
-            self._group_scale[:] = 0.0
-            np.maximum.at(self._group_scale, self._group_of, self.zscale)
-            err = np.abs(r) / (self.atol + self.rtol * self._group_scale[self._group_of])
+            err = np.abs(r) / (self.atol + self.rtol * self.zscale)
             if self._tol is not None:
                 err = np.minimum(err, np.abs(r) * self._tol[1] / self._tol[0])
             e = float(err.max()) if err.size else 0.0
