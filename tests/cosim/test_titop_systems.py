@@ -124,7 +124,7 @@ def test_exact_loop_jacobian_equals_finite_differences():
         finally:
             master.terminate()
     (exact, calls_exact), (fd, calls_fd) = ms
-    cols = solver._loop_cols
+    cols = solver.unknowns
     assert np.abs(exact[:, cols]).max() > 1
     assert np.abs(exact[:, cols] - fd[:, cols]).max() <= 1e-6 * np.abs(fd[:, cols]).max()
     assert np.abs(exact - fd).max() <= 1e-5 * np.abs(fd).max()      # attitude columns: both differences

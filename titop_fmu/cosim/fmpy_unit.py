@@ -61,14 +61,11 @@ class FMUUnit(Unit):
         from fmpy.logging import addLoggerProxy
         self.name, self.path = name, Path(path)
         md, unzipdir = _read_fmu(str(self.path.resolve()), self.path.stat().st_mtime)
-        self.md = md
         self.type = _fmu_type(md)
         vr = {v.name: v.valueReference for v in md.modelVariables}
         self._vr = vr
         self._in_vr = np.array([vr[n] for n in self.type.input_names], dtype=np.uint32)
         self._out_vr = np.array([vr[n] for n in self.type.output_names], dtype=np.uint32)
-        self._all_out = np.arange(len(self._out_vr))
-        self._out_buf = np.zeros(len(self._out_vr))
         self._vr_cache = {}
         self.log = []                # the last 50 messages: (status, category, text)
         self.logged = 0              # messages so far

@@ -60,12 +60,14 @@ class Sensitivities:
         self.st = st
         self.unknowns = st.unknowns
         self.M = None
+        self.M_max = 0.0                # largest |M_ij|
         self.refreshes = 0
         self._lu = None                 # sparse LU of I - M
         self._H = None                  # J^-1, Broyden-updated
 
     def set_M(self, M):
         self.M = M
+        self.M_max = float(np.abs(M).max()) if M.size else 0.0
         self._lu = self._H = None
         self.refreshes += 1
 
@@ -75,6 +77,7 @@ class Sensitivities:
     def restore(self, snap):
         """Back to a :meth:`snapshot` (its arrays are taken, not copied)."""
         self.M, self._H = snap
+        self.M_max = float(np.abs(self.M).max()) if self.M is not None and self.M.size else 0.0
         self._lu = None
 
     def solve(self, X):
@@ -130,7 +133,6 @@ class LoopSolver:
         self._tol = None
         self.solves = 0
         self.iterations = 0
-        self.evaluations = 0
         # the unknowns grouped per unit
         self._unknowns_by_unit = []
         for j in range(len(units)):
@@ -147,13 +149,13 @@ class LoopSolver:
         for lp in st.loops:
             self._loop_of[np.searchsorted(u, lp.inputs)] = lp.index
         self._angle = st.cin_angle[u]
+        self._src = st.cin_src[u]                # the outputs feeding the unknowns
         self._out_unit = np.searchsorted(st.out_offset, st.cin_src, side="right") - 1
         self._deps = {}
         self._unit_charts = {}
-        self._loop_cols = u
         # a fresh M costs about as many unit evaluations as this many Newton iterations
         per_iteration = max(1, sum(1 for *_, get_idx, _ in self._plans["loop"] if get_idx.size))
-        self._refresh_cost = (len(self._loop_cols) + len(units)) / per_iteration
+        self._refresh_cost = (len(u) + len(units)) / per_iteration
 
     # -- evaluation -------------------------------------------------------------------------
     def _plan(self, ops, with_unknowns):
@@ -190,12 +192,11 @@ class LoopSolver:
                 Ucur[cin] = v
             if get_idx.size:
                 Y[get_pos] = u.get_outputs(get_idx)
-                self.evaluations += 1
 
     def _propagate(self, z, full=False):
         st = self.st
         self._run(self._plans["full" if full else "loop"], z)
-        return wrap_where(self.Y[st.cin_src[self.unknowns]] - z, self._angle)
+        return wrap_where(self.Y[self._src] - z, self._angle)
 
     def solve(self, t: float, z0=None, tol=None, weights=None):
         """Evaluate every output at the current states; returns ``(Y, U)``: all outputs
@@ -244,7 +245,7 @@ class LoopSolver:
             # |J^-1| |M| >= 1e8 is noise (e.g. y = u + 1, u = y: no solution, and the steps
             # run off to where z + 1 == z and the residual vanishes in rounding)
             if not np.all(np.isfinite(dz)) or \
-                    np.abs(dz).max() * 1e-8 * max(1.0, float(np.abs(sens.M).max())) >= np.abs(r).max():
+                    np.abs(dz).max() * 1e-8 * max(1.0, sens.M_max) >= np.abs(r).max():
                 self._fail(t, r, err, it, "the loop Jacobian is numerically singular (no solution, "
                                           "or not a unique one)")
             prev = e
@@ -299,7 +300,6 @@ class LoopSolver:
                 if not ks:
                     continue
             y0 = u.get_outputs(uniq)
-            self.evaluations += 1
             prev = None                                     # (local inputs, values) to restore
             for k in ks:
                 c = int(np.searchsorted(st.unit_cin[j], k))
@@ -324,7 +324,6 @@ class LoopSolver:
                     u.set_inputs(np.concatenate([prev[0][back], i]), np.concatenate([prev[1][back], v]))
                 prev = (i, x)
                 y = u.get_outputs(uniq)
-                self.evaluations += 1
                 M[rows, k] = np.where(hit[inv], chart_out.minus(y[inv], y0[inv]) / d, 0.0)
             if prev is not None:
                 u.set_inputs(prev[0], prev[1])
@@ -349,7 +348,6 @@ class LoopSolver:
         if exact:
             i = st.cin_local[exact]
             D = u.directional_derivatives(uniq, i, np.eye(len(exact)))
-            self.evaluations += len(exact)
             M[np.ix_(rows, exact)] = np.where(dep[np.ix_(inv, i)], D[inv], 0.0)
         return left
 
@@ -373,5 +371,5 @@ class LoopSolver:
     def refresh_M(self, full=False):
         """Re-measure ``M``: every column, or (default, once there is one) the columns of
         the coupling inputs in algebraic loops, which the loops' Jacobian uses."""
-        cols = None if full or self.sens.M is None else self._loop_cols
+        cols = None if full or self.sens.M is None else self.unknowns
         self.sens.set_M(self.local_jacobian(cols))

@@ -99,6 +99,7 @@ class Master:
         self.order = 2 * len(self.sequence)
         self.degree = self.order - 1
         self.weights = extrapolation_weights(self.sequence)
+        self.sub_weights = extrapolation_weights(self.sequence[1:])     # all runs but the coarsest
         self.kappa = error_factor(self.sequence)
         self.stats = Stats(workers=opt.workers)
         self.scale = np.ones(st.n_cin)
@@ -160,7 +161,7 @@ class Master:
             return np.zeros(int(self.st.cin_state.sum()) or self.st.n_cin)
         chart = self.st.cin_chart
         ref = U[k - 1]
-        sub = extrapolation_weights(self.sequence[1:])
+        sub = self.sub_weights
 
         def comb(weights, runs):
             out = np.zeros_like(ref)

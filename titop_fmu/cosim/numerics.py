@@ -23,13 +23,7 @@ def wrap_where(d, angles):
 
 def extrapolation_weights(sequence) -> np.ndarray:
     """Aitken-Neville weights of runs with ``n_r`` base steps, extrapolating in ``(1/n)^2`` to 0."""
-    x = 1.0 / np.asarray(sequence, dtype=float) ** 2
-    w = np.ones(len(x))
-    for r in range(len(x)):
-        for s in range(len(x)):
-            if s != r:
-                w[r] *= x[s] / (x[s] - x[r])
-    return w
+    return lagrange_weights(1.0 / np.asarray(sequence, dtype=float) ** 2, 0.0)
 
 
 _BERNOULLI = {2: 1 / 6, 4: -1 / 30, 6: 1 / 42, 8: -1 / 30, 10: 5 / 66, 12: -691 / 2730}

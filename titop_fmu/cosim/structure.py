@@ -70,10 +70,6 @@ class Structure:
         j = self.cin_unit[k]
         return f"{self.unit_names[j]}.{self.types[j].input_names[self.cin_local[k]]}"
 
-    def out_label(self, g) -> str:
-        j = int(np.searchsorted(self.out_offset, g, side="right") - 1)
-        return f"{self.unit_names[j]}.{self.types[j].output_names[g - self.out_offset[j]]}"
-
 
 def _split(ref: str, units: dict):
     name, dot, var = ref.partition(".")

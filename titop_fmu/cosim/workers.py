@@ -71,7 +71,6 @@ class RemoteStepper:
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         self.proc = subprocess.Popen([sys.executable, "-m", "titop_fmu.cosim.worker_process"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env)
-        self.wait = 0.0
         self._lost = False
         self._send((system, units, opt.stepper_options(), list(indices), key, st))
         self.start("ready")                 # the caller collects the answer with result()
@@ -93,14 +92,11 @@ class RemoteStepper:
     def result(self):
         if self._lost:
             raise self._ended()
-        t = time.perf_counter()
         try:
             ok, value = _recv(self.proc.stdout)
         except (EOFError, OSError):
             self._lost = True
             raise self._ended() from None
-        finally:
-            self.wait += time.perf_counter() - t
         if not ok:
             kind, msg, extra = value
             if kind == "NoConvergence":
