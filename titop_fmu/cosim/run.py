@@ -45,7 +45,9 @@ class StepJacobian:
         self._inv = None
 
     def at(self, h):
-        if h != self.h:
+        """``J`` at the base step ``h``; a step that differs from the last one only by the
+        rounding of ``t + H k/n`` (an ulp) keeps it, and the inverse formed with it."""
+        if abs(h - self.h) > 1e-12 * self.h:
             self.J = self.J * (h / self.h)
             self.h = h
             self._inv = None
