@@ -20,6 +20,7 @@ import numpy as np
 
 from .blocks.base import Block
 from .cosim.names import port_names
+from .cosim.numerics import wrap
 from .cosim.protocol import Unit
 from .errors import SolverError
 from .integrators import dopri5
@@ -236,6 +237,12 @@ class BlockUnit(IntegratedUnit):
         kin = self._kinematics(u)
         return self._flat(b.assemble_outputs(self.x, kin, b.acceleration_stage(kin, b.acceleration_inputs(u))))
 
+    def _column(self, kin, acc, c):
+        """The outputs at column ``c`` of an acceleration stage on a batch (a ``(n, 1)``
+        entry does not depend on the batch)."""
+        return self._flat(self.block.assemble_outputs(self.x, kin, {n: v[:, c if v.shape[1] > 1 else 0]
+                                                                  for n, v in acc.items()}))
+
     def _directional_derivatives(self, out_idx, in_idx, seeds):
         """``dy[out_idx] = (dy/du)[out_idx, in_idx] seeds`` at the current states and inputs,
         for each column of ``seeds`` (``(len(in_idx), k)``).
@@ -257,17 +264,18 @@ class BlockUnit(IntegratedUnit):
         dY = np.zeros((len(self.output_names), k))
         # exact: the affine stage on the batch [0, seed], one seed at a time (as an FMU is
         # asked, so that both give the same bits: a product's rounding depends on the batch width)
-        batch = np.zeros((len(self.input_names), 2))
-        for j in range(k):
-            if not np.any(S[a_pos, j]):
-                continue
+        exact = [j for j in range(k) if np.any(S[a_pos, j])]
+        if exact:
             kin = self._kinematics(u)
-            batch[a_pos, 1] = S[a_pos, j]
-            acc = b.accelerations(kin, b.acceleration_inputs({n: batch[s] for n, s in self._in_slices.items()}))
-            y0, y1 = (self._flat(b.assemble_outputs(self.x, kin, {n: v[:, c if v.shape[1] > 1 else 0]
-                                                                  for n, v in acc.items()}))
-                      for c in (0, 1))                          # (a (n, 1) output: no dependence)
-            dY[:, j] = y1 - y0
+            batch = np.zeros((len(self.input_names), 2))
+            a_in = b.acceleration_inputs({n: batch[s] for n, s in self._in_slices.items()})    # views of batch
+            y0 = None
+            for j in exact:
+                batch[a_pos, 1] = S[a_pos, j]
+                acc = b.accelerations(kin, a_in)
+                if y0 is None:                                  # column 0: the seed 0, the same for all
+                    y0 = self._column(kin, acc, 0)
+                dY[:, j] = self._column(kin, acc, 1) - y0
         state_level = self._state_level_inputs
         if np.any(S[state_level]):                              # central differences
             saved = self.u.copy()
@@ -284,7 +292,7 @@ class BlockUnit(IntegratedUnit):
                     self.u = saved - d * s
                     self._y = None
                     dy = yp - self.outputs()
-                    dy[self._angle_outputs] = (dy[self._angle_outputs] + np.pi) % (2 * np.pi) - np.pi
+                    dy[self._angle_outputs] = wrap(dy[self._angle_outputs])
                     dY[:, j] += dy / (2 * d)
             finally:
                 self.u = saved

@@ -31,12 +31,10 @@ class _MountedBody(Block):
         self.P_a0b_x2 = P_x2(self.P_a0b)
         self.child_ports = body.child_ports()
 
-    def _body_kinematics(self, m_A, P_ai, P_ab, outputs, **extra):
-        """:func:`body_kinematics` of ``A`` with ``P_a/b^x2`` (``P2``), which brings the
-        parent's motion in and the wrench on the parent out."""
-        P2 = self.P_a0b_x2 if P_ab is self.P_a0b else P_x2(P_ab)          # the mounting: constant
-        return body_kinematics(self.body, self.g, self.child_ports, m_A, P_ai, outputs,
-                               P2=P2, **extra)
+    def _body_kinematics(self, m_A, P_ai, P2, outputs, **extra):
+        """:func:`body_kinematics` of ``A`` with ``P2 = P_a/b^x2``, which brings the parent's
+        motion in and the wrench on the parent out."""
+        return body_kinematics(self.body, self.g, self.child_ports, m_A, P_ai, outputs, P2=P2, **extra)
 
 
 class WeldedBody(_MountedBody):
@@ -50,7 +48,7 @@ class WeldedBody(_MountedBody):
     def kinematics(self, x, m_parents, outputs=True):
         P_ab = self.P_a0b
         m_A, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)
-        return self._body_kinematics(m_A, P_ai, P_ab, outputs)
+        return self._body_kinematics(m_A, P_ai, self.P_a0b_x2, outputs)          # the mounting: constant
 
     def accelerations(self, kin, u):
         a_A = kin.P2.T.dot(u["p.a"])
@@ -149,7 +147,7 @@ class RevoluteBody(_JointBody):
         m_A, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)         # [m^B_P]_Ra, Theta^A
         e = -thetad * self.skew_r2.dot(m_A[6:12])                          # eq. (17): [(*r~) v_B; (*r~) w_B]
         m_A[9:12] += thetad * self.axis                                    # eq. (17), twist
-        return self._body_kinematics(m_A, P_ai, P_ab, outputs, e=e.reshape(6, 1), s=self.r6,
+        return self._body_kinematics(m_A, P_ai, P_x2(P_ab), outputs, e=e.reshape(6, 1), s=self.r6,
                                      spring=self.joint_effort(theta, thetad))
 
     def accelerations(self, kin, u):
@@ -196,7 +194,7 @@ class PrismaticBody(_JointBody):
         m_A[12:15] += xq * t                                               # eq. (24), pose
         e = np.zeros(6)
         e[0:3] = -xd * self.skew_t.dot(m_A[9:12])                          # eq. (24), xdot term
-        return self._body_kinematics(m_A, P_ai, P_ab, outputs, T=T, e=e.reshape(6, 1), s=self.t6,
+        return self._body_kinematics(m_A, P_ai, self.P_a0b_x2, outputs, T=T, e=e.reshape(6, 1), s=self.t6,
                                      spring=self.joint_effort(xq, xd))
 
     def accelerations(self, kin, u):

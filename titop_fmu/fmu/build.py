@@ -129,14 +129,14 @@ def slave_module(kind: str, n_children: int) -> str:
             f"    CHILDREN = {iface.n_children}\n")
 
 
-def describe(slave, iface, on_inputs, on_params, guid_parts=(), experiment=None, derivatives=False) -> bytes:
+def describe(slave, iface, on_inputs, on_params, guid_parts=(), experiment=None) -> bytes:
     """The ``modelDescription.xml`` (bytes, UTF-8) of the FMU whose pythonfmu slave instance is
     ``slave``: pythonfmu's description completed by :func:`.model_description.finalize`
     (``iface``, the measured dependencies, ``experiment``), with a GUID derived from it
-    and ``guid_parts``; ``derivatives``: the FMU gives directional derivatives
-    (``providesDirectionalDerivative``, which pythonfmu does not know)."""
+    and ``guid_parts``; ``providesDirectionalDerivative`` (which pythonfmu does not know) as
+    the slave's ``DERIVATIVES`` says."""
     root = slave.to_xml(MODEL_OPTIONS)
-    if derivatives:
+    if slave.DERIVATIVES:
         root.find("CoSimulation").set("providesDirectionalDerivative", "true")
     finalize(root, iface, on_inputs, on_params, experiment)
     root.set("guid", "{00000000-0000-0000-0000-000000000000}")
@@ -151,7 +151,7 @@ def model_description(kind: str, n_children: int, guid_parts=()) -> bytes:
     iface = interface(kind, n_children)
     cls = type(iface.model_identifier, (TitopSlave,), {"KIND": kind, "CHILDREN": iface.n_children})
     return describe(cls(instance_name="build", resources=None), iface, *measure_dependencies(iface),
-                    guid_parts=guid_parts, derivatives=True)
+                    guid_parts=guid_parts)
 
 
 def _write_zip(path: Path, files: dict):
