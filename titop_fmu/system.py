@@ -116,7 +116,11 @@ class System:
             raise ConnectionError_(f"input {ref} takes {spec[port]} values, got {v.shape}")
         if not np.all(np.isfinite(v)):
             raise ConnectionError_(f"input {ref} must be finite, got {v.tolist()}")
-        self.values[(name, port)] = v
+        old = self.values.get((name, port))
+        if old is not None:             # the compiled plan holds views of it: changed in place
+            old[:] = v
+            return
+        self.values[(name, port)] = v.copy()
         self._plan = None
 
     # -- compiled structure ----------------------------------------------------
@@ -408,8 +412,10 @@ class _RecursiveLoop:
     """
 
     def __init__(self, plan: _Plan):
-        from scipy.linalg.lapack import dgesv     # here, as solve_ivp: the FMU runs never need it
-
+        try:                                        # here, not with the module (as solve_ivp)
+            from scipy.linalg.lapack import dgesv
+        except ImportError:                         # an assembly FMU in a process without scipy
+            dgesv = _gesv
         self.solve_linear = dgesv
         self.nodes = []
         for n in plan.order:
@@ -480,6 +486,15 @@ class _RecursiveLoop:
         if info > 0:
             raise _singular(t)
         return (X[:, 1:] if n_a else None), X[:, 0]
+
+
+def _gesv(a, b, overwrite_a=0, overwrite_b=0):
+    """``(_, _, x, info)`` of ``a x = b`` as LAPACK's ``dgesv`` returns them, by numpy (for
+    assembly FMUs, which run in hosts that may have numpy but not scipy)."""
+    try:
+        return None, None, np.linalg.solve(a, b), 0
+    except np.linalg.LinAlgError:
+        return None, None, None, 1
 
 
 def _parent_map(W, M, m):

@@ -233,3 +233,28 @@ def test_simulate_runs_blas_on_one_thread():
             pytest.skip("BLAS has one thread here anyway: nothing to limit")
         s.simulate(0.01, 0.01)
     assert seen and set(seen) == {1}
+
+
+@pytest.mark.parametrize("solver", ["recursive", "dense"])
+def test_a_constant_input_changed_after_the_plan_is_compiled(solver):
+    """Changing a constant input keeps the compiled plan (an assembly FMU changes them at every
+    input) and gives what a system built with the new value gives; the caller's array is not
+    held."""
+    def built(ext, tau, sol=solver):
+        s = generate.tree(5, 2, solver=sol)
+        s.set_input("base.ext.w", ext)
+        s.set_input("b2.joint.tau", tau)
+        return s
+    ext = np.array([1.0, 60.0, -2.0, 0.3, 0.1, -0.2])
+    s = built(ext, [0.5])
+    y = s.initial_state() + 0.05
+    s.rhs(0.0, y)
+    plan = s.plan()
+    ext2 = ext + [3.0, -1.0, 0.5, 0.2, -0.4, 0.1]
+    s.set_input("base.ext.w", ext2)
+    s.set_input("b2.joint.tau", [-1.5])
+    given = ext2.copy()
+    ext2 += 100.0                                       # the caller's array changes afterwards
+    assert s.plan() is plan
+    fresh = built(given, [-1.5])
+    assert np.array_equal(s.rhs(0.0, y), fresh.rhs(0.0, y))
