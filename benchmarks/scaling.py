@@ -22,8 +22,7 @@ import argparse
 import statistics
 import time
 
-from threadpoolctl import threadpool_limits
-
+from titop_fmu.cosim.numerics import single_threaded_blas
 from titop_fmu.scenarios import generate
 
 
@@ -72,7 +71,7 @@ def main():
         head += f" {'cosim [s/sim s]':>16} {'per body':>9}"
     print(head)
     rhs, cosim = {}, {}
-    with threadpool_limits(limits=1, user_api="blas"):
+    with single_threaded_blas():
         for kind, branching in (("chain", 1), ("tree", 2)):
             for n in args.n:
                 for solver in args.solvers:

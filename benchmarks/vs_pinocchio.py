@@ -85,10 +85,7 @@ def main():
                 fmu[k].append(timed(cmd, env))
         ref = np.loadtxt(REF, delimiter=",", skiprows=1)
         errors = {}
-        for r, cmd in titop_cmds.items():
-            run = np.loadtxt(cmd[cmd.index("--out") + 1], delimiter=",", skiprows=1)
-            errors[r] = np.max(np.abs(run[:, 1:] - ref[:len(run), 1:]))
-        for k, cmd in fmu_cmds.items():
+        for k, cmd in [*titop_cmds.items(), *fmu_cmds.items()]:
             run = np.loadtxt(cmd[cmd.index("--out") + 1], delimiter=",", skiprows=1)
             errors[k] = np.max(np.abs(run[:, 1:] - ref[:len(run), 1:]))
     p = statistics.median(pin)

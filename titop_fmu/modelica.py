@@ -146,8 +146,11 @@ def unavailable_reason(msl=None) -> str | None:
     An explicit ``msl`` folder without the MSL raises ``ValueError`` (the user
     named it); an empty ``MODELICAPATH`` is a reason.
     """
-    root = find_msl(msl)
-    compiler = find_compiler()
+    return _reason(find_msl(msl), find_compiler())
+
+
+def _reason(root, compiler) -> str | None:
+    """:func:`unavailable_reason` for the MSL folder ``root`` and the ``compiler`` found."""
     if compiler is None:
         return ('no Modelica compiler: pip install -e ".[modelica]" (rumoca) '
                 "or put OpenModelica's omc on PATH")
@@ -196,11 +199,10 @@ def simulate(model_file, outputs, stop, dt=0.01, *, model=None, msl=None, solver
         raise ModelicaError(f"no Modelica file {model_file}")
     model = model or model_file.stem
     outputs = tuple(outputs)
-    reason = unavailable_reason(msl)
+    root, compiler = find_msl(msl), find_compiler()
+    reason = _reason(root, compiler)
     if reason:
         raise ModelicaError(reason)
-    root = find_msl(msl)
-    compiler = find_compiler()
     n, grid = _grid(stop, dt)
     info = {"model": model, "file": model_file.name, "compiler": compiler.name,
             "compiler_version": compiler.version,
@@ -246,23 +248,24 @@ def _simulate_rumoca(model_file, model, outputs, stop, dt, root, solver, rtol, a
     return np.asarray(r.time), values, {"compile_s": round(t1 - t0, 3), "simulate_s": round(t2 - t1, 3)}
 
 
-def _mo_string(text):
+def mo_string(text):
+    """Modelica string literal (paths use forward slashes, also on Windows)."""
     return '"' + str(text).replace("\\", "/").replace('"', '\\"') + '"'
 
 
 def _simulate_omc(omc, model_file, model, outputs, stop, dt, root, rtol):
     """OpenModelica: a generated ``.mos`` script, DASSL, CSV result (as validation/run_openmodelica.py)."""
     n = int(round(stop / dt))
-    load_msl = (f"loadFile({_mo_string((root / 'Modelica' / 'package.mo').as_posix())})"
+    load_msl = (f"loadFile({mo_string((root / 'Modelica' / 'package.mo').as_posix())})"
                 if root is not None else "loadModel(Modelica)")
     with tempfile.TemporaryDirectory(prefix="titop_omc_") as work:
         script = Path(work) / "run.mos"
         script.write_text("\n".join([
             f"{load_msl};", "getErrorString();",
-            f"loadFile({_mo_string(Path(model_file).resolve().as_posix())});", "getErrorString();",
+            f"loadFile({mo_string(Path(model_file).resolve().as_posix())});", "getErrorString();",
             f"simulate({model}, startTime=0.0, stopTime={float(stop)!r}, numberOfIntervals={n}, "
             f'tolerance={rtol!r}, method="dassl", outputFormat="csv", '
-            f'variableFilter="{"|".join(outputs)}", fileNamePrefix={_mo_string(model)});',
+            f'variableFilter="{"|".join(outputs)}", fileNamePrefix={mo_string(model)});',
             "getErrorString();"]) + "\n", encoding="utf-8")
         t0 = time.perf_counter()
         proc = subprocess.run([omc, script.name], cwd=work, capture_output=True, text=True)

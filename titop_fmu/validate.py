@@ -133,15 +133,17 @@ def run_inprocess(stop: float, overrides=None, tol=1e-12):
     return s, tr
 
 
-def run_fmu(stop: float, overrides=None, options=None, progress=False):
-    """The balloon through the TITOP FMUs and the co-simulation master (:mod:`titop_fmu.cosim`)."""
+def run_fmu(stop: float, overrides=None, options=None, progress=False, fmu_dir=None):
+    """The balloon through the TITOP FMUs (built into ``fmu_dir``, default the cache) and the
+    co-simulation master (:mod:`titop_fmu.cosim`)."""
     from .cosim import simulate
     from .titop import TitopUnits
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParameterWarning)
         system = balloon.system(overrides)
     opt = options or balloon.options(overrides)
-    return simulate(system, stop, TitopUnits("fmu"), output_interval=0.01, options=opt, progress=progress)
+    return simulate(system, stop, TitopUnits("fmu", fmu_dir), output_interval=0.01, options=opt,
+                    progress=progress)
 
 
 def invariant_checks(stop: float, damped=None):

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -44,80 +43,49 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from titop_fmu import modelica  # noqa: E402
+from titop_fmu import modelica, validate  # noqa: E402
+from titop_fmu.cosim import systemfile  # noqa: E402
 from titop_fmu.cosim.numerics import wrap  # noqa: E402
+from titop_fmu.scenarios import balloon  # noqa: E402
+from titop_fmu.spatial import dcm_from_euler, rotation_vector  # noqa: E402,F401  (dcm_from_euler: for the tests)
+from titop_fmu.titop import monolithic  # noqa: E402
 
 BALLOON_MODEL = ROOT / "validation" / "modelica" / "BalloonSystem.mo"
 DT = 0.01
 
 
-# -- the one place that imports the TITOP modules ------------------------------------------------
-
-def _titop():
-    from titop_fmu.cosim import simulate, systemfile
-    from titop_fmu.errors import ParameterWarning
-    from titop_fmu.scenarios import balloon
-    from titop_fmu.titop import TitopUnits, monolithic
-    return balloon, ParameterWarning, simulate, TitopUnits, monolithic, systemfile
-
-
-def dcm_from_euler(angles):
-    """The project's ``P_b/i = Rz(psi) Ry(theta) Rx(phi)`` of ``[phi, theta, psi]``."""
-    from titop_fmu.spatial import dcm_from_euler
-    return dcm_from_euler(angles)
-
-
 def rotation_angle(P):
     """The angle of the rotation ``P`` (``|log P|``, accurate at every angle)."""
-    from titop_fmu.spatial import rotation_vector
     return float(np.linalg.norm(rotation_vector(P)))
 
 
 def balloon_columns():
     """The balloon's output names (``x, y, z, phi, theta, psi, p, theta1, theta2``)."""
-    return tuple(_titop()[0].COLUMNS[1:])
+    return tuple(balloon.COLUMNS[1:])
 
 
 def balloon_columns_of(system, y):
     """The balloon's output columns at the states ``y`` of an in-process run."""
-    return _titop()[0].columns(system, y)
+    return balloon.columns(system, y)
 
 
-def balloon_inprocess(stop, dt=DT, tol=1e-12):
-    """``(t, columns)`` of the in-process monolithic balloon."""
-    balloon, ParameterWarning, *_ = _titop()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ParameterWarning)
-        s = balloon.build()
-    tr = s.simulate(stop, dt, rtol=tol, atol=tol)
+def balloon_inprocess(stop):
+    """``(t, columns)`` of the in-process monolithic balloon (:func:`titop_fmu.validate.run_inprocess`)."""
+    s, tr = validate.run_inprocess(stop)
     return tr.t, balloon.columns(s, tr.y)
 
 
 def balloon_fmu(stop, fmu_dir=None, workers=2):
     """``(t, columns)`` of the balloon through the TITOP FMUs and the master, default settings."""
-    balloon, ParameterWarning, simulate, TitopUnits, *_ = _titop()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ParameterWarning)
-        system = balloon.system()
-    res = simulate(system, stop, TitopUnits("fmu", fmu_dir), output_interval=DT,
-                   options=balloon.options(workers=workers))
+    res = validate.run_fmu(stop, options=balloon.options(workers=workers), fmu_dir=fmu_dir)
     return res.t, res.values
 
 
 def system_file_records(path):
     """The ``record`` list of a system file (read and checked by the project's reader)."""
-    return list(_titop()[5].read(path).system.recorded)
+    return list(systemfile.read(path).system.recorded)
 
 
-def system_file_stop(path, default=10.0):
-    """The ``[simulation] stop`` of a system file, else ``default``."""
-    return float(_titop()[5].read(path).simulation.get("stop", default))
-
-
-def system_file_inprocess(path, stop, dt=DT):
-    """``(t, recorded outputs)`` of the in-process monolithic run of a system file."""
-    *_, monolithic, systemfile = _titop()
-    return monolithic.simulate(systemfile.read(path).system, stop, dt)
 # ---------------------------------------------------------------------------------------------------
 
 
@@ -164,7 +132,7 @@ def attitude_errors(names, a, b):
 
 def twin_model_of(system_path):
     """The ``modelica`` key of a system file (path relative to the file), or None."""
-    return _titop()[5].read(system_path).twin
+    return systemfile.read(system_path).twin
 
 
 def column_errors(a, b, angles):
@@ -183,14 +151,15 @@ def column_errors(a, b, angles):
 def compare_system_file(path, model_file=None, stop=None, msl=None):
     """Run both; ``{"names", "t", "titop", "modelica", "absolute", "scaled", "info"}``."""
     path = Path(path)
-    model_file = model_file or twin_model_of(path)
+    sf = systemfile.read(path)
+    model_file = model_file or sf.twin
     if model_file is None:
         raise ValueError(f"{path}: no Modelica twin given (second argument or a 'modelica' key)")
-    records = system_file_records(path)
-    stop = system_file_stop(path) if stop is None else stop
+    records = list(sf.system.recorded)
+    stop = float(sf.simulation.get("stop", 10.0)) if stop is None else stop
     names = [modelica_name(r) for r in records]
     mo = modelica.simulate(model_file, names, stop, DT, msl=msl)
-    t, Y = system_file_inprocess(path, stop, DT)
+    t, Y = monolithic.simulate(sf.system, stop, DT)
     if not np.allclose(t, mo.t, rtol=0, atol=1e-9):
         raise ValueError("the two runs are not on the same grid")
     ab, sc = column_errors(mo.values, Y, [is_euler_angle(r) for r in records])

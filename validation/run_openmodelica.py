@@ -24,7 +24,6 @@ import argparse
 import bisect
 import csv
 import importlib.util
-import os
 import shutil
 import subprocess
 import sys
@@ -32,7 +31,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from titop_fmu.modelica import find_omc  # noqa: E402
+from titop_fmu.modelica import mo_string, find_omc  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 MODEL_FILE = HERE / "modelica" / "BalloonSystem.mo"
@@ -63,11 +62,6 @@ def ompython_available():
 # OpenModelica commands
 # --------------------------------------------------------------------------
 
-def _mo_string(text):
-    """Modelica string literal (paths use forward slashes, also on Windows)."""
-    return '"' + str(text).replace("\\", "/").replace('"', '\\"') + '"'
-
-
 def n_intervals(stop):
     """Number of output intervals so that the samples fall on the DT grid."""
     return max(1, int(round(stop / DT)))
@@ -78,15 +72,15 @@ def commands(stop, msl_version):
     if msl_version == "default":
         load_msl = "loadModel(Modelica)"
     else:
-        load_msl = f"loadModel(Modelica, {{{_mo_string(msl_version)}}})"
+        load_msl = f"loadModel(Modelica, {{{mo_string(msl_version)}}})"
     simulate = (
         f"simulate({MODEL_NAME}, startTime=0.0, stopTime={stop!r}, "
         f"numberOfIntervals={n_intervals(stop)}, tolerance={TOLERANCE!r}, "
         f'method="dassl", outputFormat="csv", '
         f'variableFilter="{"|".join(COLUMNS)}", '
-        f"fileNamePrefix={_mo_string(MODEL_NAME)})"
+        f"fileNamePrefix={mo_string(MODEL_NAME)})"
     )
-    return [load_msl, f"loadFile({_mo_string(MODEL_FILE.as_posix())})", simulate]
+    return [load_msl, f"loadFile({mo_string(MODEL_FILE.as_posix())})", simulate]
 
 
 def start_ompython_session():
@@ -101,7 +95,7 @@ def start_ompython_session():
 
 def run_with_ompython(omc, workdir, stop, msl_version):
     try:
-        omc.sendExpression(f"cd({_mo_string(Path(workdir).as_posix())})")
+        omc.sendExpression(f"cd({mo_string(Path(workdir).as_posix())})")
         load_msl, load_file, simulate = commands(stop, msl_version)
         for cmd in (load_msl, load_file):
             if omc.sendExpression(cmd) is not True:

@@ -194,7 +194,6 @@ class LoopSolver:
                 Y[get_pos] = u.get_outputs(get_idx)
 
     def _propagate(self, z, full=False):
-        st = self.st
         self._run(self._plans["full" if full else "loop"], z)
         return wrap_where(self.Y[self._src] - z, self._angle)
 

@@ -54,13 +54,6 @@ DEFAULTS = {
     "thetad2_0": 0.0,
 }
 
-#: Units of the scalar parameters, for ``--set`` and documentation.
-UNITS = {"m_B": "kg", "m_S": "kg", "m_P1": "kg", "m_P2": "kg", "k": "N/m", "d_s": "N s/m",
-         "d_p1": "N m s/rad", "d_p2": "N m s/rad", "p_0": "m", "pd_0": "m/s",
-         "theta1_0": "rad", "thetad1_0": "rad/s", "theta2_0": "rad", "thetad2_0": "rad/s",
-         "I_B": "kg m^2", "CB": "m", "t": "m", "SP1": "m", "r1": "-", "P1P2": "m", "r2": "-",
-         "g": "m/s^2"}
-
 COLUMNS = ("t", "x", "y", "z", "phi", "theta", "psi", "p", "theta1", "theta2")
 #: the columns (without ``t``) that are attitude angles (phi, theta, psi)
 ANGLES = np.array([False, False, False, True, True, True, False, False, False])

@@ -9,7 +9,6 @@ checked against, for the balloon and for any other topology.
 
 from __future__ import annotations
 
-import copy
 
 import numpy as np
 
@@ -17,7 +16,6 @@ from ..cosim import CoSystem
 from ..cosim.names import port_of
 from ..errors import ConnectionError_, ParameterError
 from ..fmu import catalog
-from ..spatial import dcm_from_quat, euler_from_dcm
 from ..system import System
 
 
@@ -78,21 +76,3 @@ def simulate(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12):
     """``(t, recorded outputs)`` of the monolithic twin every ``dt`` from 0 to ``stop``."""
     tr, values = run(cs, stop, dt, rtol, atol)
     return tr.t, values
-
-
-def started_at(cs: CoSystem, system: System, y) -> CoSystem:
-    """A copy of ``cs`` whose units start from the states ``y`` of its monolithic twin
-    (bases: ``r0``, ``Theta0``, ``twist0``; joints: ``q0``, ``qd0``)."""
-    out = copy.deepcopy(cs)
-    for name, spec in out.units.items():
-        params = {q.name for q in catalog.interface_of(spec.model).params}
-        x = np.asarray(y)[system.state_slice(name)]
-        p = spec.parameters
-        if "twist0" in params:                          # a base
-            p.update({f"twist0[{i + 1}]": float(x[i]) for i in range(6)})
-            p.update({f"r0[{i + 1}]": float(x[6 + i]) for i in range(3)})
-            Theta = euler_from_dcm(dcm_from_quat(x[9:13]))
-            p.update({f"Theta0[{i + 1}]": float(Theta[i]) for i in range(3)})
-        elif "q0" in params:                            # a joint
-            p["q0"], p["qd0"] = float(x[0]), float(x[1])
-    return out
