@@ -7,9 +7,6 @@ FMUs (FMPy's validator, the declared ModelStructure, exact FMU state, ``fmi2Erro
 message, the C host).
 """
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -20,7 +17,7 @@ from balloon_runs import effective_parameters, run_balloon
 import hosts
 from c_host import harness, host_env, run  # noqa: F401
 from hosts import controller_fmu, libcosim_run
-from fmu_fixtures import Host, fmu_dir, fmu_paths  # noqa: F401
+from fmu_fixtures import Host, fmu_dir, fmu_paths, run_without_scipy  # noqa: F401
 from titop_fmu.cli import main
 from titop_fmu.cosim import CoSystem, simulate, systemfile
 from titop_fmu.cosim.numerics import wrap
@@ -97,24 +94,12 @@ def test_matches_the_monolithic_run_over_1_s(balloon_fmu):
 def test_runs_on_its_bundled_package_without_scipy(balloon_fmu, tmp_path):
     """In a process that cannot import scipy, without the repository on its path, the assembly
     FMU runs its in-process system (the recursive loop solve included) to the same values."""
-    script = textwrap.dedent(f"""
-        import importlib.abc, sys
-        class NoScipy(importlib.abc.MetaPathFinder):
-            def find_spec(self, name, path=None, target=None):
-                if name == "scipy" or name.startswith("scipy."):
-                    raise ImportError("scipy is blocked")
-        sys.meta_path.insert(0, NoScipy())
-        sys.path = [p for p in sys.path if p not in ("", {os.getcwd()!r})]
+    q, scipy_loaded = run_without_scipy(textwrap.dedent(f"""
         from fmpy import simulate_fmu
         r = simulate_fmu({str(balloon_fmu)!r}, stop_time=0.2, output_interval={H!r},
                          output=["pendulum1.joint.q[3]"])
         print(repr(float(r["pendulum1.joint.q[3]"][-1])), "scipy" in sys.modules)
-    """)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env,
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
-    q, scipy_loaded = r.stdout.split()[-2:]
+    """), tmp_path)[-2:]
     ref = simulate_fmu(str(balloon_fmu), stop_time=0.2, output_interval=H, output=["pendulum1.joint.q[3]"])
     assert scipy_loaded == "False"
     assert abs(float(q) - float(ref["pendulum1.joint.q[3]"][-1])) <= 1e-12

@@ -19,7 +19,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from fmu_fixtures import IDS, Host, fmu_dir, fmu_paths, scalar_parameters, unzipped  # noqa: F401
+from fmu_fixtures import IDS, Host, fmu_dir, fmu_paths, run_without_scipy, scalar_parameters, unzipped  # noqa: F401
 from titop_fmu.errors import ParameterWarning
 from titop_fmu.fmu import catalog
 from titop_fmu.fmu.model_description import random_parameters
@@ -348,26 +348,14 @@ def test_warning_for_an_unusual_parameter(fmu_paths):
 def test_fmu_runs_on_its_bundled_package_without_scipy(fmu_paths, tmp_path):
     """In a fresh process that cannot import scipy and does not have the repository on
     its path, the FMU runs on the titop_fmu copy in its resources."""
-    script = textwrap.dedent(f"""
-        import importlib.abc, sys
-        class NoScipy(importlib.abc.MetaPathFinder):
-            def find_spec(self, name, path=None, target=None):
-                if name == "scipy" or name.startswith("scipy."):
-                    raise ImportError("scipy is blocked")
-        sys.meta_path.insert(0, NoScipy())
-        sys.path = [p for p in sys.path if p not in ("", {os.getcwd()!r})]
+    path, scipy_loaded = run_without_scipy(textwrap.dedent(f"""
         from fmpy import simulate_fmu
         for f in {[str(fmu_paths[m]) for m in ("floating_base_c1", "revolute_c1", "loop_closure")]!r}:
             r = simulate_fmu(f, stop_time=0.1)
         import titop_fmu
         print(titop_fmu.__file__)
         print("scipy" in sys.modules)
-    """)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
-                       env=env, timeout=120)
-    assert r.returncode == 0, r.stderr
-    path, scipy_loaded = r.stdout.split()[-2:]
+    """), tmp_path)[-2:]
     assert f"{os.sep}resources{os.sep}titop_fmu{os.sep}" in path
     assert scipy_loaded == "False"
 

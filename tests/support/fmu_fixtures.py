@@ -160,3 +160,24 @@ class Host:
 def scalar_parameters(iface, values) -> dict:
     """``{FMI parameter name: value}`` for the scalar parameter values of ``iface``."""
     return {s[0]: v for s, v in zip(iface.param_scalars, values)}
+
+
+_NO_SCIPY = """
+import importlib.abc, sys
+class NoScipy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "scipy" or name.startswith("scipy."):
+            raise ImportError("scipy is blocked")
+sys.meta_path.insert(0, NoScipy())
+sys.path = [p for p in sys.path if p not in ("", {cwd!r})]
+"""
+
+
+def run_without_scipy(code: str, cwd) -> list:
+    """The words ``code`` prints, run in a fresh Python process that cannot import scipy and
+    has neither the repository nor ``PYTHONPATH`` on its path (as an FMU's host may be)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, "-c", _NO_SCIPY.format(cwd=os.getcwd()) + code], capture_output=True,
+                       text=True, cwd=cwd, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split()

@@ -18,3 +18,13 @@ def need_modelica():
     reason = modelica.unavailable_reason()
     if reason:
         pytest.skip(reason)
+
+
+def mutated_copy(model, old, new, folder) -> Path:
+    """A copy of the Modelica file ``model`` in ``folder`` with its one occurrence of ``old``
+    replaced by ``new`` (a deliberate mistake the comparison must catch)."""
+    text = Path(model).read_text()
+    assert text.count(old) == 1, old
+    copy = Path(folder) / Path(model).name
+    copy.write_text(text.replace(old, new))
+    return copy

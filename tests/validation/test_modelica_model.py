@@ -207,14 +207,18 @@ def test_script_exit_2_without_openmodelica(monkeypatch, tmp_path, capsys):
     assert not out.exists()
 
 
+#: these tests drive the script's omc path, which it takes only without OMPython
+no_ompython = pytest.mark.skipif(importlib.util.find_spec("OMPython") is not None,
+                                 reason="OMPython is installed in this interpreter")
+
+
 def _env_without_openmodelica(path_dirs):
     env = {k: v for k, v in os.environ.items() if k != "OPENMODELICAHOME"}
     env["PATH"] = os.pathsep.join(str(p) for p in path_dirs)
     return env
 
 
-@pytest.mark.skipif(importlib.util.find_spec("OMPython") is not None,
-                    reason="OMPython is installed in this interpreter")
+@no_ompython
 def test_script_subprocess_exit_2(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -248,8 +252,7 @@ print("record SimulationResult end SimulationResult;")
 
 
 @pytest.mark.skipif(os.name == "nt", reason="fake omc uses a POSIX shebang")
-@pytest.mark.skipif(importlib.util.find_spec("OMPython") is not None,
-                    reason="OMPython is installed in this interpreter")
+@no_ompython
 def test_script_with_fake_omc(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per session)
-from modelica_runs import BALLOON_MO, ROOT, TWO_BRANCH_MO, need_modelica
+from modelica_runs import BALLOON_MO, ROOT, TWO_BRANCH_MO, mutated_copy, need_modelica
 
 from titop_fmu import modelica
 from titop_fmu.validate import Series, errors, load_reference
@@ -85,11 +85,8 @@ def test_modelica_run_reproduces_the_committed_reference(modelica_balloon):
 def test_teeth_one_mass_changed_by_one_percent(tmp_path, balloon_run):
     """A copy of the model with m_P2 = 3.03 kg instead of 3 kg: the comparison must see it."""
     need_modelica()
-    text = BALLOON_MO.read_text()
-    old = 'parameter Real m_P2(unit="kg") = 3 '
-    assert text.count(old) == 1
-    copy = tmp_path / "BalloonSystem.mo"
-    copy.write_text(text.replace(old, 'parameter Real m_P2(unit="kg") = 3.03 '))
+    copy = mutated_copy(BALLOON_MO, 'parameter Real m_P2(unit="kg") = 3 ', 'parameter Real m_P2(unit="kg") = 3.03 ',
+                        tmp_path)
     mo = modelica.simulate(copy, twin.balloon_columns(), 20.0, 0.01)
     s, tr = balloon_run
     e = balloon_error(mo, tr.t, twin.balloon_columns_of(s, tr.y))
@@ -118,11 +115,8 @@ def test_two_branch_twin_matches_inprocess(two_branch):
 def test_two_branch_teeth_wrong_mount(tmp_path):
     """The twin with the mount sequence read the other way (1-2-3 instead of 3-2-1): caught."""
     need_modelica()
-    text = TWO_BRANCH_MO.read_text()
-    old = "sequence={3, 2, 1}, angles={10, 0, 30}"
-    assert text.count(old) == 1
-    copy = tmp_path / "TwoBranch.mo"
-    copy.write_text(text.replace(old, "sequence={1, 2, 3}, angles={30, 0, 10}"))
+    copy = mutated_copy(TWO_BRANCH_MO, "sequence={3, 2, 1}, angles={10, 0, 30}",
+                        "sequence={1, 2, 3}, angles={30, 0, 10}", tmp_path)
     r = twin.compare_system_file(TWO_BRANCH, copy, stop=2.0)
     assert r["scaled"].max() > 1e-4
 

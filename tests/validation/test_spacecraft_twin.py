@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from modelica_runs import ROOT, SPACECRAFT_MO, need_modelica
+from modelica_runs import ROOT, SPACECRAFT_MO, mutated_copy, need_modelica
 from validation import compare_twin as twin   # the TITOP side (one import place)
 
 SPACECRAFT = ROOT / "examples" / "spacecraft.toml"
@@ -91,10 +91,7 @@ def test_spacecraft_twin_without_gravity(tmp_path):
 def test_spacecraft_teeth_wrong_convention(tmp_path, old, new):
     """The twin with one of the new mappings read the other way: caught within 2 s."""
     need_modelica()
-    text = SPACECRAFT_MO.read_text()
-    assert text.count(old) == 1
-    copy = tmp_path / "Spacecraft.mo"
-    copy.write_text(text.replace(old, new))
+    copy = mutated_copy(SPACECRAFT_MO, old, new, tmp_path)
     r = twin.compare_system_file(SPACECRAFT, copy, stop=2.0)
     assert r["scaled"].max() > 1e-3
 
