@@ -12,10 +12,12 @@ from ..errors import ConnectionError_
 
 @dataclass
 class Op:
-    """One unit call of a schedule: set inputs ``set_idx`` (local) from the global output
-    vector at ``set_src``, then read outputs ``get_idx`` (local) into ``get_pos``."""
+    """One unit call of a schedule: set the coupling inputs ``set_cin`` (their local
+    indices ``set_idx``) from the global output vector at ``set_src``, then read outputs
+    ``get_idx`` (local) into ``get_pos``."""
 
     unit: int
+    set_cin: np.ndarray
     set_idx: np.ndarray
     set_src: np.ndarray
     get_idx: np.ndarray
@@ -168,8 +170,8 @@ def _greedy(tlist, dep_in, out_offset, cin_src, unit_cin, cin_local, cin_of, giv
         ks = [int(k) for k in unit_cin[j] if int(k) not in given_set and int(k) not in is_set
               and int(cin_src[k]) in computed]
         is_set.update(ks)
-        ops.append(Op(j, np.array([cin_local[k] for k in ks], dtype=int),
-                      np.array([cin_src[k] for k in ks], dtype=int),
+        ks = np.array(ks, dtype=int)
+        ops.append(Op(j, ks, cin_local[ks], cin_src[ks],
                       np.array(ready, dtype=int), out_offset[j] + np.array(ready, dtype=int)))
         for o in ready:
             g = int(out_offset[j] + o)

@@ -134,15 +134,11 @@ class LoopSolver:
         self.solves = 0
         self.iterations = 0
         # the unknowns grouped per unit
-        self._unknowns_by_unit = []
+        self._unknowns_by_unit = {}             # unit -> (local inputs, positions in z)
         for j in range(len(units)):
             pos = np.flatnonzero(st.cin_unit[u] == j)
             if pos.size:
-                self._unknowns_by_unit.append((j, st.cin_local[u[pos]], pos))
-        # coupling input position of each (unit, local input) for Ucur bookkeeping
-        self._cin_pos = {}
-        for k, (j, i) in enumerate(zip(st.cin_unit, st.cin_local)):
-            self._cin_pos[(int(j), int(i))] = k
+                self._unknowns_by_unit[j] = (st.cin_local[u[pos]], pos)
         self._plans = {name: self._plan(ops, with_unknowns=name != "pre")
                        for name, ops in (("pre", st.pre), ("loop", st.loop_ops), ("full", st.full))}
         self._loop_of = np.zeros(len(u), dtype=int)
@@ -150,9 +146,7 @@ class LoopSolver:
             self._loop_of[np.searchsorted(u, lp.inputs)] = lp.index
         self._angle = st.cin_angle[u]
         self._src = st.cin_src[u]                # the outputs feeding the unknowns
-        self._out_unit = np.searchsorted(st.out_offset, st.cin_src, side="right") - 1
         self._deps = {}
-        self._unit_charts = {}
         # a fresh M costs about as many unit evaluations as this many Newton iterations
         per_iteration = max(1, sum(1 for *_, get_idx, _ in self._plans["loop"] if get_idx.size))
         self._refresh_cost = (len(u) + len(units)) / per_iteration
@@ -160,26 +154,19 @@ class LoopSolver:
     # -- evaluation -------------------------------------------------------------------------
     def _plan(self, ops, with_unknowns):
         """Unit calls of a schedule: each sets its inputs (sources from ``Y``, and the
-        unit's unknowns from ``z`` at its first call) and reads its outputs."""
+        unit's unknowns from ``z`` at its first call) and reads its outputs: ``(unit, local
+        inputs, their sources in Y, their positions in z, their coupling-input positions,
+        local outputs, their positions in Y)``."""
         plan, done = [], set()
+        none = np.zeros(0, dtype=int)
+        unknowns = dict(self._unknowns_by_unit) if with_unknowns else {}
         for op in ops:
-            idx, src = list(op.set_idx), list(op.set_src)
-            zpos = []
-            if with_unknowns and op.unit not in done:
-                done.add(op.unit)
-                for j, local, pos in self._unknowns_by_unit:
-                    if j == op.unit:
-                        idx += list(local)
-                        zpos = list(pos)
-            cin = np.array([self._cin_pos[(op.unit, int(i))] for i in idx], dtype=int)
-            plan.append((op.unit, np.array(idx, dtype=int), np.array(src, dtype=int), np.array(zpos, dtype=int),
-                         cin, op.get_idx, op.get_pos))
-        if with_unknowns:                               # unknowns of a unit with no call (no output)
-            for j, local, pos in self._unknowns_by_unit:
-                if j not in done:
-                    cin = np.array([self._cin_pos[(j, int(i))] for i in local], dtype=int)
-                    plan.insert(0, (j, np.array(local), np.zeros(0, dtype=int), np.array(pos), cin,
-                                    np.zeros(0, dtype=int), np.zeros(0, dtype=int)))
+            local, pos = unknowns.pop(op.unit, (none, none)) if op.unit not in done else (none, none)
+            done.add(op.unit)
+            plan.append((op.unit, np.concatenate([op.set_idx, local]), op.set_src, pos,
+                         np.concatenate([op.set_cin, self.unknowns[pos]]), op.get_idx, op.get_pos))
+        for j, (local, pos) in unknowns.items():        # unknowns of a unit with no call (no output)
+            plan.insert(0, (j, local, none, pos, self.unknowns[pos], none, none))
         return plan
 
     def _run(self, plan, z=None):
@@ -283,33 +270,28 @@ class LoopSolver:
         st = self.st
         n = st.n_cin
         M = np.zeros((n, n)) if self.sens.M is None else self.sens.M.copy()
-        out_unit = self._out_unit
-        cols = None if columns is None else set(int(k) for k in columns)
-        for j, u in enumerate(self.units):
-            ks = [int(k) for k in st.unit_cin[j] if cols is None or int(k) in cols]
-            rows = np.flatnonzero(out_unit == j)            # coupling inputs fed by unit j
-            if not ks or not rows.size:
+        wanted = None if columns is None else np.asarray(columns, dtype=int)
+        for j, (u, lay) in enumerate(zip(self.units, st.layouts)):
+            cs = np.arange(len(lay.cin)) if wanted is None else np.flatnonzero(np.isin(lay.cin, wanted))
+            if not cs.size or not lay.rows.size:
                 continue
-            local_out = st.cin_src[rows] - st.out_offset[j]
-            uniq, inv = np.unique(local_out, return_inverse=True)
-            dep = self._dep_matrix(j)[uniq]                 # (outputs, local inputs) bool
-            chart_in, chart_out = self.unit_charts(j)
+            rows, inv = lay.rows, lay.of_row
+            dep = self._dep_matrix(j)[lay.outputs]          # (outputs, local inputs) bool
             if st.types[j].derivatives:                     # exact columns from the unit
-                ks = self._exact_columns(j, u, ks, dep, rows, uniq, inv, chart_in, chart_out, M)
-                if not ks:
+                cs = self._exact_columns(j, u, lay, cs, dep, M)
+                if not cs.size:
                     continue
-            y0 = u.get_outputs(uniq)
+            y0 = u.get_outputs(lay.outputs)
             prev = None                                     # (local inputs, values) to restore
-            for k in ks:
-                c = int(np.searchsorted(st.unit_cin[j], k))
-                if chart_in.in_triple[c]:                   # the attitude turned about a rotation-vector axis
-                    tr = chart_in.triples[np.flatnonzero((chart_in.triples == c).any(axis=1))[0]]
-                    i = st.cin_local[st.unit_cin[j][tr]]
-                    x = self.Ucur[st.unit_cin[j][tr]]
+            for c in cs:
+                k = lay.cin[c]
+                if lay.chart_in.in_triple[c]:               # the attitude turned about a rotation-vector axis
+                    tr = lay.chart_in.triples[np.flatnonzero((lay.chart_in.triples == c).any(axis=1))[0]]
+                    i, x = lay.local_in[tr], self.Ucur[lay.cin[tr]]
                     d = 1e-6
                     v = ATTITUDE.plus(x, d * (tr == c))
                 else:
-                    i, x = st.cin_local[[k]], self.Ucur[[k]]
+                    i, x = lay.local_in[[c]], self.Ucur[[k]]
                     d = 1e-6 * max(1.0, abs(x[0]))
                     v = x + d
                 hit = dep[:, i].any(axis=1)
@@ -322,40 +304,33 @@ class LoopSolver:
                     back = ~np.isin(prev[0], i)
                     u.set_inputs(np.concatenate([prev[0][back], i]), np.concatenate([prev[1][back], v]))
                 prev = (i, x)
-                y = u.get_outputs(uniq)
-                M[rows, k] = np.where(hit[inv], chart_out.minus(y[inv], y0[inv]) / d, 0.0)
+                y = u.get_outputs(lay.outputs)
+                M[rows, k] = np.where(hit[inv], lay.chart_out.minus(y[inv], y0[inv]) / d, 0.0)
             if prev is not None:
                 u.set_inputs(prev[0], prev[1])
         return M
 
-    def _exact_columns(self, j, u, ks, dep, rows, uniq, inv, chart_in, chart_out, M):
-        """Fill the columns ``ks`` of unit ``j`` (it gives directional derivatives) in ``M``, one
-        unit call for all (an FMU makes one ``fmi2GetDirectionalDerivative`` per column); returns the columns left to finite differences: the coupling inputs
+    def _exact_columns(self, j, u, lay, cs, dep, M):
+        """Fill the columns ``lay.cin[cs]`` of unit ``j`` (it gives directional derivatives) in
+        ``M``, one unit call for all (an FMU makes one ``fmi2GetDirectionalDerivative`` per
+        column); returns the positions ``cs`` left to finite differences: the coupling inputs
         of an attitude (their chart turns them about rotation-vector axes) and those an
         attitude output depends on."""
-        st = self.st
+        inv = lay.of_row
         exact, left = [], []
-        for k in ks:
-            c = int(np.searchsorted(st.unit_cin[j], k))
-            hit = dep[:, st.cin_local[k]]
-            if chart_in.in_triple[c] or (hit[inv] & chart_out.in_triple).any():
-                left.append(k)
+        for c in cs:
+            hit = dep[:, lay.local_in[c]]
+            if lay.chart_in.in_triple[c] or (hit[inv] & lay.chart_out.in_triple).any():
+                left.append(c)
             elif not hit.any():
-                M[rows, k] = 0.0
+                M[lay.rows, lay.cin[c]] = 0.0
             else:
-                exact.append(k)
+                exact.append(c)
         if exact:
-            i = st.cin_local[exact]
-            D = u.directional_derivatives(uniq, i, np.eye(len(exact)))
-            M[np.ix_(rows, exact)] = np.where(dep[np.ix_(inv, i)], D[inv], 0.0)
-        return left
-
-    def unit_charts(self, j):
-        """The charts of unit ``j``'s coupling inputs and of the coupling inputs it feeds."""
-        if j not in self._unit_charts:
-            self._unit_charts[j] = (self.st.cin_chart.restricted(self.st.unit_cin[j]),
-                                    self.st.cin_chart.restricted(np.flatnonzero(self._out_unit == j)))
-        return self._unit_charts[j]
+            i = lay.local_in[exact]
+            D = u.directional_derivatives(lay.outputs, i, np.eye(len(exact)))
+            M[np.ix_(lay.rows, lay.cin[exact])] = np.where(dep[np.ix_(inv, i)], D[inv], 0.0)
+        return np.array(left, dtype=int)
 
     def _dep_matrix(self, j):
         D = self._deps.get(j)

@@ -101,7 +101,6 @@ class Run:
         self.hist_U: list = []
         self._set = [(st.cin_local[ks], ks) for ks in st.unit_cin]
         self._rec = np.array([g for _, g in st.recorded], dtype=int)
-        self._out_unit = np.searchsorted(st.out_offset, st.cin_src, side="right") - 1
         self.base_steps = self.iterations = self.P_refreshes = 0
 
     def recorded(self):
@@ -221,30 +220,26 @@ class Run:
         self.solver.refresh_M(full=True)         # the feedthrough at the end of the step, all columns
         P = np.zeros((n, n))
         Ucur = self.solver.Ucur
-        for j, u in enumerate(self.units):
-            ks = st.unit_cin[j]
-            rows = np.flatnonzero(self._out_unit == j)
+        for j, (u, lay) in enumerate(zip(self.units, st.layouts)):
+            ks, rows, inv = lay.cin, lay.rows, lay.of_row
             if not ks.size or not rows.size:
                 continue
-            local_in = st.cin_local[ks]
-            uniq, inv = np.unique(st.cin_src[rows] - st.out_offset[j], return_inverse=True)
-            y0 = Y[st.out_offset[j] + uniq][inv]
+            y0 = Y[st.out_offset[j] + lay.outputs][inv]
             end = Ucur[ks].copy()
-            chart_in, chart_out = self.solver.unit_charts(j)
             stepped = u.get_state()
             for c, k in enumerate(ks):
-                if chart_in.in_triple[c]:                 # along a rotation-vector axis
+                if lay.chart_in.in_triple[c]:             # along a rotation-vector axis
                     d = 1e-4
-                    v = chart_in.plus(ubar[ks], d * np.eye(len(ks))[c])
+                    v = lay.chart_in.plus(ubar[ks], d * np.eye(len(ks))[c])
                 else:
                     d = 1e-4 * max(1.0, abs(ubar[k]))
                     v = ubar[ks].copy()
                     v[c] += d
                 u.set_state(saved[j])
-                u.set_inputs(local_in, v)
+                u.set_inputs(lay.local_in, v)
                 u.do_step(t, h)
-                u.set_inputs(local_in, end)
-                P[rows, k] = chart_out.minus(u.get_outputs(uniq)[inv], y0) / d
+                u.set_inputs(lay.local_in, end)
+                P[rows, k] = lay.chart_out.minus(u.get_outputs(lay.outputs)[inv], y0) / d
             u.set_state(stepped)
             u.free_state(stepped)
         self.jac.reset(P, self.sens, h)

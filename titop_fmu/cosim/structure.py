@@ -37,6 +37,20 @@ from .names import port_of
 from .protocol import UnitType
 from .cycles import find_loops, schedules
 
+@dataclass(frozen=True)
+class UnitLayout:
+    """Where one unit's coupling inputs and the outputs feeding others sit: what its
+    Jacobian columns (:mod:`.loop`, :mod:`.run`) are measured on."""
+
+    cin: np.ndarray                     # its coupling inputs (global positions, by local index)
+    local_in: np.ndarray                # their local input indices
+    rows: np.ndarray                    # the coupling inputs its outputs feed (global positions)
+    outputs: np.ndarray                 # the distinct local outputs feeding them ...
+    of_row: np.ndarray                  # ... and, per row, which of these feeds it
+    chart_in: Chart                     # the coordinates of ``cin``
+    chart_out: Chart                    # the coordinates of ``rows``
+
+
 @dataclass
 class Structure:
     """A checked system, as index arrays (see the module docstring)."""
@@ -61,6 +75,7 @@ class Structure:
     cin_state: np.ndarray = None        # bool: coupling input outside every loop (a function of states)
     cin_chart: Chart = None             # coordinates of the coupling inputs (angles, attitudes)
     rec_chart: Chart = None             # coordinates of the recorded outputs
+    layouts: list = None                # UnitLayout per unit
 
     @property
     def n_cin(self):
@@ -206,9 +221,23 @@ def analyse(system: CoSystem, types: dict) -> Structure:
     rec_triples = [[rec_pos[f"{a}.{n}"] for n in tr] for a in names for tr in types[a].attitudes
                    if all(f"{a}.{n}" in rec_pos for n in tr)]
 
+    cin_chart = Chart(len(keys), cin_angle, cin_triples)
     return Structure(names, tlist, out_offset, n_out, cin_unit, cin_local, cin_src, cin_angle, unit_cin,
                      constants, loops, unknowns, pre, loop_ops, full, recorded, dep_in, cin_state,
-                     Chart(len(keys), cin_angle, cin_triples), Chart(len(recorded), rec_angle, rec_triples))
+                     cin_chart, Chart(len(recorded), rec_angle, rec_triples),
+                     _layouts(out_offset, cin_local, cin_src, unit_cin, cin_chart))
+
+
+def _layouts(out_offset, cin_local, cin_src, unit_cin, cin_chart) -> list:
+    """The :class:`UnitLayout` of every unit."""
+    src_unit = np.searchsorted(out_offset, cin_src, side="right") - 1
+    layouts = []
+    for j, cin in enumerate(unit_cin):
+        rows = np.flatnonzero(src_unit == j)
+        outputs, of_row = np.unique(cin_src[rows] - out_offset[j], return_inverse=True)
+        layouts.append(UnitLayout(cin, cin_local[cin], rows, outputs, of_row.reshape(-1),
+                                  cin_chart.restricted(cin), cin_chart.restricted(rows)))
+    return layouts
 
 
 def _check_links(system: CoSystem, names):
