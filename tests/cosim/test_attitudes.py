@@ -70,6 +70,28 @@ def test_a_chart_moves_attitudes_on_the_rotation_group():
         assert back[0] == a[0] and np.allclose(dcm_from_euler(back[2:]), dcm_from_euler(a[2:]), atol=1e-13)
 
 
+
+def test_a_chart_combines_attitudes_on_the_rotation_group():
+    """``combine`` with weights (1/2, 1/2) of two attitudes about one axis is the attitude
+    half-way along the geodesic (scipy's Slerp), near gimbal lock too, where averaging Euler
+    angles component-wise is far off; plain values are averaged, angles across +-pi too."""
+    from scipy.spatial.transform import Rotation, Slerp
+    chart = Chart(5, angles=[False, True, False, False, False], triples=[(2, 3, 4)])
+    for theta in (0.3, np.pi / 2 - 1e-3):
+        a = np.array([1.0, 3.1, 0.4, theta, -2.9])
+        b = np.array([2.0, -3.1, -0.5, theta - 0.02, 2.8])
+        m = chart.combine([0.5, 0.5], [a, b], b)
+        assert m[0] == 1.5 and abs(wrap(m[1] - np.pi)) < 1e-12
+        ends = Rotation.from_euler("ZYX", np.array([a[[4, 3, 2]], b[[4, 3, 2]]]))
+        half = Slerp([0.0, 1.0], ends)([0.5])[0]
+        got = Rotation.from_euler("ZYX", m[[4, 3, 2]])
+        assert (half.inv() * got).magnitude() < 1e-12
+    # and the weights [1] give the value itself (the angle modulo 2 pi); Euler angles averaged
+    # component-wise are far from the geodesic
+    assert np.allclose(wrap(chart.combine([1.0], [a], b) - a), 0.0, atol=1e-13)
+    naive = Rotation.from_euler("ZYX", 0.5 * (a + b)[[4, 3, 2]])
+    assert (half.inv() * naive).magnitude() > 0.1
+
 @pytest.mark.slow
 @pytest.mark.parametrize("gravity", [True, False])
 def test_spacecraft_through_the_master_at_default_settings(gravity):

@@ -53,6 +53,18 @@ class Chart:
             out[at] = euler_from_dcm(dcm_from_euler(b[at]) @ exp_rotation(d[at]))
         return out
 
+    def offset(self, weights, values, ref):
+        """``sum_i w_i (values_i (-) ref)``: a weighted sum of differences from ``ref``."""
+        out = np.zeros(len(ref))
+        for w, v in zip(weights, values):
+            out += w * self.minus(v, ref)
+        return out
+
+    def combine(self, weights, values, ref):
+        """``ref (+) sum_i w_i (values_i (-) ref)``: the weighted combination of ``values``
+        (weights summing to 1: an interpolation or extrapolation), taken on the chart."""
+        return self.plus(ref, self.offset(weights, values, ref))
+
     def restricted(self, positions) -> Chart:
         """The chart of the sub-vector at ``positions`` (attitudes split by it: plain angles)."""
         positions = np.asarray(positions, dtype=int)

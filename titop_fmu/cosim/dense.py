@@ -53,8 +53,8 @@ def dense(mesh_t, mesh_v, grid, chart: Chart | None = None, degree=5):
         for tr in chart.triples:
             if has_d and i + 1 < n and ok[tr].all() and min(abs(np.cos(v[i, tr[1]])), abs(np.cos(v[i + 1, tr[1]]))) >= 0.5:
                 continue
-            x = sum(wm * ATTITUDE.minus(v[m, tr], v[i, tr]) for wm, m in zip(w, range(lo, lo + k)))
-            out[g, tr] = np.unwrap(np.vstack([v[i, tr], ATTITUDE.plus(v[i, tr], x)]), axis=0)[1]
+            x = ATTITUDE.combine(w, v[lo:lo + k, tr], v[i, tr])
+            out[g, tr] = np.unwrap(np.vstack([v[i, tr], x]), axis=0)[1]
     if ang.any():
         out[:, ang] = wrap(out[:, ang])
     return out

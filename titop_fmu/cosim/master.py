@@ -159,17 +159,9 @@ class Master:
         k = len(self.sequence)
         if k < 2:
             return np.zeros(int(self.st.cin_state.sum()) or self.st.n_cin)
-        chart = self.st.cin_chart
-        ref = U[k - 1]
-        sub = self.sub_weights
-
-        def comb(weights, runs):
-            out = np.zeros_like(ref)
-            for w, i in zip(weights, runs):
-                out += w * chart.minus(U[i], ref)
-            return out
-
-        E = (comb(self.weights, range(k)) - comb(sub, range(1, k))) / self.scale
+        chart, ref = self.st.cin_chart, U[k - 1]
+        E = (chart.offset(self.weights, [U[i] for i in range(k)], ref)
+             - chart.offset(self.sub_weights, [U[i] for i in range(1, k)], ref)) / self.scale
         # on the coupling inputs that are functions of the states alone (poses, twists): the
         # loop variables carry the loop solver's residual, noise that does not shrink with H
         return E[self.st.cin_state] if self.st.cin_state.any() else E
@@ -179,20 +171,11 @@ class Master:
         first and second time derivatives when the observer gives them."""
         vals = [np.asarray(self._observe(self._rec[i]), dtype=float) for i in range(len(self.sequence))]
         ref = vals[-1]
-        chart = self.chart
-        out = np.zeros_like(ref)
-        for w, v in zip(self.weights, vals):
-            d = v - ref
-            if d.ndim == 2:                             # values on the chart, derivatives as they are
-                d[0] = chart.minus(v[0], ref[0])
-            else:
-                d = chart.minus(v, ref)
-            out += w * d
-        if out.ndim == 2:
-            values = ref + out
-            values[0] = chart.plus(ref[0], out[0])
-            return values
-        return chart.plus(ref, out)
+        if ref.ndim == 1:
+            return self.chart.combine(self.weights, vals, ref)
+        values = ref + sum(w * (v - ref) for w, v in zip(self.weights, vals))      # derivatives as they are
+        values[0] = self.chart.combine(self.weights, [v[0] for v in vals], ref[0])    # values on the chart
+        return values
 
     # -- macro intervals ------------------------------------------------------------------------
     def _controlled(self):

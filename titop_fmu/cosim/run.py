@@ -124,12 +124,7 @@ class Run:
         base = self.hist_U[-1]
         if k == 1:
             return base.copy()
-        w = lagrange_weights(self.hist_t[-k:], t)
-        chart = self.st.cin_chart
-        z = np.zeros_like(base)
-        for wi, Ui in zip(w, self.hist_U[-k:]):
-            z += wi * chart.minus(Ui, base)
-        return chart.plus(base, z)
+        return self.st.cin_chart.combine(lagrange_weights(self.hist_t[-k:], t), self.hist_U[-k:], base)
 
     # -- the base step ------------------------------------------------------------------------
     def base_step(self, t, h, tol, scale):
