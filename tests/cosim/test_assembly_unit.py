@@ -1,6 +1,8 @@
 """The assembly unit in process (what the assembly FMU computes, without FMI): its ports for
 free parent and child ports, and its run against the monolithic one."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -29,6 +31,19 @@ def test_the_balloon_unit_steps_as_the_monolithic_run():
         unit.do_step(k * 0.01, 0.01)
         rows.append(unit.outputs().copy())
     assert np.abs(np.array(rows) - ref).max() <= 1e-8
+
+
+def test_each_instance_gets_its_own_system():
+    """An assembly's instances are built from its system file's content, which they leave as
+    it is: a parameter changed for one instance is not seen by the next."""
+    iface = assembly_interface(systemfile.to_dict(balloon.system()), "test")
+    content = copy.deepcopy(iface.system)
+    names = [s[0] for s in iface.param_scalars]
+    heavier = list(iface.defaults())
+    heavier[names.index("balloon.mass")] = 99.0
+    assert iface.cosystem(heavier).units["balloon"].parameters["mass"] == 99.0
+    assert iface.cosystem(iface.defaults()).units["balloon"].parameters["mass"] == 10.0
+    assert iface.system == content
 
 
 def test_a_free_child_port_is_an_input_wrench_and_an_output_motion():

@@ -131,7 +131,8 @@ def read(path) -> SystemFile:
 
 def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
     """``(CoSystem, simulation defaults)`` from the content of a system file; ``where`` names
-    it in errors, ``fmu`` paths are relative to the folder ``base``."""
+    it in errors, ``fmu`` paths are relative to the folder ``base``. ``d`` is left as it is,
+    and the system shares nothing mutable with it."""
     path = where
     if not isinstance(d, dict):
         raise ConnectionError_(f"{path}: a system file holds a table, got {type(d).__name__}")

@@ -25,7 +25,6 @@ Its FMI view (:func:`assembly_interface`):
 
 from __future__ import annotations
 
-import copy
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -73,7 +72,7 @@ class AssemblyInterface(Interface):
 
     def cosystem(self, scalars) -> CoSystem:
         """The system with the parameter values ``scalars`` (in :attr:`param_scalars` order)."""
-        cs, _ = from_dict(copy.deepcopy(self.system), self.model_identifier)
+        cs, _ = from_dict(self.system, self.model_identifier)        # a new system each time
         for (name, *_), value in zip(self.param_scalars, scalars):
             unit, dot, param = name.partition(".")
             if dot:
@@ -162,7 +161,7 @@ def _unit_params(name, model, values) -> list:
 def assembly_interface(system: dict, model_id: str) -> AssemblyInterface:
     """The FMI interface of the system ``system`` (the content of a system file, TITOP
     units only) as one FMU ``model_id``; :class:`ConnectionError_` if it has no twin."""
-    cs, _ = from_dict(copy.deepcopy(system), model_id)
+    cs, _ = from_dict(system, model_id)
     s = twin(cs)                                  # checks: TITOP units, links only
     units = tuple((n, spec.model) for n, spec in cs.units.items())
     kind = {n: catalog.parse_identifier(m)[0] for n, m in units}
