@@ -1,16 +1,22 @@
 """Errors and warnings raised by titop-fmu, each naming what is wrong."""
 
+from __future__ import annotations
+
 
 class TitopError(Exception):
     """Base class of every titop-fmu error."""
 
 
 class ParameterError(TitopError, ValueError):
-    """A physical parameter is invalid; ``.parameter`` names it."""
+    """A physical parameter is invalid; ``.parameter`` names it, ``.detail`` says what is wrong."""
 
     def __init__(self, parameter: str, message: str):
         super().__init__(f"parameter '{parameter}': {message}")
-        self.parameter = parameter
+        self.parameter, self.detail = parameter, message
+
+    def renamed(self, parameter: str) -> ParameterError:
+        """The same error for the parameter as the caller names it (``balloon.mass``)."""
+        return ParameterError(parameter, self.detail)
 
 
 class ConnectionError_(TitopError):

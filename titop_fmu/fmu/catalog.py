@@ -361,7 +361,7 @@ class Interface:
             name = fmi_parameter_name(e.parameter)
             if name == e.parameter:
                 raise
-            raise ParameterError(name, str(e).split(": ", 1)[-1]) from None
+            raise e.renamed(name) from None
         kw = {}
         if KINDS[self.kind].integrator:
             kw = dict(rtol=positive("rtol", v["rtol"]), atol=positive("atol", v["atol"]))

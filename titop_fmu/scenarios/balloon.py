@@ -99,7 +99,7 @@ def checked(overrides=None) -> dict:
             catalog.build_unit(spec.model, spec.parameters)
         except ParameterError as e:
             source = SOURCES[unit].get(e.parameter.split("[")[0])
-            raise ParameterError(source or f"{unit}.{e.parameter}", str(e).split(": ", 1)[-1]) from None
+            raise e.renamed(source or f"{unit}.{e.parameter}") from None
     return overrides
 
 

@@ -30,7 +30,7 @@ def twin(cs: CoSystem, solver: str = "recursive") -> System:
         except KeyError as e:
             raise ConnectionError_(f"unit {name!r}: {e.args[0]}") from None
         except ParameterError as e:
-            raise ParameterError(f"{name}.{e.parameter}", str(e).split(": ", 1)[-1]) from None
+            raise e.renamed(f"{name}.{e.parameter}") from None
         s.add(name, unit.block)
     linked = set()
     for child_port, parent_port in cs.links:
