@@ -12,7 +12,9 @@ for chains the ratio RHS(64)/RHS(8) (O(N) gives 8). With ``--cosim``, the
 co-simulation master's wall time per simulated second over ``--stop`` seconds
 (in-process units, or ``--cosim fmu`` the FMUs; default options; units built,
 run, terminated) on the same systems (:func:`titop_fmu.scenarios.generate.cosystem`),
-and per body; for chains, the ratio of the cost per body of the largest and the
+and per body, with what drives it: coupling iterations per base step, step-sensitivity
+measurements (each one ``doStep`` per coupling input) and ``doStep``s per unit per
+simulated second; for chains, the ratio of the cost per body of the largest and the
 smallest chain. BLAS runs on one thread throughout.
 """
 
@@ -45,13 +47,13 @@ def run_cost(system, stop):
 
 
 def cosim_cost(n, branching, stop, engine):
-    """Wall time [s] per simulated second of the co-simulation master (``engine`` units)."""
+    """``(wall time [s] per simulated second, Stats)`` of the co-simulation master (``engine`` units)."""
     from titop_fmu.cosim import simulate
     from titop_fmu.titop import TitopUnits
     cs = generate.cosystem(n, branching)
     t0 = time.perf_counter()
-    simulate(cs, stop, TitopUnits(engine))
-    return (time.perf_counter() - t0) / stop
+    res = simulate(cs, stop, TitopUnits(engine))
+    return (time.perf_counter() - t0) / stop, res.stats
 
 
 def main():
@@ -68,7 +70,8 @@ def main():
     if not args.no_run:
         head += f" {'run [s/sim s]':>14} {'RHS evals':>10}"
     if args.cosim:
-        head += f" {'cosim [s/sim s]':>16} {'per body':>9}"
+        head += (f" {'cosim [s/sim s]':>16} {'per body':>9} {'it/base':>8} {'P meas.':>8}"
+                 f" {'doSteps/body/sim s':>19}")
     print(head)
     rhs, cosim = {}, {}
     with single_threaded_blas():
@@ -82,8 +85,11 @@ def main():
                         per_s, nfev = run_cost(s, args.stop)
                         line += f" {per_s:14.3f} {nfev:10d}"
                     if args.cosim and solver == args.solvers[0]:
-                        c = cosim[kind, n] = cosim_cost(n, branching, args.stop, args.cosim)
-                        line += f" {c:16.3f} {c / n:9.3f}"
+                        c, st = cosim_cost(n, branching, args.stop, args.cosim)
+                        cosim[kind, n] = c
+                        steps = sum(st.unit_steps.values()) / (n + 1) / args.stop
+                        line += (f" {c:16.3f} {c / n:9.3f} {st.step_iterations / max(1, st.base_steps):8.2f}"
+                                 f" {st.P_refreshes:8d} {steps:19.0f}")
                     print(line, flush=True)
     if {8, 64} <= set(args.n):
         for solver in args.solvers:
