@@ -189,27 +189,47 @@ def test_two_unit_oscillator_follows_the_exact_solution():
     assert err <= DEFAULT_BOUND
 
 
-def test_step_jacobian_inverse_follows_its_broyden_updates():
-    """The coupling iteration's (I - J)^-1, kept through Broyden's updates by Sherman-Morrison
-    and through the rescaling with the base step, solves with I - J as a fresh solve does; an
-    ulp's change of the base step does not form it again."""
-    from titop_fmu.cosim.run import StepJacobian
+@pytest.mark.parametrize("dense_up_to", [10 ** 9, 0], ids=["dense", "sparse"])
+def test_step_jacobian_solves_follow_its_broyden_updates(dense_up_to, monkeypatch):
+    """The coupling iteration's solves with ``I - J``, kept through Broyden's updates (dense:
+    Sherman-Morrison on the inverse; sparse: a low-rank term by Woodbury's identity, dense
+    past MAX_RANK of them) and through the rescaling with the base step, equal a fresh dense
+    solve with ``J = h/h_ref (1/2 (I - M)^-1 P + sum u v^T)``; an ulp's change of the base
+    step keeps the factors."""
+    from titop_fmu.cosim import step_jacobian
+    from titop_fmu.cosim.step_jacobian import StepJacobian
 
-    class Sens:                                     # (I - M)^-1 = 1: M = 0
-        @staticmethod
-        def solve(X):
-            return X
+    monkeypatch.setattr(step_jacobian, "MAX_RANK", 6)
     rng = np.random.default_rng(4)
     n = 12
-    jac = StepJacobian()
-    jac.reset(0.3 * rng.standard_normal((n, n)) / np.sqrt(n), Sens, h=0.01)
-    for k in range(8):
-        h = 0.01 if k < 5 else 0.005
+    M = np.zeros((n, n))
+    for i in range(0, n, 3):                           # block-sparse, as units' feedthrough
+        M[i:i + 3, (i + 3) % n:(i + 3) % n + 3] = 0.3 * rng.standard_normal((3, 3))
+
+    class Sens:
+        @staticmethod
+        def solve(X):
+            return np.linalg.solve(np.eye(n) - M, X)
+    Sens.M = M
+    P = 0.3 * rng.standard_normal((n, n)) / np.sqrt(n)
+    J0 = 0.5 * np.linalg.solve(np.eye(n) - M, P)       # at h = 0.01, no correction
+    jac = StepJacobian(dense_up_to=dense_up_to)
+    jac.reset(P, Sens, h=0.01)
+    J = J0.copy()
+    for k in range(10):
+        h = 0.01 if k < 3 else 0.005
         r = rng.standard_normal(n)
-        corr = jac.correction(h, r)
-        assert np.allclose(corr, np.linalg.solve(np.eye(n) - jac.at(h), r), rtol=1e-11, atol=1e-12)
-        jac.update(rng.standard_normal(n), 0.1 * rng.standard_normal(n), np.exp(rng.standard_normal(n)))
-    # a base step that differs by the rounding of t + H k/n keeps the inverse (no new O(n^3) inverse)
-    inv = jac._inv
-    jac.correction(0.005 * (1 + 4e-16), r)
-    assert jac._inv is inv
+        Jh = J * (h / 0.01)
+        assert np.allclose(jac.correction(h, r), np.linalg.solve(np.eye(n) - Jh, r), rtol=1e-11, atol=1e-12)
+        sparse = jac._sparse is not None
+        assert sparse == (dense_up_to == 0 and k <= 6)
+        # the norm: sparse, of J without its corrections
+        assert jac.norm(h) == pytest.approx(np.abs(J0 * (h / 0.01) if sparse else Jh).sum(axis=1).max())
+        if k == 1:          # a base step that differs by the rounding of t + H k/n keeps the factors
+            kept = jac._sparse._lu_B if sparse else jac._dense[1]
+            jac.correction(0.01 * (1 + 4e-16), r)
+            assert (jac._sparse._lu_B if sparse else jac._dense[1]) is kept
+        dz, dG, w = rng.standard_normal(n), 0.1 * rng.standard_normal(n), np.exp(rng.standard_normal(n))
+        x = dz * w
+        J = (Jh + np.outer((dG - Jh @ dz) / (x @ x), x * w)) * (0.01 / h)
+        jac.update(dz, dG, w)

@@ -1,5 +1,5 @@
-"""One run of the whole system: the symmetric base step, its coupling iteration and
-step Jacobian (scheme in :mod:`.master`)."""
+"""One run of the whole system: the symmetric base step, its coupling iteration and the
+measurement of its step Jacobian (:mod:`.step_jacobian`; scheme in :mod:`.master`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from ..errors import SolverError
 from .loop import LoopSolver, Sensitivities
 from .numerics import lagrange_weights
 from .options import Options
+from .step_jacobian import StepJacobian
 from .structure import Structure
 
 #: floor of the coupling-iteration tolerance: the units' integration noise
@@ -21,67 +22,6 @@ MAX_ITERATIONS = 10
 
 class NoConvergence(SolverError):
     """The coupling iteration of a base step stalled: the interval is retried shorter."""
-
-
-class StepJacobian:
-    """``dG/dz``: from measured step sensitivities ``P`` (base step ``h_ref``) and the
-    feedthrough ``M``, ``1/2 (I - M)^-1 P``; rescaled with ``h``, corrected by
-    Broyden updates along the coupling iterations (inputs scaled by their magnitudes).
-
-    The coupling iteration solves ``(I - J) corr = r`` at every iteration: the inverse
-    of ``I - J`` is formed once per ``J`` (``P`` measured, ``h`` changed) and follows
-    the Broyden updates by Sherman-Morrison, O(n^2) instead of an O(n^3) solve per
-    iteration."""
-
-    def __init__(self):
-        self.J = None
-        self.h = None
-        self._inv = None                 # (I - J)^-1, or None: to be formed
-
-    def reset(self, P, sens, h):
-        """``P`` measured over a base step ``h``; ``sens`` gives ``(I - M)^-1``."""
-        self.J = 0.5 * sens.solve(P)
-        self.h = h
-        self._inv = None
-
-    def at(self, h):
-        """``J`` at the base step ``h``; a step that differs from the last one only by the
-        rounding of ``t + H k/n`` (an ulp) keeps it, and the inverse formed with it."""
-        if abs(h - self.h) > 1e-12 * self.h:
-            self.J = self.J * (h / self.h)
-            self.h = h
-            self._inv = None
-        return self.J
-
-    def correction(self, h, r):
-        """``(I - J)^-1 r`` with ``J`` at the base step ``h``."""
-        J = self.at(h)
-        if self._inv is None:
-            self._inv = np.linalg.inv(np.eye(len(J)) - J)
-        return self._inv @ r
-
-    def update(self, dz, dG, w):
-        """Broyden's update along ``dz`` (``G`` changed by ``dG``) in the inputs scaled by
-        ``w``: ``J += (dG - J dz) (w^2 dz)^T / |w dz|^2``."""
-        x = dz * w
-        n2 = float(x @ x)
-        if n2 > 0:
-            u = (dG - self.J @ dz) / n2
-            v = x * w
-            self.J += np.outer(u, v)
-            if self._inv is not None:                  # (A - u v^T)^-1, A = I - J before
-                Au, vA = self._inv @ u, v @ self._inv
-                den = 1.0 - float(v @ Au)
-                if abs(den) > 1e-8:
-                    self._inv += np.outer(Au, vA) / den
-                else:
-                    self._inv = None
-
-    def snapshot(self):
-        return self.J, self.h, self._inv
-
-    def restore(self, snap):
-        self.J, self.h, self._inv = snap
 
 
 class Run:
@@ -146,7 +86,7 @@ class Run:
         z = self.predict(t + h)
         chart = st.cin_chart
         w = 1.0 / scale
-        rho = 1.0 if self.jac.J is None else max(1e-3, float(np.abs(self.jac.at(h)).sum(axis=1).max()))
+        rho = max(1e-3, self.jac.norm(h)) if self.jac.ready else 1.0
         loop_tol = 0.1 * tol / rho          # the loop only as exact as the iteration sees it (through dG/dz)
         est = 0.0
         e_prev = z_prev = G_prev = None
@@ -166,7 +106,7 @@ class Run:
                 r = chart.minus(G, z)
                 if not r.size:
                     break
-                if self.jac.J is None:
+                if not self.jac.ready:
                     self.measure_P(saved, ubar, t, h, Y)
                 if z_prev is not None:
                     dG = chart.minus(G, G_prev)
