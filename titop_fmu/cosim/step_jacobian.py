@@ -166,8 +166,24 @@ class _LowRank:
         self._factor()
 
     def norm(self) -> float:
-        if self._norm0 is None:                     # once per P: the dense J0, O(n^2)
-            self._norm0 = float(np.abs(0.5 * self._lu_IM.solve(self.P.toarray())).sum(axis=1).max())
+        """``|c J0|_inf`` by Hager's estimator (Higham's deterministic form) on ``J0^T``: a
+        lower bound, exact in most cases, from a few solves instead of the dense ``J0``
+        (O(n^2): 17 ms for a 32-body chain, at every ``P``)."""
+        if self._norm0 is None:
+            n = self.P.shape[0]
+            J0 = lambda x: 0.5 * self._lu_IM.solve(self.P @ x)                       # noqa: E731
+            J0T = lambda x: 0.5 * (self.P.T @ self._lu_IM.solve(x, trans="T"))       # noqa: E731
+            x, est = np.full(n, 1.0 / n), 0.0
+            for _ in range(5):
+                y = J0T(x)
+                est = float(np.abs(y).sum())
+                z = J0(np.where(y >= 0, 1.0, -1.0))
+                j = int(np.argmax(np.abs(z)))
+                if abs(z[j]) <= z @ x:
+                    break
+                x = np.zeros(n)
+                x[j] = 1.0
+            self._norm0 = est
         return self.c * self._norm0
 
     def times(self, x):
