@@ -10,12 +10,13 @@ the wall time of the monolithic run (DOP853, rtol = atol = 1e-11, the
 ``System.simulate`` default) per simulated second over ``--stop`` seconds, and
 for chains the ratio RHS(64)/RHS(8) (O(N) gives 8). With ``--cosim``, the
 co-simulation master's wall time per simulated second over ``--stop`` seconds
-(in-process units, or ``--cosim fmu`` the FMUs; default options; units built,
-run, terminated) on the same systems (:func:`titop_fmu.scenarios.generate.cosystem`),
-and per body, with what drives it: coupling iterations per base step, step-sensitivity
-measurements (each one ``doStep`` per coupling input) and ``doStep``s per unit per
-simulated second; for chains, the ratio of the cost per body of the largest and the
-smallest chain. BLAS runs on one thread throughout.
+(in-process units, or ``--cosim fmu`` the FMUs, built into the cache before any
+timing; default options; units created, run, terminated) on the same systems
+(:func:`titop_fmu.scenarios.generate.cosystem`), and per body, with what drives it:
+coupling iterations per base step, step-sensitivity measurements (each one
+``doStep`` per coupling input) and ``doStep``s per unit per simulated second; for
+chains, the ratio of the cost per body of the largest and the smallest chain. BLAS
+runs on one thread throughout.
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ def main():
                  f" {'doSteps/body/sim s':>19}")
     print(head)
     rhs, cosim = {}, {}
+    if args.cosim == "fmu":                 # the FMUs built into the cache now, not inside a timing
+        from titop_fmu.titop import TitopUnits
+        for branching in (1, 2):
+            TitopUnits("fmu").unit_types(generate.cosystem(max(args.n), branching))
     with single_threaded_blas():
         for kind, branching in (("chain", 1), ("tree", 2)):
             for n in args.n:
