@@ -262,6 +262,34 @@ def rotation_vector(P):
     return angle * axis / np.linalg.norm(axis)
 
 
+def quat_from_euler(Theta):
+    """Unit quaternion ``(w, x, y, z)`` of ``P_./i(Theta)`` (3-2-1: ``q_z(psi) q_y(theta)
+    q_x(phi)``), as a tuple of floats."""
+    phi, theta, psi = _scalars(Theta)
+    cf, sf = math.cos(0.5 * phi), math.sin(0.5 * phi)
+    ct, st = math.cos(0.5 * theta), math.sin(0.5 * theta)
+    cp, sp = math.cos(0.5 * psi), math.sin(0.5 * psi)
+    return (cp * ct * cf + sp * st * sf, cp * ct * sf - sp * st * cf,
+            cp * st * cf + sp * ct * sf, sp * ct * cf - cp * st * sf)
+
+
+def relative_rotation_vector(Theta_a, Theta_b):
+    """``rotation_vector(P(Theta_b)^T P(Theta_a))``: the rotation from attitude ``b`` to
+    attitude ``a`` in ``b``'s frame, through quaternions (``q_b^* q_a``, ``|phi| =
+    2 atan2(|v|, w)``: accurate at every angle, a third of the matrix route's cost)."""
+    w1, x1, y1, z1 = quat_from_euler(Theta_b)
+    w2, x2, y2, z2 = quat_from_euler(Theta_a)
+    w = w1 * w2 + x1 * x2 + y1 * y2 + z1 * z2
+    x = w1 * x2 - x1 * w2 - y1 * z2 + z1 * y2
+    y = w1 * y2 + x1 * z2 - y1 * w2 - z1 * x2
+    z = w1 * z2 - x1 * y2 + y1 * x2 - z1 * w2
+    if w < 0.0:                                     # the shorter way round: angle <= pi
+        w, x, y, z = -w, -x, -y, -z
+    s = math.sqrt(x * x + y * y + z * z)           # sin(angle / 2)
+    k = 2.0 * math.atan2(s, w) / s if s > 1e-300 else 2.0
+    return np.array([k * x, k * y, k * z])
+
+
 def exp_rotation(phi):
     """``e^{(*phi)}``: the rotation by ``|phi|`` about ``phi`` (the exp map of SO(3))."""
     angle = math.sqrt(float(phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]))

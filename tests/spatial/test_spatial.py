@@ -146,6 +146,32 @@ def test_rotation_vector_near_pi():
         assert np.allclose(sp.rotation_vector(sp.axis_rotation(r, angle)), angle * r, atol=1e-7)
 
 
+def test_relative_rotation_vector():
+    """Through quaternions, the rotation vector of ``P(b)^T P(a)``: as scipy's rotations give
+    it at random attitudes, as the matrix route gives it at gimbal lock, across +-pi and for
+    small rotations, and exact for rotations near pi; the quaternion is the DCM's."""
+    from scipy.spatial.transform import Rotation
+    for _ in range(200):
+        a = rng.uniform(-np.pi, np.pi, 3)
+        a[1] = rng.uniform(-np.pi / 2, np.pi / 2)
+        q = np.array(sp.quat_from_euler(a))
+        assert np.allclose(sp.dcm_from_quat(q), sp.dcm_from_euler(a), atol=1e-15)
+        for b in (a + 0.3 * rng.standard_normal(3), rng.uniform(-np.pi, np.pi, 3)):
+            Ra, Rb = (Rotation.from_euler("ZYX", x[::-1]) for x in (a, b))      # psi, theta, phi
+            ref = (Rb.inv() * Ra).as_rotvec()
+            if np.linalg.norm(ref) < np.pi - 1e-6:          # at pi the sign of the axis is a choice
+                assert np.allclose(sp.relative_rotation_vector(a, b), ref, rtol=0, atol=1e-13)
+    for a, b in (([0.3, np.pi / 2, -1.0], [0.2, np.pi / 2 - 1e-9, -1.1]), ([3.1, 0.1, -3.1], [-3.1, 0.1, 3.1]),
+                 ([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])):
+        ref = sp.rotation_vector(sp.dcm_from_euler(b).T @ sp.dcm_from_euler(a))
+        assert np.allclose(sp.relative_rotation_vector(a, b), ref, rtol=0, atol=1e-14)
+    r = np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5])
+    b = np.array([0.4, -0.3, 1.2])
+    for angle in (np.pi - 1e-9, np.pi - 1e-3, 1e-8):
+        a = sp.euler_from_dcm(sp.dcm_from_euler(b) @ sp.axis_rotation(r, angle))
+        assert np.allclose(sp.relative_rotation_vector(a, b), angle * r, atol=1e-7)
+
+
 def test_motion_in_frame_and_upsilon():
     m = rng.standard_normal(18)
     m[15:18] = [0.1, -0.2, 0.3]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spatial import dcm_from_euler, euler_from_dcm, exp_rotation, rotation_vector
+from ..spatial import dcm_from_euler, euler_from_dcm, exp_rotation, relative_rotation_vector
 from .numerics import wrap
 
 
@@ -43,7 +43,7 @@ class Chart:
         if self.any_angle:
             d[self.angles] = wrap(d[self.angles])
         for at in self._at:
-            d[at] = rotation_vector(dcm_from_euler(b[at]).T @ dcm_from_euler(a[at]))
+            d[at] = relative_rotation_vector(a[at], b[at])
         return d
 
     def plus(self, b, d):
