@@ -203,6 +203,65 @@ def test_four_instances_in_one_process_are_independent(fmu_paths):
             h.free()
 
 
+THREADS_SCRIPT = textwrap.dedent("""
+    import ctypes, os, sys, threading
+    from pathlib import Path
+    from fmpy import calloc, extract, free, read_model_description
+    from fmpy.fmi2 import (FMU2Slave, fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE,
+                           fmi2CallbackFunctions, fmi2CallbackLoggerTYPE)
+    sys.setswitchinterval(1e-6)
+    path, n = sys.argv[1], int(sys.argv[2])
+    md = read_model_description(path)
+    d = extract(path)
+    mid = md.coSimulation.modelIdentifier
+
+    def released():                 # FMPy: ctypes.CDLL, the GIL released during each FMI call
+        for i in range(n):
+            f = FMU2Slave(guid=md.guid, unzipDirectory=d, modelIdentifier=mid, instanceName=f"a{i}")
+            f.instantiate()
+            f.reset()
+            f.freeInstance()
+
+    def held():                     # ctypes.PyDLL: the GIL held during each FMI call
+        lib = ctypes.PyDLL(os.path.join(d, "binaries", "linux64", mid + ".so"))
+        lib.fmi2Instantiate.restype = ctypes.c_void_p
+        lib.fmi2Instantiate.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p,
+                                        ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+        lib.fmi2Reset.argtypes = lib.fmi2FreeInstance.argtypes = [ctypes.c_void_p]
+        cb = fmi2CallbackFunctions()
+        cb.logger = fmi2CallbackLoggerTYPE(lambda *a: None)
+        cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(calloc)
+        cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
+        uri = Path(d, "resources").as_uri().encode()
+        for i in range(n):
+            c = lib.fmi2Instantiate(f"b{i}".encode(), 1, md.guid.encode(), uri, ctypes.addressof(cb), 0, 0)
+            assert c and lib.fmi2Reset(c) == 0
+            lib.fmi2FreeInstance(c)
+
+    threads = [threading.Thread(target=released), threading.Thread(target=held)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print("ok")
+""")
+
+
+def test_instances_made_from_two_threads_one_holding_the_gil(fmu_paths, tmp_path):
+    """A host thread that calls with the GIL held (ctypes.PyDLL) instantiates and resets while
+    another (FMPy, the GIL released) does the same: no deadlock. The entry points serialise the
+    slave's binding (``shim.c``, point 5); a thread waiting for that with the GIL held blocked
+    the one inside, which waited for the GIL, at the first pair of instantiations."""
+    script = tmp_path / "threads.py"
+    script.write_text(THREADS_SCRIPT)
+    try:
+        r = subprocess.run([sys.executable, str(script), str(fmu_paths["revolute_c1"]), "200"],
+                           capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("deadlock: the two host threads did not finish within 120 s")
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
 # -- model structure ------------------------------------------------------------------------
 
 ACCELERATION_INPUTS = ("p.a", "ext.w", "joint.tau", "joint.qdd")

@@ -71,7 +71,9 @@
  *    instance; the slave's __init__ opens this very library (ctypes.PyDLL on
  *    <fmu>/binaries/linux64/<modelIdentifier>.so: the handle the host already
  *    has) and calls titop_fmu_bind(self), which keeps a reference to it in the
- *    instance (released by fmi2FreeInstance or a rebinding). The call takes
+ *    instance (released by fmi2FreeInstance or a rebinding). A host thread
+ *    that calls with the GIL held (ctypes.PyDLL) gives the GIL up while it
+ *    waits for bind_lock: the thread holding bind_lock may be waiting for it. The call takes
  *    the GIL (PyGILState_Ensure), passes the addresses of the C arrays (the
  *    slave reads and writes them), and relays the messages the slave logged
  *    during the call, which it returns (pythonfmu relays them only after its
@@ -172,6 +174,10 @@ typedef struct {
 typedef void PyObject;
 static struct {
     int resolved;
+    int (*IsInitialized)(void);
+    int (*GILState_Check)(void);
+    void *(*SaveThread)(void);
+    void (*RestoreThread)(void *);
     int (*GILState_Ensure)(void);
     void (*GILState_Release)(int);
     void (*IncRef)(PyObject *);
@@ -277,6 +283,8 @@ static int resolve_python(void) {
     pthread_mutex_lock(&inner_lock);
     if (!py.resolved) {
         do {
+            PY_RESOLVE(IsInitialized, "Py_IsInitialized") PY_RESOLVE(GILState_Check, "PyGILState_Check")
+            PY_RESOLVE(SaveThread, "PyEval_SaveThread") PY_RESOLVE(RestoreThread, "PyEval_RestoreThread")
             PY_RESOLVE(GILState_Ensure, "PyGILState_Ensure") PY_RESOLVE(GILState_Release, "PyGILState_Release")
             PY_RESOLVE(IncRef, "Py_IncRef") PY_RESOLVE(DecRef, "Py_DecRef")
             PY_RESOLVE(CallMethod, "PyObject_CallMethod") PY_RESOLVE(Err_Clear, "PyErr_Clear")
@@ -355,9 +363,20 @@ EXPORT int titop_fmu_bind(PyObject *slave) {
     return 1;
 }
 
+/* bind_lock, waited for without the GIL: the thread holding bind_lock may be waiting for the GIL
+   (the Python slave's __init__ runs under it), so a host thread that calls with the GIL held
+   (ctypes.PyDLL, or any caller inside the interpreter) gives it up while it waits, and takes it
+   back before the inner call. Before the interpreter is initialized nobody holds the GIL. */
+static void lock_binding(void) {
+    void *state = NULL;
+    if (resolve_python() && py.IsInitialized() && py.GILState_Check()) state = py.SaveThread();
+    pthread_mutex_lock(&bind_lock);
+    if (state) py.RestoreThread(state);
+}
+
 /* the inner call that makes the Python slave, with `binding` pointing at s */
 #define BINDING(s, call)                 \
-    pthread_mutex_lock(&bind_lock);      \
+    lock_binding();                      \
     binding = (s);                       \
     call;                                \
     binding = NULL;                      \
