@@ -46,6 +46,16 @@ class LoopError(SolverError):
         self.loop, self.time, self.residual = loop, time, residual
 
 
+def splu(A):
+    """scipy's sparse LU of ``A`` (CSC); ``np.linalg.LinAlgError`` if ``A`` is singular."""
+    from scipy.sparse.linalg import splu as _splu   # here: the FMUs import this package without scipy
+
+    try:
+        return _splu(A)
+    except RuntimeError as e:                       # "Factor is exactly singular"
+        raise np.linalg.LinAlgError(str(e)) from None
+
+
 class Sensitivities:
     """The shared local Jacobian ``M`` (coupling inputs x coupling inputs, block-sparse:
     only same-unit pairs) and the Newton steps of the loops derived from it. Shared by the
@@ -62,7 +72,7 @@ class Sensitivities:
         self.M = None
         self.M_max = 0.0                # largest |M_ij|
         self.refreshes = 0
-        self._lu = None                 # sparse LU of I - M
+        self._lu = None                 # (I - M, its sparse LU)
         self._H = None                  # J^-1, Broyden-updated
 
     def set_M(self, M):
@@ -80,18 +90,19 @@ class Sensitivities:
         self.M_max = float(np.abs(self.M).max()) if self.M is not None and self.M.size else 0.0
         self._lu = None
 
-    def solve(self, X):
-        """``(I - M)^-1 X``; ``np.linalg.LinAlgError`` if ``I - M`` is singular."""
+    def factors(self):
+        """``(I - M, its sparse LU)``, formed once per ``M``; ``np.linalg.LinAlgError`` if
+        ``I - M`` is singular."""
         if self._lu is None:
             from scipy import sparse            # here: the FMUs import this package without scipy
-            from scipy.sparse.linalg import splu
 
-            n = self.st.n_cin
-            try:
-                self._lu = splu(sparse.identity(n, format="csc") - sparse.csc_matrix(self.M))
-            except RuntimeError as e:                       # "Factor is exactly singular"
-                raise np.linalg.LinAlgError(str(e)) from None
-        return self._lu.solve(X)
+            IM = sparse.identity(self.st.n_cin, format="csc") - sparse.csc_matrix(self.M)
+            self._lu = IM, splu(IM)
+        return self._lu
+
+    def solve(self, X):
+        """``(I - M)^-1 X``; ``np.linalg.LinAlgError`` if ``I - M`` is singular."""
+        return self.factors()[1].solve(X)
 
     def inverse_times(self, v):
         """``J^-1 v``, ``J`` the loops' Jacobian with the Broyden updates so far."""
@@ -157,12 +168,11 @@ class LoopSolver:
         unit's unknowns from ``z`` at its first call) and reads its outputs: ``(unit, local
         inputs, their sources in Y, their positions in z, their coupling-input positions,
         local outputs, their positions in Y)``."""
-        plan, done = [], set()
+        plan = []
         none = np.zeros(0, dtype=int)
         unknowns = dict(self._unknowns_by_unit) if with_unknowns else {}
         for op in ops:
-            local, pos = unknowns.pop(op.unit, (none, none)) if op.unit not in done else (none, none)
-            done.add(op.unit)
+            local, pos = unknowns.pop(op.unit, (none, none))            # at the unit's first call
             plan.append((op.unit, np.concatenate([op.set_idx, local]), op.set_src, pos,
                          np.concatenate([op.set_cin, self.unknowns[pos]]), op.get_idx, op.get_pos))
         for j, (local, pos) in unknowns.items():        # unknowns of a unit with no call (no output)

@@ -3,8 +3,6 @@ measurement of its step Jacobian (:mod:`.step_jacobian`; scheme in :mod:`.master
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from ..errors import SolverError
@@ -39,7 +37,6 @@ class Run:
         self.Y = np.zeros(st.n_out)
         self.hist_t: list = []
         self.hist_U: list = []
-        self._set = [(st.cin_local[ks], ks) for ks in st.unit_cin]
         self._rec = np.array([g for _, g in st.recorded], dtype=int)
         self.base_steps = self.iterations = self.P_refreshes = 0
 
@@ -47,9 +44,9 @@ class Run:
         return self.Y[self._rec].copy()
 
     def set_coupling(self, U):
-        for u, (local, ks) in zip(self.units, self._set):
-            if ks.size:
-                u.set_inputs(local, U[ks])
+        for u, lay in zip(self.units, self.st.layouts):
+            if lay.cin.size:
+                u.set_inputs(lay.local_in, U[lay.cin])
 
     def initialize(self, t0):
         self.t = t0
@@ -186,7 +183,7 @@ class Run:
                     hist_t=list(self.hist_t), hist_U=[x.copy() for x in self.hist_U],
                     z=self.solver.z.copy(), zscale=self.solver.zscale.copy())
         if full:            # the Jacobians too: a restart then repeats the same iterations
-            snap["jac"] = copy.deepcopy((self.sens.snapshot(), self.jac.snapshot()))
+            snap["jac"] = self.sens.snapshot(), self.jac.snapshot()
         return snap
 
     def restore(self, snap):
@@ -197,7 +194,7 @@ class Run:
         self.solver.z, self.solver.zscale = snap["z"].copy(), snap["zscale"].copy()
         self.solver.Ucur[:] = self.U          # the units' inputs are part of their states
         if "jac" in snap:
-            sens, jac = copy.deepcopy(snap["jac"])
+            sens, jac = snap["jac"]
             self.sens.restore(sens)
             self.jac.restore(jac)
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .loop import splu
+
 #: coupling inputs up to which the step Jacobian is kept dense
 DENSE_UP_TO = 256
 #: Broyden corrections kept as a low-rank term (then dense until the next P)
@@ -52,7 +54,7 @@ class StepJacobian:
         if len(P) <= self.dense_up_to:
             self._dense, self._sparse = [0.5 * sens.solve(P), None], None
         else:
-            self._dense, self._sparse = None, _LowRank.measured(P, sens.M)
+            self._dense, self._sparse = None, _LowRank.measured(P, sens)
 
     def _at(self, h):
         """Rescale to the base step ``h``; a step that differs from the last one only by the
@@ -108,54 +110,53 @@ class StepJacobian:
                 self._dense[1] = None
 
     def snapshot(self):
-        return (self.h, None if self._dense is None else list(self._dense),
-                None if self._sparse is None else self._sparse.snapshot())
+        """What :meth:`restore` needs; the dense ``J`` and its inverse, which the updates change
+        in place, are copied (the low-rank term's arrays never change)."""
+        return self.h, _copies(self._dense), None if self._sparse is None else self._sparse.snapshot()
 
     def restore(self, snap):
         self.h, dense, sparse = snap
-        self._dense = None if dense is None else list(dense)
-        self._sparse = None if sparse is None else _LowRank.restored(sparse)
+        self._dense = _copies(dense)
+        self._sparse = None if sparse is None else _LowRank(*sparse)
+
+
+def _copies(dense):
+    return None if dense is None else [None if a is None else a.copy(order="K") for a in dense]   # the layout too: it sets the rounding of the products
 
 
 class _LowRank:
     """``J = c (J0 + U V^T)``, ``J0 = 1/2 (I - M)^-1 P``, with ``I - M`` and ``P`` sparse."""
 
-    def __init__(self, P, IM, c=1.0, U=(), V=()):
+    def __init__(self, P, IM, c=1.0, U=None, V=None, lu_IM=None):
+        n = P.shape[0]
         self.P, self.IM = P, IM                     # scipy.sparse, CSC
         self.c = c
-        self.U, self.V = list(U), list(V)           # the corrections, at c = 1
-        self._lu_IM = self._splu(self.IM)
+        self.U = np.zeros((n, 0)) if U is None else U   # the corrections, at c = 1: (n, k), (k, n)
+        self.V = np.zeros((0, n)) if V is None else V
+        self._lu_IM = splu(IM) if lu_IM is None else lu_IM
         self._norm0 = None
         self._factor()
 
     @classmethod
-    def measured(cls, P, M):
-        """From the dense ``P`` and ``M``."""
+    def measured(cls, P, sens):
+        """From the dense ``P`` and the factors of ``I - M`` that ``sens`` holds."""
         from scipy import sparse                    # here: the FMUs import this package without scipy
 
-        return cls(sparse.csc_matrix(P), sparse.identity(len(M), format="csc") - sparse.csc_matrix(M))
-
-    @staticmethod
-    def _splu(A):
-        from scipy.sparse.linalg import splu
-
-        try:
-            return splu(A.tocsc())
-        except RuntimeError as e:                   # "Factor is exactly singular"
-            raise np.linalg.LinAlgError(str(e)) from None
+        IM, lu = sens.factors()
+        return cls(sparse.csc_matrix(P), IM, lu_IM=lu)
 
     def _factor(self):
         """The LU of ``B = (I - M) - c/2 P`` and Woodbury's ``Y = A^-1 c U``, ``S = 1 - V^T Y``
         (``A = I - c J0 = (I - M)^-1 B``)."""
-        self._lu_B = self._splu(self.IM - (0.5 * self.c) * self.P)
+        self._lu_B = splu((self.IM - (0.5 * self.c) * self.P).tocsc())
         self._Y = np.zeros((self.P.shape[0], 0))
-        if self.U:
-            self._Y = self._A_solve(self.c * np.column_stack(self.U))
+        if self.V.shape[0]:
+            self._Y = self._A_solve(self.c * self.U)
         self._woodbury()
 
     def _woodbury(self):
-        k = len(self.V)
-        self._S = np.eye(k) - (np.array(self.V) @ self._Y if k else np.zeros((0, 0)))
+        k = self.V.shape[0]
+        self._S = np.eye(k) - (self.V @ self._Y if k else np.zeros((0, 0)))
 
     def _A_solve(self, X):
         """``A^-1 X = B^-1 (I - M) X``."""
@@ -189,24 +190,24 @@ class _LowRank:
     def times(self, x):
         """``J x``."""
         out = 0.5 * self._lu_IM.solve(self.P @ x)
-        if self.V:
-            out += np.column_stack(self.U) @ (np.array(self.V) @ x)
+        if self.V.shape[0]:
+            out += self.U @ (self.V @ x)
         return self.c * out
 
     def solve(self, r):
         """``(I - J)^-1 r = (A - c U V^T)^-1 r`` by Woodbury's identity."""
         x = self._A_solve(r)
-        if self.V:
-            x = x + self._Y @ np.linalg.solve(self._S, np.array(self.V) @ x)
+        if self.V.shape[0]:
+            x = x + self._Y @ np.linalg.solve(self._S, self.V @ x)
         return x
 
     def add(self, u, v) -> bool:
         """Add the correction ``u v^T`` (at the current ``c``); False when the low-rank term
         has :data:`MAX_RANK` terms already and ``J`` should be made dense instead."""
-        if len(self.U) >= MAX_RANK:
+        if self.V.shape[0] >= MAX_RANK:
             return False
-        self.U.append(u / self.c)
-        self.V.append(v)
+        self.U = np.column_stack([self.U, u / self.c])
+        self.V = np.vstack([self.V, v])
         self._Y = np.column_stack([self._Y, self._A_solve(u)])
         self._woodbury()
         return True
@@ -214,14 +215,10 @@ class _LowRank:
     def dense(self):
         """``J`` as a dense matrix."""
         J = 0.5 * self._lu_IM.solve(self.P.toarray())
-        if self.U:
-            J += np.column_stack(self.U) @ np.array(self.V)
+        if self.V.shape[0]:
+            J += self.U @ self.V
         return self.c * J
 
     def snapshot(self):
-        return self.P, self.IM, self.c, list(self.U), list(self.V)
-
-    @classmethod
-    def restored(cls, snap):
-        P, IM, c, U, V = snap
-        return cls(P, IM, c, U, V)
+        """The arguments that make it again (none of them changes in place)."""
+        return self.P, self.IM, self.c, self.U, self.V, self._lu_IM
