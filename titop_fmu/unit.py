@@ -278,7 +278,7 @@ class BlockUnit(IntegratedUnit):
                 dY[:, j] = self._column(kin, acc, 1) - y0
         state_level = self._state_level_inputs
         if np.any(S[state_level]):                              # central differences
-            saved = self.u.copy()
+            saved, kin_saved = self.u.copy(), (self._kin, self._kin_key)
             try:
                 for j in range(k):
                     s = np.zeros(len(self.input_names))
@@ -294,9 +294,10 @@ class BlockUnit(IntegratedUnit):
                     dy = yp - self.outputs()
                     dy[self._angle_outputs] = wrap(dy[self._angle_outputs])
                     dY[:, j] += dy / (2 * d)
-            finally:
+            finally:                            # the inputs and their kinematics as they were
                 self.u = saved
                 self._y = None
+                self._kin, self._kin_key = kin_saved
         return dY[out_idx]
 
 

@@ -105,3 +105,21 @@ def test_directional_derivatives_against_differences(model_id):
     rows, cols = [0, 2], sorted(affine)[:4]
     assert np.allclose(u.directional_derivatives(rows, cols, np.eye(len(cols))), J[np.ix_(rows, cols)],
                        rtol=0, atol=1e-14 * scale)
+
+
+def test_differences_along_twist_and_pose_keep_the_kinematics():
+    """The central differences along twist/pose inputs evaluate the kinematic stage at
+    perturbed inputs; the unit's kinematics of its own inputs are kept for what follows (the
+    outputs, the exact columns): no kinematic stage again."""
+    unit, _ = catalog.build_unit("revolute_c1", {"mass": 2.0, "q0": 0.3, "qd0": 0.5})
+    unit.set_inputs(unit.ALL, 0.3 * np.random.default_rng(1).standard_normal(len(unit.input_names)))
+    y = unit.outputs().copy()
+    calls = []
+    kinematics = unit.block.kinematics
+    unit.block.kinematics = lambda *a, **k: calls.append(1) or kinematics(*a, **k)
+    twist = unit.input_names.index("p.m[10]")
+    unit.directional_derivatives(np.arange(len(unit.output_names)), [twist], np.ones((1, 1)))
+    assert len(calls) == 2                                  # the two perturbed evaluations
+    accel = unit.input_names.index("p.m[1]")
+    unit.directional_derivatives(np.arange(len(unit.output_names)), [accel], np.ones((1, 1)))
+    assert np.array_equal(unit.outputs(), y) and len(calls) == 2

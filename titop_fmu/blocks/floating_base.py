@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ParameterError
-from ..spatial import (P_x2, dcm_from_euler, dcm_from_quat, euler_from_dcm, newton_euler,
+from ..spatial import (P_x2, dcm_from_euler, dcm_from_quat, euler_angles, newton_euler,
                        quat_derivative, quat_from_dcm)
 from .base import Block, body_kinematics, child_accelerations, sum_child_wrenches
 from .body import RigidBody, as_vector
@@ -40,7 +40,7 @@ class _Base(Block):
         m_P = np.zeros(18)
         m_P[6:12] = twist
         m_P[12:15] = r_i.dot(P_bi)                                       # P_b/i^T [IP]_Ri
-        m_P[15:18] = euler_from_dcm(P_bi) if outputs else np.nan          # Theta(P_b/i)
+        m_P[15:18] = euler_angles(P_bi) if outputs else np.nan            # Theta(P_b/i)
         kin = body_kinematics(self.body, self.g, self.child_ports, m_P, P_bi, outputs)
         kin.m_out = {"p.m": m_P, **kin.m_out}
         return kin
