@@ -20,7 +20,6 @@ from titop_fmu.cosim.names import port_names
 from fmpy import read_model_description  # noqa: E402  (fmu_fixtures skips without FMPy)
 from fmpy.ssp.ssd import read_ssd  # noqa: E402
 
-pytest.importorskip("lxml", reason="FMPy's SSP reader needs lxml")
 
 ROOT = Path(__file__).resolve().parents[2]
 BALLOON = ROOT / "examples" / "balloon.toml"
@@ -114,7 +113,7 @@ def test_system_file_round_trip():
 def test_libcosim_loads_the_ssp(balloon_ssp, tmp_path):
     """libcosim's own SSP reader (C++) loads the package: the four units with their FMUs, and
     after one short step (it has no loop solver: not a run) the parameter sets applied."""
-    pytest.importorskip("libcosimpy", reason="libcosim runs need libcosimpy (pip install -e '.[libcosim]')")
+    pytest.importorskip("libcosimpy", reason="libcosim runs need libcosimpy (pip install -e '.[hosts]')")
     from libcosimpy.CosimExecution import CosimExecution
     from libcosimpy.CosimLogging import CosimLogLevel, log_output_level
     log_output_level(CosimLogLevel.WARNING)

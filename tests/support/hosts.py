@@ -1,6 +1,6 @@
 """Third-party pieces for the tests of the assembly FMU: a PD controller FMU made with pythonfmu
 (packaged with the project's FMI entry points, which make it safe to instantiate many times),
-and libcosim (through ``libcosimpy``, the optional extra ``libcosim``) as an FMI host with no
+and libcosim (through ``libcosimpy``, the optional extra ``hosts``) as an FMI host with no
 algebraic-loop solver."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def libcosim_run(units: dict, connections, start: dict, outputs, stop: float, st
     """Run FMUs in libcosim's fixed-step algorithm: ``units`` ``{name: path}``, ``connections``
     ``[("a.out", "b.in")]``, ``start`` ``{"a.var": value}`` (before initialization),
     ``outputs`` ``["a.out"]`` read after every step; ``(t, values)`` at ``step, 2 step, ..., stop``."""
-    pytest.importorskip("libcosimpy", reason="libcosim runs need libcosimpy (pip install -e '.[libcosim]')")
+    pytest.importorskip("libcosimpy", reason="libcosim runs need libcosimpy (pip install -e '.[hosts]')")
     from fmpy import read_model_description
     from libcosimpy.CosimExecution import CosimExecution
     from libcosimpy.CosimLogging import CosimLogLevel, log_output_level

@@ -22,7 +22,8 @@ def need_modelica():
 
 def mutated_copy(model, old, new, folder) -> Path:
     """A copy of the Modelica file ``model`` in ``folder`` with its one occurrence of ``old``
-    replaced by ``new`` (a deliberate mistake the comparison must catch)."""
+    replaced by ``new`` (a deliberate mistake the comparison must catch, or a changed
+    parameter)."""
     text = Path(model).read_text()
     assert text.count(old) == 1, old
     copy = Path(folder) / Path(model).name
