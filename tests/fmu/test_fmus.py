@@ -262,6 +262,37 @@ def test_instances_made_from_two_threads_one_holding_the_gil(fmu_paths, tmp_path
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
 
 
+AFTER_THE_MASTER = textwrap.dedent("""
+    import gc, sys
+    import numpy as np
+    from fmpy import simulate_fmu
+    from titop_fmu.cosim import CoSystem, Options, simulate
+    from titop_fmu.titop import TitopUnits
+    fmu_dir = sys.argv[1]
+    s = CoSystem()
+    s.add("body", "floating_base_c0", gravity=[0.0, 0.0, 0.0], inertia=np.diag([3.0, 5.0, 17.0]))
+    s.set_input("body.ext.w", np.zeros(6))
+    s.record("body.p.m")
+    simulate(s, 0.05, TitopUnits("fmu", fmu_dir), options=Options(workers=0))
+    gc.collect()
+    r = simulate_fmu(f"{fmu_dir}/welded_c0.fmu", stop_time=0.05,
+                     start_values={"inertia[1,1]": 3.0, "inertia[2,2]": 5.0, "inertia[3,3]": 17.0})
+    print("ok", len(r))
+""")
+
+
+def test_fmpy_logs_after_the_master_has_run(fmu_dir, tmp_path):
+    """The master's FMU units log through FMPy's native logger proxy, which keeps one global
+    pointer to a Python logger; a logger per unit, freed with it, made FMPy's own runs in the
+    same process crash at their first message (segmentation fault, reproduced: a warned-of
+    inertia after a master run). Both runs log a parameter warning here."""
+    script = tmp_path / "after.py"
+    script.write_text(AFTER_THE_MASTER)
+    r = subprocess.run([sys.executable, str(script), str(fmu_dir)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stdout}{r.stderr}"
+    assert "triangle inequality" in r.stdout and r.stdout.strip().endswith("ok 6"), r.stdout
+
+
 # -- model structure ------------------------------------------------------------------------
 
 ACCELERATION_INPUTS = ("p.a", "ext.w", "joint.tau", "joint.qdd")

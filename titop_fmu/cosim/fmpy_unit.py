@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ctypes
+import itertools
+import weakref
 from functools import lru_cache
 from pathlib import Path
 
@@ -17,6 +19,34 @@ def _read_fmu(path: str, mtime: float):
     from fmpy import extract, read_model_description
     md = read_model_description(path)
     return md, extract(path)
+
+
+#: the units by the componentEnvironment their FMUs hand back to the logger
+_UNITS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_IDS = itertools.count(1)
+_LOGGER = None
+
+
+def _logger():
+    """The one Python logger of this module's units, for the whole process.
+
+    FMPy's native logger proxy (``fmpy.logging.addLoggerProxy``, which formats the
+    variadic messages) keeps a single global pointer to the last Python logger it was
+    given, and FMPy's default callbacks use the proxy too. A logger per unit, freed with
+    the unit, left every later FMPy instance in the process logging through a dangling
+    pointer: a segmentation fault at the first message. This one is never freed; it
+    hands a unit's messages to the unit (by ``componentEnvironment``), the others to
+    FMPy's ``printLogMessage``, as FMPy's default callbacks do."""
+    global _LOGGER
+    if _LOGGER is None:
+        from fmpy.fmi1 import printLogMessage
+        from fmpy.fmi2 import fmi2CallbackLoggerTYPE
+
+        def dispatch(env, instance, status, category, message):
+            unit = _UNITS.get(env) if env else None
+            (printLogMessage if unit is None else unit._logger)(env, instance, status, category, message)
+        _LOGGER = fmi2CallbackLoggerTYPE(dispatch)
+    return _LOGGER
 
 
 def fmu_unit_type(path) -> UnitType:
@@ -56,7 +86,7 @@ class FMUUnit(Unit):
         super().__init__()
         self.parameters = dict(parameters or {})
         from fmpy.fmi2 import (FMU2Slave, fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE,
-                               fmi2CallbackFunctions, fmi2CallbackLoggerTYPE)
+                               fmi2CallbackFunctions)
         from fmpy import calloc, free
         from fmpy.logging import addLoggerProxy
         self.name, self.path = name, Path(path)
@@ -72,7 +102,10 @@ class FMUUnit(Unit):
         self.fmu = FMU2Slave(guid=md.guid, unzipDirectory=unzipdir,
                              modelIdentifier=md.coSimulation.modelIdentifier, instanceName=name)
         cb = fmi2CallbackFunctions()
-        cb.logger = fmi2CallbackLoggerTYPE(self._logger)
+        uid = next(_IDS)
+        _UNITS[uid] = self
+        cb.componentEnvironment = uid
+        cb.logger = _logger()
         cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(calloc)
         cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
         addLoggerProxy(ctypes.byref(cb))
