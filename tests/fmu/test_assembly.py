@@ -255,6 +255,16 @@ def test_fmu_state_is_exact(host):
     assert host.errors() == []
 
 
+def test_parameter_warnings_are_logged_naming_the_unit(host):
+    """The balloon's principal moments (the paper's) violate the triangle inequality: the
+    assembly FMU logs that as fmi2Warning naming the unit, as the block FMU of the balloon
+    does, and goes on."""
+    host.initialize()
+    warned = [m for s, _, m in host.log if s == 1]
+    assert any("balloon: inertia" in m and "triangle inequality" in m for m in warned), host.log
+    assert not any("pendulum" in m or "slider" in m for m in warned) and host.errors() == []
+
+
 def test_non_finite_input_is_an_error_with_a_message(host):
     host.initialize()
     with pytest.raises(FMICallException):

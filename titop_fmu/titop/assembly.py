@@ -26,7 +26,6 @@ Its FMI view (:func:`assembly_interface`):
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,7 +37,7 @@ from ..errors import ConnectionError_
 from ..fmu import catalog
 from ..fmu.catalog import Interface, Param, ScalarVar
 from ..unit import IntegratedUnit
-from .monolithic import twin
+from .monolithic import twin, twin_and_warnings
 
 #: the parent port of a sub-assembly, named as a block's
 ROOT_PORT = "p"
@@ -82,13 +81,11 @@ class AssemblyInterface(Interface):
     def make_unit(self, scalars) -> tuple:
         """``(AssemblyUnit, [warning messages])``; :class:`ParameterError` naming the FMI
         parameter (``balloon.mass``) if one is invalid."""
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            system = twin(self.cosystem(scalars))
+        system, messages = twin_and_warnings(self.cosystem(scalars))
         v = self.values(scalars)
         unit = AssemblyUnit(system, self.inputs, self.outputs, rtol=catalog.positive("rtol", v["rtol"]),
                             atol=catalog.positive("atol", v["atol"]))
-        return unit, [str(w.message) for w in caught]
+        return unit, messages
 
 
 class AssemblyUnit(IntegratedUnit):

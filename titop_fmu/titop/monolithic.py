@@ -21,16 +21,25 @@ from ..system import System
 
 def twin(cs: CoSystem, solver: str = "recursive") -> System:
     """The :class:`System` of ``cs`` (TITOP models, links and constant inputs only)."""
+    return twin_and_warnings(cs, solver)[0]
+
+
+def twin_and_warnings(cs: CoSystem, solver: str = "recursive") -> tuple:
+    """``(System, [parameter warnings, each naming its unit])``: :func:`twin` and what its
+    units' parameters are warned of (e.g. principal moments violating the triangle
+    inequality), as a block FMU logs them."""
     s = System(solver)
+    messages = []
     for name, spec in cs.units.items():
         if not isinstance(spec.model, str) or spec.model.endswith(".fmu"):
             raise ConnectionError_(f"unit {name!r}: only TITOP model identifiers have a monolithic twin")
         try:
-            unit, _warnings = catalog.build_unit(spec.model, spec.parameters)
+            unit, warned = catalog.build_unit(spec.model, spec.parameters)
         except KeyError as e:
             raise ConnectionError_(f"unit {name!r}: {e.args[0]}") from None
         except ParameterError as e:
             raise e.renamed(f"{name}.{e.parameter}") from None
+        messages += [f"{name}: {w}" for w in warned]
         s.add(name, unit.block)
     linked = set()
     for child_port, parent_port in cs.links:
@@ -42,7 +51,7 @@ def twin(cs: CoSystem, solver: str = "recursive") -> System:
         raise ConnectionError_(f"connections other than TITOP links have no monolithic twin: {extra[:3]}")
     for ref, value in cs.inputs.items():
         s.set_input(ref, value)
-    return s
+    return s, messages
 
 
 def recorded(cs: CoSystem, system: System, y) -> np.ndarray:
