@@ -17,7 +17,8 @@ LAYERS = [
     {"titop_fmu.blocks"},                             # pure block models
     {"titop_fmu.unit"},                               # a block as a co-simulation unit
     {"titop_fmu.fmu"},                                # FMU adapters, catalog, build
-    {"titop_fmu.system", "titop_fmu.invariants"},     # the monolithic engine
+    {"titop_fmu.system", "titop_fmu.kernel",          # the monolithic engine, its C kernel
+     "titop_fmu.invariants"},
     {"titop_fmu.titop"},                              # TITOP units for the master, monolithic twins
     {"titop_fmu.scenarios"},                          # reference systems
     {"titop_fmu.io", "titop_fmu.modelica", "titop_fmu.validate", "titop_fmu.cli"},

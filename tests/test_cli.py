@@ -114,11 +114,15 @@ def test_a_system_file_runs_on_the_monolithic_engine(tmp_path, capsys):
     out = tmp_path / "two.csv"
     assert main(["simulate", str(TWO_BRANCH), "--stop", "0.5", "--out", str(out)]) == 0
     err = capsys.readouterr().err
-    assert "in-process monolithic run: 0.5 s simulated in" in err and "right-hand-side evaluations" in err
+    assert "in-process monolithic run (C kernel): 0.5 s simulated in" in err and "right-hand-side evaluations" in err
     header, got = read(out)
     t, truth = monolithic.simulate(systemfile.read(TWO_BRANCH).system, 0.5, 0.01)
     assert header == ["t"] + systemfile.read(TWO_BRANCH).system.recorded
     assert np.array_equal(got[:, 0], t) and np.allclose(got[:, 1:], truth, rtol=0, atol=1e-12)
+    # the reference blocks: the same run to the integration's tolerance
+    assert main(["simulate", str(TWO_BRANCH), "--stop", "0.5", "--kernel", "numpy", "--out", str(out)]) == 0
+    assert "in-process monolithic run (NumPy blocks)" in capsys.readouterr().err
+    assert np.allclose(read(out)[1][:, 1:], truth, rtol=0, atol=1e-9)
     assert main(["simulate", str(TWO_BRANCH), "--stop", "0.1", "--inprocess-units", "--workers", "0",
                  "--out", str(out)]) == 0
     assert "co-simulation (inprocess units" in capsys.readouterr().err

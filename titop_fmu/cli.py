@@ -202,16 +202,19 @@ def cmd_simulate(args):
     else:
         if args.system == "balloon":
             s = balloon.build(overrides)
-            tr = s.simulate(args.stop, args.dt, rtol=args.rtol, atol=args.rtol, progress=not args.quiet)
+            tr = s.simulate(args.stop, args.dt, rtol=args.rtol, atol=args.rtol, progress=not args.quiet,
+                            kernel=args.kernel)
             values, header = balloon.columns(s, tr.y), balloon.COLUMNS
         else:
-            tr, values = monolithic.run(sf.system, args.stop, args.dt, args.rtol, args.rtol, progress=not args.quiet)
+            tr, values = monolithic.run(sf.system, args.stop, args.dt, args.rtol, args.rtol, progress=not args.quiet,
+                                        kernel=args.kernel)
             header = ["t"] + list(sf.system.recorded)
         write_result(out, tr.t, values, header)
         rows = len(tr.t)
         if not args.quiet:
-            print(f"in-process monolithic run: {args.stop:g} s simulated in {tr.wall:.2f} s wall, "
-                  f"{tr.nfev} right-hand-side evaluations", file=sys.stderr)
+            print(f"in-process monolithic run ({'C kernel' if tr.kernel == 'c' else 'NumPy blocks'}): "
+                  f"{args.stop:g} s simulated in {tr.wall:.2f} s wall, {tr.nfev} right-hand-side evaluations",
+                  file=sys.stderr)
     if not args.quiet:
         print(f"wrote {out} ({rows} rows)", file=sys.stderr)
 
@@ -268,6 +271,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dt", type=float, help=f"output interval [s] (default: the file's, else {DEFAULTS['dt']:g})")
     p.add_argument("--rtol", type=float, help=f"integration tolerance of the in-process run (default "
                                               f"{DEFAULTS['rtol']:g}, at least {RTOL_MIN:g})")
+    p.add_argument("--kernel", choices=["auto", "c", "numpy"], default="auto",
+                   help="right-hand side of the in-process run: c, the C kernel (built with the C compiler "
+                        "on first use); numpy, the reference blocks; auto (default): c when it covers the "
+                        "system and a compiler is there, else numpy")
     p.add_argument("--out", default="run.csv", help="CSV file to write (default run.csv)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a scenario value, SI units or e.g. theta1_0=170deg (repeatable)")

@@ -157,26 +157,44 @@ class System:
         kins, accs = p.evaluate(y)
         return {n: self.blocks[n].assemble_outputs(y[p.state_slices[n]], kins[n], accs[n]) for n in p.order}
 
+    def compiled_rhs(self):
+        """:meth:`rhs` on the C kernel (:mod:`titop_fmu.kernel`, the same equations, equal to
+        rounding); :class:`~titop_fmu.kernel.KernelUnavailable` says why it cannot run."""
+        return self.plan().compiled_rhs()
+
     def simulate(self, t_stop: float, dt: float = 0.01, rtol: float = 1e-11, atol: float = 1e-11,
-                 method: str = "DOP853", progress: bool = False, y0=None):
+                 method: str = "DOP853", progress: bool = False, y0=None, kernel: str = "auto"):
         """Integrate all states together (scipy ``solve_ivp``) and sample every ``dt``.
 
         Returns a :class:`Trajectory`. ``progress=True`` shows a progress bar on
-        runs that last more than a second.
+        runs that last more than a second. ``kernel``: the right-hand side on the C
+        kernel (``"c"``), on the NumPy blocks (``"numpy"``), or on the kernel when it
+        can run this system here (``"auto"``; :attr:`Trajectory.kernel` says which ran).
         """
+        if kernel not in ("auto", "c", "numpy"):
+            raise ValueError(f"kernel must be 'auto', 'c' or 'numpy', got {kernel!r}")
         if not (t_stop > 0 and dt > 0):
             raise ValueError(f"need t_stop > 0 and dt > 0, got {t_stop}, {dt}")
         n = int(round(t_stop / dt))
         t_eval = np.linspace(0.0, n * dt, n + 1)
         y0 = self.initial_state() if y0 is None else np.asarray(y0, dtype=float)
-        fun = self.rhs
+        fun, used = self.rhs, "numpy"
+        if kernel != "numpy" and self.solver == "recursive":
+            from .kernel import KernelUnavailable
+            try:
+                fun, used = self.compiled_rhs(), "c"
+            except KernelUnavailable:
+                if kernel == "c":
+                    raise
+        elif kernel == "c":
+            raise ValueError(f"the C kernel solves the loop recursively: not with solver={self.solver!r}")
         bar = None
         if progress:
             from tqdm import tqdm
             bar = tqdm(total=float(t_eval[-1]), delay=1.0, unit="s(sim)", bar_format=(
                 "{l_bar}{bar}| {n:.2f}/{total:.2f} s [{elapsed}<{remaining}]"))
 
-            def fun(t, y, _rhs=self.rhs):
+            def fun(t, y, _rhs=fun):
                 if t > bar.n:
                     bar.update(t - bar.n)
                 return _rhs(t, y)
@@ -194,7 +212,7 @@ class System:
                 bar.close()
         if sol.status != 0:
             raise SolverError(f"integration failed at t={sol.t[-1] if sol.t.size else 0.0}: {sol.message}")
-        return Trajectory(self, sol.t, sol.y.T, nfev=sol.nfev, wall=time.perf_counter() - start)
+        return Trajectory(self, sol.t, sol.y.T, nfev=sol.nfev, wall=time.perf_counter() - start, kernel=used)
 
 
 @dataclass
@@ -204,6 +222,7 @@ class Trajectory:
     y: np.ndarray       # (len(t), n_states)
     nfev: int
     wall: float
+    kernel: str = "numpy"       # the right-hand side that ran: "c" (the C kernel) or "numpy"
 
     def states(self, block: str) -> np.ndarray:
         return self.y[:, self.system.state_slice(block)]
@@ -249,6 +268,21 @@ class _Plan:
             self.loop = _DenseLoop(self)
         else:
             self.loop = _RecursiveLoop(self)
+        self._compiled = None
+
+    def compiled_rhs(self):
+        """``f(t, y) -> ydot`` on the C kernel (built once per plan)."""
+        if self._compiled is None:
+            from .kernel import CompiledRHS
+            self._compiled = CompiledRHS(self)
+        k = self._compiled
+
+        def f(t, y):
+            ydot, code = k(y)
+            if code:
+                raise (_singular if code == 1 else _not_finite)(t)
+            return ydot
+        return f
 
     def _wiring(self, n):
         """Where the inputs of block ``n`` come from: ``kin``, ``(port, (source block, "ci.m")

@@ -231,7 +231,7 @@ def test_simulate_runs_blas_on_one_thread():
     with threadpool_limits(limits=2, user_api="blas"):
         if max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas") < 2:
             pytest.skip("BLAS has one thread here anyway: nothing to limit")
-        s.simulate(0.01, 0.01)
+        s.simulate(0.01, 0.01, kernel="numpy")
     assert seen and set(seen) == {1}
 
 
@@ -258,3 +258,151 @@ def test_a_constant_input_changed_after_the_plan_is_compiled(solver):
     assert s.plan() is plan
     fresh = built(given, [-1.5])
     assert np.array_equal(s.rhs(0.0, y), fresh.rhs(0.0, y))
+
+
+# -- the C kernel of the right-hand side (titop_fmu.kernel) ------------------------------------
+
+def random_forward_tree(rng, n_bodies):
+    """What the C kernel covers, every case of it: a floating base (inputs in R_i or R_b) and
+    a revolute root given a constant motion vector; welded, revolute and prismatic bodies
+    (oblique axes, mounting angles, springs and dampers, efforts) hung from random earlier
+    blocks, some with several children, some child ports left free with a given wrench."""
+    gravity = rng.standard_normal(3)
+    s = System()
+    kinds = ["floating", "revolute"] + [("welded", "revolute", "prismatic")[rng.integers(3)]
+                                        for _ in range(n_bodies)]
+    kinds[2:5] = ("welded", "revolute", "prismatic")
+    parent = [None, None] + [int(rng.integers(0, i)) for i in range(2, len(kinds))]
+    n_free = rng.integers(0, 2, len(kinds))
+    n_ports = [sum(p == i for p in parent) + n_free[i] for i in range(len(kinds))]
+    names = [f"{k}{i}" for i, k in enumerate(kinds)]
+    for i, (kind, name) in enumerate(zip(kinds, names)):
+        body = rand_body(rng, n_ports[i])
+        if kind == "floating":
+            block = FloatingBase(body, ext_frame=("inertial", "body")[int(rng.integers(2))], gravity=gravity,
+                                 twist0=rng.standard_normal(6))
+        elif kind == "welded":
+            block = WeldedBody(body, gravity=gravity, mount=rng.standard_normal(3))
+        else:
+            cls = RevoluteBody if kind == "revolute" else PrismaticBody
+            block = cls(body, axis=rng.standard_normal(3), gravity=gravity, mount=rng.standard_normal(3),
+                        k=rng.random(), d=rng.random())
+        s.add(name, block)
+        for e, size in block.extra_inputs.items():
+            s.set_input(f"{name}.{e}", rng.standard_normal(size))
+    s.set_input(f"{names[1]}.p.m", rng.standard_normal(18))
+    free = {i: [f"{names[i]}.c{k + 1}" for k in range(n_ports[i])] for i in range(len(kinds))}
+    for i in range(2, len(kinds)):
+        s.link(free[parent[i]].pop(), f"{names[i]}.p")
+    for ports in free.values():
+        for port in ports:
+            s.set_input(f"{port}.w", rng.standard_normal(6))
+    return s
+
+
+def assert_rhs_equal(a, b, rtol=1e-12):
+    """Equal to ``rtol`` relative to the largest component."""
+    assert np.max(np.abs(a - b)) <= rtol * np.max(np.abs(b)), np.max(np.abs(a - b)) / np.max(np.abs(b))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_kernel_rhs_equals_the_numpy_rhs_on_random_trees(seed):
+    rng = np.random.default_rng(seed)
+    s = random_forward_tree(rng, int(rng.integers(5, 20)))
+    assert max(len(b.child_ports) for b in s.blocks.values()) >= 3
+    f = s.compiled_rhs()
+    for _ in range(3):
+        y = random_state(rng, s)
+        assert_rhs_equal(f(0.0, y), s.rhs(0.0, y))
+
+
+@pytest.mark.parametrize("n, branching", [(64, 1), (63, 2), (40, 4)])
+def test_kernel_rhs_equals_the_numpy_rhs_on_long_chains_and_trees(n, branching):
+    """Equal within what rounding makes of these: a long chain's joint accelerations are
+    ill-conditioned (64 bodies: the NumPy rhs itself moves by 7e-13 of its scale when the
+    states move by one ulp; the kernel differs from it by 1.3e-12), so the bound is
+    four times the NumPy rhs' own spread over five such moves, and 1e-12 at least."""
+    s = generate.tree(n, branching)
+    rng = np.random.default_rng(n)
+    y = random_state(rng, s)
+    ref = s.rhs(0.0, y)
+    spread = max(np.max(np.abs(s.rhs(0.0, y * (1 + 2.2e-16 * rng.choice([-1, 1], y.size))) - ref))
+                 for _ in range(5)) / np.max(np.abs(ref))
+    assert_rhs_equal(s.compiled_rhs()(0.0, y), ref, rtol=max(1e-12, 4 * spread))
+
+
+def test_kernel_near_gimbal_lock_and_after_many_turns():
+    """The base 1e-9 rad from gimbal lock (the Euler angles its children get are then
+    ill-defined: both engines go through them the same way), joints many turns out."""
+    s = generate.tree(6, 2)
+    base = next(n for n, b in s.blocks.items() if isinstance(b, FloatingBase))
+    y = random_state(np.random.default_rng(3), s)
+    from titop_fmu.spatial import dcm_from_euler, quat_from_dcm
+    y[s.state_slice(base)][9:13] = quat_from_dcm(dcm_from_euler([0.3, np.pi / 2 - 1e-9, -1.1]))
+    for n, b in s.blocks.items():
+        if b.n_states == 2:
+            y[s.state_slice(n)][0] += 200.0 * np.pi + 0.7
+    assert_rhs_equal(s.compiled_rhs()(0.0, y), s.rhs(0.0, y), rtol=1e-10)
+
+
+def test_kernel_sees_a_constant_input_changed_after_it_is_built():
+    """A constant input changed in place (as an assembly FMU changes them) is read through
+    the kernel's pointers; an input given for the first time makes a new plan and kernel."""
+    s = generate.tree(5, 2)
+    s.set_input("base.ext.w", [1.0, 60.0, -2.0, 0.3, 0.1, -0.2])
+    y = s.initial_state() + 0.05
+    f = s.compiled_rhs()
+    s.set_input("base.ext.w", [3.0, 40.0, -1.0, 0.2, -0.4, 0.1])
+    assert_rhs_equal(f(0.0, y), s.rhs(0.0, y))
+    assert not np.allclose(f(0.0, y), generate.tree(5, 2).rhs(0.0, y))
+    s.set_input("b2.joint.tau", [-1.5])                 # new: a new plan
+    assert_rhs_equal(s.compiled_rhs()(0.0, y), s.rhs(0.0, y))
+    assert not np.allclose(f(0.0, y), s.rhs(0.0, y))
+
+
+def test_kernel_rejects_the_blocks_it_does_not_cover():
+    from titop_fmu.kernel import KernelUnavailable
+    s = random_system(np.random.default_rng(0), 6, "recursive")
+    with pytest.raises(KernelUnavailable, match="does not cover 'imposed1' \\(ImposedMotionBase\\)"):
+        s.compiled_rhs()
+    tr = s.simulate(0.02, 0.01)
+    assert tr.kernel == "numpy"
+    with pytest.raises(KernelUnavailable):
+        s.simulate(0.02, 0.01, kernel="c")
+    inverse = System()
+    inverse.add("arm", RevoluteBody(RigidBody(1.0, np.eye(3), com=[0, -1, 0]), mode="inverse"))
+    inverse.set_input("arm.p.m", np.zeros(18))
+    with pytest.raises(KernelUnavailable, match="RevoluteBody in inverse mode"):
+        inverse.compiled_rhs()
+
+
+def test_kernel_non_finite_state_is_a_solver_error():
+    s = generate.chain(3)
+    y = s.initial_state()
+    y[-1] = np.inf
+    with pytest.raises(SolverError, match="not finite"):
+        s.compiled_rhs()(0.0, y)
+
+
+def test_simulate_on_the_kernel_equals_simulate_on_the_numpy_blocks():
+    s = random_forward_tree(np.random.default_rng(7), 8)
+    c, p = s.simulate(0.5, 0.05, rtol=1e-11, atol=1e-11), s.simulate(0.5, 0.05, rtol=1e-11, atol=1e-11,
+                                                                       kernel="numpy")
+    assert (c.kernel, p.kernel) == ("c", "numpy")
+    assert np.max(np.abs(c.y - p.y)) <= 1e-8 * np.max(np.abs(p.y))
+    with pytest.raises(ValueError, match="kernel must be"):
+        s.simulate(0.5, 0.05, kernel="fortran")
+
+
+def test_without_a_compiler_the_numpy_blocks_run(monkeypatch, tmp_path):
+    from titop_fmu import kernel
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    kernel.library.cache_clear()
+    try:
+        s = generate.chain(2)
+        with pytest.raises(kernel.KernelUnavailable, match="cannot run the C compiler"):
+            s.compiled_rhs()
+        assert s.simulate(0.02, 0.01).kernel == "numpy"
+    finally:
+        kernel.library.cache_clear()

@@ -74,10 +74,11 @@ def recorded(cs: CoSystem, system: System, y) -> np.ndarray:
     return np.array(rows)
 
 
-def run(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12, progress=False):
-    """``(trajectory, recorded outputs)`` of the monolithic twin every ``dt`` from 0 to ``stop``."""
+def run(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12, progress=False, kernel="auto"):
+    """``(trajectory, recorded outputs)`` of the monolithic twin every ``dt`` from 0 to ``stop``
+    (``kernel``: as :meth:`System.simulate`'s)."""
     s = twin(cs)
-    tr = s.simulate(stop, dt, rtol=rtol, atol=atol, progress=progress)
+    tr = s.simulate(stop, dt, rtol=rtol, atol=atol, progress=progress, kernel=kernel)
     return tr, recorded(cs, s, tr.y)
 
 

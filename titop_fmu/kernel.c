@@ -1,0 +1,528 @@
+/* The right-hand side of a monolithic TITOP tree in C: the fast path of
+ * titop_fmu.system.System.simulate (kernel.py beside it builds and loads it).
+ *
+ * The NumPy blocks (titop_fmu/blocks/) stay the reference; this file follows
+ * them step by step, with the same equation numbers (shared/paper/titop-nonlinear.md),
+ * and tests check it equal to them to rounding (tests/physics/test_loop_solve.py):
+ *
+ *   1. kinematics, parents first: each block's motion vector at its port in its
+ *      own frame, its DCMs, gravity, the non-linear wrench, the twist/pose part of
+ *      its children's motion vectors (Block.kinematics);
+ *   2. the acceleration stage, affine in (parent acceleration, linked children's
+ *      wrenches), evaluated on the columns [affine part, unit inputs...]
+ *      (Block.accelerations); upward pass, leaves first: the children's wrench maps
+ *      W = K a + k condensed into the block's own map (system._RecursiveLoop);
+ *   3. downward pass, roots first: accelerations, joint accelerations, state
+ *      derivatives.
+ *
+ * Blocks: floating base (eqs. (11)-(13)), welded body (eq. (15)), revolute
+ * (eqs. (16)-(23)) and prismatic (eqs. (24)-(29)) bodies, forward mode; a
+ * root that is not a floating base takes a constant motion vector. Matrices are
+ * row-major; a 6-vector is [v; w] (twist, acceleration) or [F; T] (wrench).
+ * All sizes and the layout are set by kernel.py. */
+
+#include <math.h>
+#include <string.h>
+
+enum { BASE = 0, WELDED = 1, REVOLUTE = 2, PRISMATIC = 3 };
+
+/* per block, the integers (NI of them) */
+enum { I_TYPE, I_PARENT, I_SLOT, I_STATE, I_NC, I_DPAR, I_INERTIAL, I_MCONST, I_EXT, I_TAU,
+       I_CHILD, NI };
+/* per child (at I_CHILD, 2 each): the linked block or -1, the pointer of its constant wrench or -1 */
+
+/* per block, the parameters at I_DPAR */
+enum { D_D = 0, D_DINV = 36, D_G = 72, D_MOUNT = 75, D_AXIS = 84, D_J = 87, D_K = 88, D_DAMP = 89, D_PC = 90 };
+
+/* --- spatial algebra (titop_fmu/spatial.py) --------------------------------------------- */
+
+static void mat3_mul(const double *A, const double *B, double *C)         /* C = A B */
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            C[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
+}
+
+static void mat3T_vec(const double *A, const double *v, double *out)     /* out = A^T v */
+{
+    for (int j = 0; j < 3; j++)
+        out[j] = v[0] * A[j] + v[1] * A[3 + j] + v[2] * A[6 + j];
+}
+
+static void mat3_vec(const double *A, const double *v, double *out)      /* out = A v */
+{
+    for (int i = 0; i < 3; i++)
+        out[i] = A[3 * i] * v[0] + A[3 * i + 1] * v[1] + A[3 * i + 2] * v[2];
+}
+
+static void cross(const double *a, const double *b, double *out)
+{
+    out[0] = a[1] * b[2] - a[2] * b[1];
+    out[1] = a[2] * b[0] - a[0] * b[2];
+    out[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+static void mat6_vec(const double *D, const double *x, double *out)      /* out = D x */
+{
+    for (int i = 0; i < 6; i++) {
+        double s = 0.0;
+        for (int j = 0; j < 6; j++)
+            s += D[6 * i + j] * x[j];
+        out[i] = s;
+    }
+}
+
+/* tau(r) x = [x_v + r x x_w; x_w]: tau_CP with r = CP (nomenclature) */
+static void tau_vec(const double *r, const double *x, double *out)
+{
+    double c[3];
+    cross(r, x + 3, c);
+    out[0] = x[0] + c[0]; out[1] = x[1] + c[1]; out[2] = x[2] + c[2];
+    out[3] = x[3]; out[4] = x[4]; out[5] = x[5];
+}
+
+/* tau(r)^T W = [F; T - r x F]: a wrench transported from C to P (eq. (13)) */
+static void tauT_vec(const double *r, const double *W, double *out)
+{
+    double c[3];
+    cross(r, W, c);
+    out[0] = W[0]; out[1] = W[1]; out[2] = W[2];
+    out[3] = W[3] - c[0]; out[4] = W[4] - c[1]; out[5] = W[5] - c[2];
+}
+
+/* C(x') y (eq. (7)) */
+static void C_times(const double *tw, const double *y, double *out)
+{
+    double vx = tw[0], vy = tw[1], vz = tw[2], wx = tw[3], wy = tw[4], wz = tw[5];
+    out[0] = wy * y[2] - wz * y[1];
+    out[1] = wz * y[0] - wx * y[2];
+    out[2] = wx * y[1] - wy * y[0];
+    out[3] = vy * y[2] - vz * y[1] + wy * y[5] - wz * y[4];
+    out[4] = vz * y[0] - vx * y[2] + wz * y[3] - wx * y[5];
+    out[5] = vx * y[1] - vy * y[0] + wx * y[4] - wy * y[3];
+}
+
+static void dcm_from_euler(const double *Th, double *P)                  /* 3-2-1 */
+{
+    double cf = cos(Th[0]), sf = sin(Th[0]), ct = cos(Th[1]), st = sin(Th[1]), cp = cos(Th[2]), sp = sin(Th[2]);
+    P[0] = cp * ct; P[1] = cp * st * sf - sp * cf; P[2] = cp * st * cf + sp * sf;
+    P[3] = sp * ct; P[4] = sp * st * sf + cp * cf; P[5] = sp * st * cf - cp * sf;
+    P[6] = -st;     P[7] = ct * sf;                P[8] = ct * cf;
+}
+
+static void euler_angles(const double *P, double *Th)
+{
+    double c_theta = hypot(P[0], P[3]);
+    Th[1] = atan2(-P[6], c_theta);
+    if (c_theta > 1e-12) {
+        Th[0] = atan2(P[7], P[8]);
+        Th[2] = atan2(P[3], P[0]);
+    } else {
+        Th[0] = 0.0;
+        Th[2] = atan2(-P[1], P[4]);
+    }
+}
+
+static void dcm_from_quat(const double *q, double *P)
+{
+    double w = q[0], x = q[1], y = q[2], z = q[3];
+    double s = 2.0 / (w * w + x * x + y * y + z * z);
+    P[0] = 1.0 - s * (y * y + z * z); P[1] = s * (x * y - w * z);       P[2] = s * (x * z + w * y);
+    P[3] = s * (x * y + w * z);       P[4] = 1.0 - s * (x * x + z * z); P[5] = s * (y * z - w * x);
+    P[6] = s * (x * z - w * y);       P[7] = s * (y * z + w * x);       P[8] = 1.0 - s * (x * x + y * y);
+}
+
+/* e^{theta (*r~)}, Rodrigues (eq. (16)) */
+static void axis_rotation(const double *r, double theta, double *R)
+{
+    double x = r[0], y = r[1], z = r[2], c = cos(theta), s = sin(theta), v = 1.0 - c;
+    R[0] = c + v * x * x;     R[1] = v * x * y - s * z; R[2] = v * x * z + s * y;
+    R[3] = v * x * y + s * z; R[4] = c + v * y * y;     R[5] = v * y * z - s * x;
+    R[6] = v * x * z - s * y; R[7] = v * y * z + s * x; R[8] = c + v * z * z;
+}
+
+/* ([m_P]_Ra, P_a/i) from [m_P]_Rb (motion_in_frame) */
+static void motion_in_frame(const double *m_b, const double *P_ab, double *m_a, double *P_ai)
+{
+    double P_bi[9];
+    for (int k = 0; k < 5; k++)
+        mat3T_vec(P_ab, m_b + 3 * k, m_a + 3 * k);
+    dcm_from_euler(m_b + 15, P_bi);
+    mat3_mul(P_bi, P_ab, P_ai);
+    euler_angles(P_ai, m_a + 15);
+}
+
+/* --- one block ---------------------------------------------------------------------------- */
+
+typedef struct {                 /* a block's workspace (see ws_layout) */
+    double *P_ab, *P_ai, *m, *g6, *bias, *e, *scal, *m_out, *w, *qdd, *a_out, *K, *k, *X, *A, *a_child;
+} WS;
+
+static int n_linked(const int *B, const int *I)
+{
+    int n = 0;
+    for (int i = 0; i < B[I_NC]; i++)
+        n += I[B[I_CHILD] + 2 * i] >= 0;
+    return n;
+}
+
+static int n_cols(const int *B, const int *I)     /* [affine part, a_p (6 if linked parent), w (6 per linked child)] */
+{
+    return 1 + (B[I_PARENT] >= 0 ? 6 : 0) + 6 * n_linked(B, I);
+}
+
+static int ws_size(const int *B, const int *I)
+{
+    int nc = B[I_NC], nl = n_linked(B, I), ncol = n_cols(B, I), na = B[I_PARENT] >= 0 ? 6 : 0;
+    return 9 + 9 + 18 + 6 + 6 + 6 + 4 + 18 * nc + 6 * ncol + ncol + 6 * ncol * (nc + 1) + 36 + 6
+        + 6 * nl * (1 + na) + 36 * nl * nl + 6 * nc;
+}
+
+static void ws_layout(const int *B, const int *I, double *p, WS *s)   /* in the order of ws_size */
+{
+    int nc = B[I_NC], nl = n_linked(B, I), ncol = n_cols(B, I), na = B[I_PARENT] >= 0 ? 6 : 0;
+#define TAKE(f, n) do { s->f = p; p += (n); } while (0)
+    TAKE(P_ab, 9); TAKE(P_ai, 9); TAKE(m, 18); TAKE(g6, 6); TAKE(bias, 6); TAKE(e, 6); TAKE(scal, 4);
+    TAKE(m_out, 18 * nc); TAKE(w, 6 * ncol); TAKE(qdd, ncol); TAKE(a_out, 6 * ncol * (nc + 1));
+    TAKE(K, 36); TAKE(k, 6); TAKE(X, 6 * nl * (1 + na)); TAKE(A, 36 * nl * nl); TAKE(a_child, 6 * nc);
+#undef TAKE
+}
+
+/* Block.kinematics: m (the block's motion vector at its port, in its frame), P_ab, P_ai,
+ * g6, bias = C(x') D x', e (joint terms of eqs. (17)/(24)), scal = [spring, q], m_out */
+static void kinematics(const int *B, const double *par, const double *y, const double *m_par,
+                       WS *s)
+{
+    int type = B[I_TYPE];
+    const double *x = y + B[I_STATE], *D = par + D_D, *ax = par + D_AXIS;
+    double *m = s->m;
+    memset(s->e, 0, 6 * sizeof(double));
+    if (type == BASE) {
+        dcm_from_quat(x + 9, s->P_ai);
+        memcpy(s->P_ab, s->P_ai, 9 * sizeof(double));
+        memset(m, 0, 6 * sizeof(double));
+        memcpy(m + 6, x, 6 * sizeof(double));
+        mat3T_vec(s->P_ai, x + 6, m + 12);                                /* P_b/i^T [IP]_Ri */
+        euler_angles(s->P_ai, m + 15);
+    } else if (type == REVOLUTE) {
+        double R[9], c[3];
+        axis_rotation(ax, x[0], R);
+        mat3_mul(par + D_MOUNT, R, s->P_ab);                               /* eq. (16) */
+        motion_in_frame(m_par, s->P_ab, m, s->P_ai);
+        cross(ax, m + 6, c);                                               /* eq. (17) */
+        s->e[0] = -x[1] * c[0]; s->e[1] = -x[1] * c[1]; s->e[2] = -x[1] * c[2];
+        cross(ax, m + 9, c);
+        s->e[3] = -x[1] * c[0]; s->e[4] = -x[1] * c[1]; s->e[5] = -x[1] * c[2];
+        for (int i = 0; i < 3; i++)
+            m[9 + i] += x[1] * ax[i];
+        s->scal[0] = -par[D_K] * x[0] - par[D_DAMP] * x[1];
+    } else if (type == PRISMATIC) {
+        double r[3] = {-x[0] * ax[0], -x[0] * ax[1], -x[0] * ax[2]}, tw[6], c[3];
+        memcpy(s->P_ab, par + D_MOUNT, 9 * sizeof(double));
+        motion_in_frame(m_par, s->P_ab, m, s->P_ai);
+        tau_vec(r, m + 6, tw);                                             /* eq. (24) */
+        memcpy(m + 6, tw, 6 * sizeof(double));
+        for (int i = 0; i < 3; i++) {
+            m[6 + i] += x[1] * ax[i];
+            m[12 + i] += x[0] * ax[i];
+        }
+        cross(ax, m + 9, c);
+        s->e[0] = -x[1] * c[0]; s->e[1] = -x[1] * c[1]; s->e[2] = -x[1] * c[2];
+        s->scal[0] = -par[D_K] * x[0] - par[D_DAMP] * x[1];
+        s->scal[1] = x[0];
+    } else {                                                               /* WELDED */
+        memcpy(s->P_ab, par + D_MOUNT, 9 * sizeof(double));
+        motion_in_frame(m_par, s->P_ab, m, s->P_ai);
+    }
+    double Dx[6];
+    memset(s->g6, 0, 6 * sizeof(double));
+    mat3T_vec(s->P_ai, par + D_G, s->g6);                                  /* P_a/i^T g, eq. (11) */
+    mat6_vec(D, m + 6, Dx);
+    C_times(m + 6, Dx, s->bias);                                           /* eq. (7) */
+    for (int i = 0; i < B[I_NC]; i++) {                                    /* upsilon, eq. (14) */
+        const double *PC = par + D_PC + 3 * i;
+        double r[3] = {-PC[0], -PC[1], -PC[2]}, *mc = s->m_out + 18 * i;
+        memset(mc, 0, 6 * sizeof(double));
+        tau_vec(r, m + 6, mc + 6);
+        for (int j = 0; j < 3; j++) {
+            mc[12 + j] = m[12 + j] + PC[j];
+            mc[15 + j] = m[15 + j];
+        }
+    }
+}
+
+/* Block.accelerations on column j: f = 1 for the affine part (column 0), 0 for the linear part.
+ * Inputs: a_p (6) and the children's wrenches (6 each, NULL: the constant one times f).
+ * Outputs: w (the wrench on the parent, in its frame), *qdd, a_out (6 per child, then the
+ * base's own acceleration at slot nc). */
+static void accelerations(const int *B, const int *I, const double *par, const double *const *ptr,
+                          const WS *s, double f, const double *a_p, const double *const *w_c,
+                          double *w, double *qdd, double *a_out)
+{
+    int type = B[I_TYPE], nc = B[I_NC];
+    const double *D = par + D_D, *ax = par + D_AXIS, *P = s->P_ab;
+    double Wc[6] = {0}, a_A[6], t[6], W[6];
+    for (int i = 0; i < nc; i++) {                                         /* eq. (13) */
+        const double *PC = par + D_PC + 3 * i;
+        double r[3] = {-PC[0], -PC[1], -PC[2]}, wi[6];
+        if (w_c[i]) {
+            tauT_vec(r, w_c[i], wi);
+        } else {
+            const double *cw = ptr[I[B[I_CHILD] + 2 * i + 1]];
+            double fw[6];
+            for (int k = 0; k < 6; k++)
+                fw[k] = f * cw[k];
+            tauT_vec(r, fw, wi);
+        }
+        for (int k = 0; k < 6; k++)
+            Wc[k] += wi[k];
+    }
+    *qdd = 0.0;
+    if (type == BASE) {                                                    /* eq. (11) solved */
+        double tot[6];
+        const double *ext = B[I_EXT] >= 0 ? ptr[B[I_EXT]] : NULL;
+        double we[6] = {0};
+        if (ext) {
+            if (B[I_INERTIAL]) {
+                mat3T_vec(s->P_ai, ext, we);
+                mat3T_vec(s->P_ai, ext + 3, we + 3);
+            } else {
+                memcpy(we, ext, 6 * sizeof(double));
+            }
+        }
+        for (int k = 0; k < 6; k++)
+            tot[k] = f * we[k] + Wc[k] - f * s->bias[k];
+        mat6_vec(par + D_DINV, tot, a_A);
+        for (int k = 0; k < 6; k++)
+            a_A[k] += f * s->g6[k];
+        memcpy(a_out + 6 * nc, a_A, 6 * sizeof(double));
+    } else {
+        double a_B[6], beta[6], Da[6], u[6];
+        mat3T_vec(P, a_p, a_B);                                            /* P2^T a_p */
+        mat3T_vec(P, a_p + 3, a_B + 3);
+        if (type == PRISMATIC) {                                           /* tau_{-x t~} a_P0, eq. (24) */
+            double r[3] = {-s->scal[1] * ax[0], -s->scal[1] * ax[1], -s->scal[1] * ax[2]};
+            tau_vec(r, a_B, t);
+            memcpy(a_B, t, 6 * sizeof(double));
+        }
+        if (type == WELDED) {
+            memcpy(a_A, a_B, 6 * sizeof(double));
+        } else {
+            double s_beta, tau = B[I_TAU] >= 0 ? ptr[B[I_TAU]][0] : 0.0;
+            for (int k = 0; k < 6; k++)
+                u[k] = a_B[k] - f * s->g6[k] + f * s->e[k];
+            mat6_vec(D, u, Da);
+            for (int k = 0; k < 6; k++)
+                beta[k] = Da[k] + f * s->bias[k] - Wc[k];                 /* eq. (21) / eq. (27) */
+            if (type == REVOLUTE)
+                s_beta = ax[0] * beta[3] + ax[1] * beta[4] + ax[2] * beta[5];
+            else
+                s_beta = ax[0] * beta[0] + ax[1] * beta[1] + ax[2] * beta[2];
+            *qdd = (f * (tau + s->scal[0]) - s_beta) / par[D_J];           /* eq. (22) / eq. (28) */
+            for (int k = 0; k < 6; k++)
+                a_A[k] = a_B[k] + f * s->e[k];                             /* eq. (17) / eq. (24) */
+            for (int k = 0; k < 3; k++)
+                a_A[(type == REVOLUTE ? 3 : 0) + k] += ax[k] * *qdd;
+        }
+        for (int k = 0; k < 6; k++)
+            u[k] = a_A[k] - f * s->g6[k];
+        mat6_vec(D, u, Da);
+        for (int k = 0; k < 6; k++)
+            W[k] = Wc[k] - (Da[k] + f * s->bias[k]);                       /* eq. (15) / (18) / (25) */
+        if (type == PRISMATIC) {                                           /* eq. (29) */
+            double r[3] = {-s->scal[1] * ax[0], -s->scal[1] * ax[1], -s->scal[1] * ax[2]};
+            tauT_vec(r, W, t);
+            memcpy(W, t, 6 * sizeof(double));
+        }
+        mat3_vec(P, W, w);                                                 /* P2 W */
+        mat3_vec(P, W + 3, w + 3);
+    }
+    for (int i = 0; i < nc; i++) {                                         /* eq. (14) / eq. (23) */
+        const double *PC = par + D_PC + 3 * i;
+        double r[3] = {-PC[0], -PC[1], -PC[2]};
+        tau_vec(r, a_A, a_out + 6 * i);
+    }
+}
+
+/* A X = B, A (n, n) and B (n, m) row-major, by Gaussian elimination with partial pivoting
+ * (both overwritten, X in B); returns 1 if A is singular */
+static int solve(int n, int m, double *A, double *Bm)
+{
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int r = c + 1; r < n; r++)
+            if (fabs(A[n * r + c]) > fabs(A[n * p + c]))
+                p = r;
+        if (A[n * p + c] == 0.0)
+            return 1;
+        if (p != c) {
+            for (int j = 0; j < n; j++) { double t = A[n * c + j]; A[n * c + j] = A[n * p + j]; A[n * p + j] = t; }
+            for (int j = 0; j < m; j++) { double t = Bm[m * c + j]; Bm[m * c + j] = Bm[m * p + j]; Bm[m * p + j] = t; }
+        }
+        for (int r = c + 1; r < n; r++) {
+            double l = A[n * r + c] / A[n * c + c];
+            if (l == 0.0)
+                continue;
+            for (int j = c; j < n; j++)
+                A[n * r + j] -= l * A[n * c + j];
+            for (int j = 0; j < m; j++)
+                Bm[m * r + j] -= l * Bm[m * c + j];
+        }
+    }
+    for (int c = n - 1; c >= 0; c--)
+        for (int j = 0; j < m; j++) {
+            double v = Bm[m * c + j];
+            for (int k = c + 1; k < n; k++)
+                v -= A[n * c + k] * Bm[m * k + j];
+            Bm[m * c + j] = v / A[n * c + c];
+        }
+    return 0;
+}
+
+/* the size of the workspace of nb blocks (doubles) */
+int titop_workspace(int nb, const int *I)
+{
+    int total = 0;
+    for (int b = 0; b < nb; b++)
+        total += ws_size(I + NI * b, I);
+    return total;
+}
+
+/* ydot at y; returns 0, or 1: the loop is singular, 2: not finite */
+int titop_rhs(int nb, const int *I, const double *par, const double *const *ptr, double *ws,
+              const double *y, double *ydot)
+{
+    WS S[nb > 0 ? nb : 1];
+    double *p = ws;
+    for (int b = 0; b < nb; b++) {
+        ws_layout(I + NI * b, I, p, &S[b]);
+        p += ws_size(I + NI * b, I);
+    }
+    /* 1. kinematics, parents first (blocks are in tree order) */
+    for (int b = 0; b < nb; b++) {
+        const int *B = I + NI * b;
+        const double *m_par = B[I_PARENT] >= 0 ? S[B[I_PARENT]].m_out + 18 * B[I_SLOT]
+                                               : (B[I_MCONST] >= 0 ? ptr[B[I_MCONST]] : NULL);
+        kinematics(B, par + B[I_DPAR], y, m_par, &S[b]);
+    }
+    /* 2. upward pass: every block's columns, its children's maps condensed, its own map */
+    for (int b = nb - 1; b >= 0; b--) {
+        const int *B = I + NI * b;
+        const WS *s = &S[b];
+        int nc = B[I_NC], ncol = n_cols(B, I), na = B[I_PARENT] >= 0 ? 6 : 0, nl = n_linked(B, I);
+        const double *mc = B[I_PARENT] < 0 && B[I_MCONST] >= 0 ? ptr[B[I_MCONST]] : NULL;
+        for (int j = 0; j < ncol; j++) {
+            double a_p[6] = {0}, unit[6] = {0};
+            const double *w_c[nc > 0 ? nc : 1];
+            if (j == 0 && mc)
+                memcpy(a_p, mc, 6 * sizeof(double));                      /* a constant parent acceleration */
+            if (j >= 1 && j <= na)
+                a_p[j - 1] = 1.0;
+            for (int i = 0, l = 0; i < nc; i++) {
+                w_c[i] = NULL;
+                if (I[B[I_CHILD] + 2 * i] < 0)
+                    continue;
+                static const double zero[6] = {0};
+                int c0 = 1 + na + 6 * l++;
+                if (j >= c0 && j < c0 + 6) {
+                    memset(unit, 0, sizeof unit);
+                    unit[j - c0] = 1.0;
+                    w_c[i] = unit;
+                } else {
+                    w_c[i] = zero;
+                }
+            }
+            accelerations(B, I, par + B[I_DPAR], ptr, s, j == 0 ? 1.0 : 0.0, a_p, w_c, s->w + 6 * j,
+                          s->qdd + j, s->a_out + 6 * (nc + 1) * j);
+        }
+        if (nl) {               /* H = [g, G_a, G_w]: w = g + G_a a_p + G_w w, (1 - G_w) [m, M] = [g, G_a] */
+            int n = 6 * nl, m = 1 + na;
+            memset(s->A, 0, (size_t)n * n * sizeof(double));
+            for (int i = 0, l = 0; i < nc; i++) {
+                int c = I[B[I_CHILD] + 2 * i];
+                if (c < 0)
+                    continue;
+                const double *K = S[c].K, *k = S[c].k;
+                for (int r = 0; r < 6; r++) {
+                    int row = 6 * l + r;
+                    for (int j = 0; j < ncol; j++) {
+                        const double *a = s->a_out + 6 * (nc + 1) * j + 6 * i;
+                        double v = 0.0;
+                        for (int q = 0; q < 6; q++)
+                            v += K[6 * r + q] * a[q];
+                        if (j == 0)
+                            s->X[m * row] = v + k[r];
+                        else if (j < m)
+                            s->X[m * row + j] = v;
+                        else
+                            s->A[n * row + (j - m)] = -v;
+                    }
+                    s->A[n * row + row] += 1.0;
+                }
+                l++;
+            }
+            if (solve(n, m, s->A, s->X))
+                return 1;
+        }
+        if (na) {               /* W_p = K a_p + k: K = L_a + L_w M, k = b + L_w m */
+            int m = 1 + na;
+            for (int r = 0; r < 6; r++) {
+                s->k[r] = s->w[r];
+                for (int q = 0; q < 6; q++)
+                    s->K[6 * r + q] = s->w[6 * (1 + q) + r];
+                for (int l = 0; l < 6 * nl; l++) {
+                    double Lw = s->w[6 * (m + l) + r];
+                    s->k[r] += Lw * s->X[m * l];
+                    for (int q = 0; q < 6; q++)
+                        s->K[6 * r + q] += Lw * s->X[m * l + 1 + q];
+                }
+            }
+        }
+    }
+    /* 3. downward pass: z = [a_p; w = m + M a_p], outputs b + L z, state derivatives */
+    double check = 0.0;
+    for (int b = 0; b < nb; b++) {
+        const int *B = I + NI * b;
+        WS *s = &S[b];
+        int nc = B[I_NC], na = B[I_PARENT] >= 0 ? 6 : 0, nl = n_linked(B, I), m = 1 + na, ncol = n_cols(B, I);
+        double z[6 + 6 * nl], qdd;
+        if (na)
+            memcpy(z, S[B[I_PARENT]].a_child + 6 * B[I_SLOT], 6 * sizeof(double));
+        for (int l = 0; l < 6 * nl; l++) {
+            double v = s->X[m * l];
+            for (int q = 0; q < na; q++)
+                v += s->X[m * l + 1 + q] * z[q];
+            z[na + l] = v;
+        }
+        for (int j = 0; j < na + 6 * nl; j++)
+            check += z[j];
+        qdd = s->qdd[0];
+        for (int j = 1; j < ncol; j++)
+            qdd += s->qdd[j] * z[j - 1];
+        double a_self[6];
+        for (int i = 0; i <= nc; i++) {
+            double *dst = i < nc ? s->a_child + 6 * i : a_self;
+            for (int r = 0; r < 6; r++) {
+                double v = s->a_out[6 * i + r];
+                for (int j = 1; j < ncol; j++)
+                    v += s->a_out[6 * (nc + 1) * j + 6 * i + r] * z[j - 1];
+                dst[r] = v;
+            }
+        }
+        const double *x = y + B[I_STATE];
+        double *xd = ydot + B[I_STATE];
+        if (B[I_TYPE] == BASE) {            /* x'dot_P, P_b/i v_P, 1/2 q (x) [0, omega] */
+            const double *q = x + 9, *om = x + 3;
+            memcpy(xd, a_self, 6 * sizeof(double));
+            mat3_vec(s->P_ai, x, xd + 6);
+            xd[9] = 0.5 * (-q[1] * om[0] - q[2] * om[1] - q[3] * om[2]);
+            xd[10] = 0.5 * (q[0] * om[0] + q[2] * om[2] - q[3] * om[1]);
+            xd[11] = 0.5 * (q[0] * om[1] + q[3] * om[0] - q[1] * om[2]);
+            xd[12] = 0.5 * (q[0] * om[2] + q[1] * om[1] - q[2] * om[0]);
+        } else if (B[I_TYPE] != WELDED) {
+            xd[0] = x[1];
+            xd[1] = qdd;
+        }
+    }
+    return isfinite(check) ? 0 : 2;
+}
