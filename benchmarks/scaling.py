@@ -1,11 +1,14 @@
 """Cost of the monolithic engine against the number of bodies: chains and binary trees
 of N = 4 ... 64 revolute bodies on a floating base (:mod:`titop_fmu.scenarios.generate`).
 
-    python benchmarks/scaling.py [--n 4 8 16 32 64] [--solvers recursive dense]
+    python benchmarks/scaling.py [--n 4 8 16 32 64] [--solvers kernel recursive dense]
                                  [--stop 0.5] [--repeats 200] [--no-run] [--cosim [inprocess|fmu]]
 
-For each system and solver it prints the cost of one right-hand side (kinematics
-+ exact loop solve; the median of ``--repeats`` evaluations at the initial state),
+Solvers: ``kernel``, the recursive loop solve on the C kernel (:mod:`titop_fmu.kernel`,
+what ``System.simulate`` runs by default); ``recursive`` and ``dense``, the NumPy blocks
+with the O(N) recursive solve or the dense one. For each system and solver it prints
+the cost of one right-hand side (kinematics + exact loop solve; the median of
+``--repeats`` evaluations at the initial state),
 the wall time of the monolithic run (DOP853, rtol = atol = 1e-11, the
 ``System.simulate`` default) per simulated second over ``--stop`` seconds, and
 for chains the ratio RHS(64)/RHS(8) (O(N) gives 8). With ``--cosim``, the
@@ -29,21 +32,26 @@ from titop_fmu.cosim.numerics import single_threaded_blas
 from titop_fmu.scenarios import generate
 
 
-def rhs_cost(system, repeats):
+#: solver -> (System solver, System.simulate kernel)
+SOLVERS = {"kernel": ("recursive", "c"), "recursive": ("recursive", "numpy"), "dense": ("dense", "numpy")}
+
+
+def rhs_cost(system, kernel, repeats):
     """Median wall time [s] of one right-hand side at the initial state."""
     y = system.initial_state()
-    system.rhs(0.0, y)                                  # the plan is compiled on first use
+    rhs = system.compiled_rhs() if kernel == "c" else system.rhs   # the plan (and kernel) made here
+    rhs(0.0, y)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        system.rhs(0.0, y)
+        rhs(0.0, y)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
 
-def run_cost(system, stop):
+def run_cost(system, kernel, stop):
     """``(wall [s] per simulated second, RHS evaluations)`` of the monolithic run."""
-    tr = system.simulate(stop, dt=stop / 10)
+    tr = system.simulate(stop, dt=stop / 10, kernel=kernel)
     return tr.wall / stop, tr.nfev
 
 
@@ -60,7 +68,7 @@ def cosim_cost(n, branching, stop, engine):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[4, 8, 16, 32, 64])
-    ap.add_argument("--solvers", nargs="+", default=["recursive", "dense"], choices=["recursive", "dense"])
+    ap.add_argument("--solvers", nargs="+", default=list(SOLVERS), choices=list(SOLVERS))
     ap.add_argument("--stop", type=float, default=0.5, help="simulated time of the runs [s]")
     ap.add_argument("--repeats", type=int, default=200)
     ap.add_argument("--no-run", action="store_true", help="right-hand sides only")
@@ -83,11 +91,12 @@ def main():
         for kind, branching in (("chain", 1), ("tree", 2)):
             for n in args.n:
                 for solver in args.solvers:
-                    s = generate.tree(n, branching, solver=solver)
-                    c = rhs[kind, n, solver] = rhs_cost(s, args.repeats)
-                    line = f"{kind:>8} {n:4d} {solver:>9} {c * 1e6:10.0f} {c * 1e6 / n:8.1f}"
+                    loop, kernel = SOLVERS[solver]
+                    s = generate.tree(n, branching, solver=loop)
+                    c = rhs[kind, n, solver] = rhs_cost(s, kernel, args.repeats)
+                    line = f"{kind:>8} {n:4d} {solver:>9} {c * 1e6:10.1f} {c * 1e6 / n:8.2f}"
                     if not args.no_run:
-                        per_s, nfev = run_cost(s, args.stop)
+                        per_s, nfev = run_cost(s, kernel, args.stop)
                         line += f" {per_s:14.3f} {nfev:10d}"
                     if args.cosim and solver == args.solvers[0]:
                         c, st = cosim_cost(n, branching, args.stop, args.cosim)

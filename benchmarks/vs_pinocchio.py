@@ -7,8 +7,9 @@ imports, the run, the CSV written), alternately, ``--repeats`` times each; the
 medians and their ratio are printed:
 
 * TITOP: ``titop-fmu simulate balloon --engine inprocess --stop 20 --out ... --quiet``
-  (the exact loop solve, DOP853 at ``--titop-rtol``, the command's default 1e-12, and
-  like for like at Pinocchio's ``--pin-rtol``), run as ``python -m titop_fmu.cli`` so
+  (the exact loop solve on the C kernel, DOP853 at ``--titop-rtol``, the command's
+  default 1e-12, and like for like at Pinocchio's ``--pin-rtol``; and at the default
+  rtol on the NumPy blocks, ``--kernel numpy``), run as ``python -m titop_fmu.cli`` so
   that the package of this checkout is used;
 * Pinocchio: ``validation/engines/pinocchio_balloon.py`` (ABA, the same
   scenario), scipy DOP853 at ``--pin-rtol`` (rtol = atol), the same output grid.
@@ -64,10 +65,12 @@ def main():
                PYTHONWARNINGS="ignore")
     with tempfile.TemporaryDirectory() as tmp:
         pin_csv = Path(tmp) / "pinocchio.csv"
-        rtols = list(dict.fromkeys([args.titop_rtol, args.pin_rtol]))       # and like for like
-        titop_cmds = {r: [sys.executable, "-m", "titop_fmu.cli", "simulate", "balloon", "--engine", "inprocess",
-                          "--stop", str(args.stop), "--rtol", str(r), "--out", str(Path(tmp) / f"titop{k}.csv"),
-                          "--quiet"] for k, r in enumerate(rtols)}
+        runs = list(dict.fromkeys([(args.titop_rtol, "c"), (args.pin_rtol, "c"),    # and like for like
+                                   (args.titop_rtol, "numpy")]))
+        titop_cmds = {(r, kern): [sys.executable, "-m", "titop_fmu.cli", "simulate", "balloon", "--engine",
+                                  "inprocess", "--kernel", kern, "--stop", str(args.stop), "--rtol", str(r),
+                                  "--out", str(Path(tmp) / f"titop{k}.csv"), "--quiet"]
+                      for k, (r, kern) in enumerate(runs)}
         pin_cmd = [sys.executable, "-c", PINOCCHIO, str(args.stop), str(args.pin_rtol), str(pin_csv)]
         fmu_base = [sys.executable, "-m", "titop_fmu.cli", "simulate", "balloon", "--engine", "fmu", "--quiet"]
         master = fmu_base + ["--stop", str(args.stop)]
@@ -76,7 +79,7 @@ def main():
                         "--tol", "5e-8", "--dt-max", "0.01", "--out", str(Path(tmp) / "tight.csv")]} if args.fmu else {}
         if fmu_cmds:
             timed(fmu_base + ["--stop", "0.01", "--out", str(Path(tmp) / "warm.csv")], env)   # FMUs built here
-        titop, pin, fmu = {r: [] for r in rtols}, [], {k: [] for k in fmu_cmds}
+        titop, pin, fmu = {r: [] for r in runs}, [], {k: [] for k in fmu_cmds}
         for _ in range(args.repeats):
             for r, cmd in titop_cmds.items():
                 titop[r].append(timed(cmd, env))
@@ -91,11 +94,11 @@ def main():
     p = statistics.median(pin)
     print(f"Pinocchio + DOP853 at {args.pin_rtol:g}, whole process: {p:.2f} s "
           f"(runs {', '.join(f'{x:.2f}' for x in pin)})")
-    for r, runs in titop.items():
+    for (r, kern), runs in titop.items():
         t = statistics.median(runs)
-        print(f"TITOP in-process monolithic at {r:g}, whole process: {t:.2f} s (runs "
-              f"{', '.join(f'{x:.2f}' for x in runs)}); ratio to Pinocchio {t / p:.2f}; "
-              f"max |error| vs the Pinocchio reference {errors[r]:.1e}")
+        print(f"TITOP in-process monolithic ({'C kernel' if kern == 'c' else 'NumPy blocks'}) at {r:g}, whole "
+              f"process: {t:.2f} s (runs {', '.join(f'{x:.2f}' for x in runs)}); ratio to Pinocchio {t / p:.2f}; "
+              f"max |error| vs the Pinocchio reference {errors[r, kern]:.1e}")
     for k, runs in fmu.items():
         m = statistics.median(runs)
         print(f"{k}, whole process: {m:.2f} s (runs {', '.join(f'{x:.2f}' for x in runs)}); "
