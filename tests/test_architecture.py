@@ -14,11 +14,10 @@ LAYERS = [
     {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators",   # generic maths:
      "titop_fmu.spatial"},                            # the paper's spatial algebra
     {"titop_fmu.cosim"},                              # generic FMI co-simulation
-    {"titop_fmu.blocks"},                             # pure block models
+    {"titop_fmu.blocks", "titop_fmu.kernel"},         # pure block models, their C kernel
     {"titop_fmu.unit"},                               # a block as a co-simulation unit
     {"titop_fmu.fmu"},                                # FMU adapters, catalog, build
-    {"titop_fmu.system", "titop_fmu.kernel",          # the monolithic engine, its C kernel
-     "titop_fmu.invariants"},
+    {"titop_fmu.system", "titop_fmu.invariants"},     # the monolithic engine
     {"titop_fmu.titop"},                              # TITOP units for the master, monolithic twins
     {"titop_fmu.scenarios"},                          # reference systems
     {"titop_fmu.io", "titop_fmu.modelica", "titop_fmu.validate", "titop_fmu.cli"},

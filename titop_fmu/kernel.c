@@ -388,9 +388,11 @@ int titop_workspace(int nb, const int *I)
     return total;
 }
 
-/* ydot at y; returns 0, or 1: the loop is singular, 2: not finite */
-int titop_rhs(int nb, const int *I, const double *par, const double *const *ptr, double *ws,
-              const double *y, double *ydot)
+/* ydot at y, and with out (else NULL) every block's outputs in turn, as Block.outputs_spec
+ * orders them: p.w (not for a base), ci.m (18 each), then joint.q = [qdd, qd, q] (joints)
+ * or p.m (a base). Returns 0, or 1: the loop is singular, 2: its solution is not finite. */
+int titop_evaluate(int nb, const int *I, const double *par, const double *const *ptr, double *ws,
+                   const double *y, double *ydot, double *out)
 {
     WS S[nb > 0 ? nb : 1];
     double *p = ws;
@@ -510,6 +512,31 @@ int titop_rhs(int nb, const int *I, const double *par, const double *const *ptr,
             }
         }
         const double *x = y + B[I_STATE];
+        if (out) {
+            if (B[I_TYPE] != BASE) {                                       /* p.w */
+                for (int r = 0; r < 6; r++) {
+                    double v = s->w[r];
+                    for (int j = 1; j < ncol; j++)
+                        v += s->w[6 * j + r] * z[j - 1];
+                    *out++ = v;
+                }
+            }
+            for (int i = 0; i < nc; i++, out += 18) {                      /* ci.m */
+                memcpy(out, s->m_out + 18 * i, 18 * sizeof(double));
+                memcpy(out, s->a_child + 6 * i, 6 * sizeof(double));
+            }
+            if (B[I_TYPE] == BASE) {                                       /* p.m */
+                memcpy(out, s->m, 18 * sizeof(double));
+                memcpy(out, a_self, 6 * sizeof(double));
+                out += 18;
+            } else if (B[I_TYPE] != WELDED) {                              /* joint.q */
+                *out++ = qdd;
+                *out++ = x[1];
+                *out++ = x[0];
+            }
+        }
+        if (!ydot)
+            continue;
         double *xd = ydot + B[I_STATE];
         if (B[I_TYPE] == BASE) {            /* x'dot_P, P_b/i v_P, 1/2 q (x) [0, omega] */
             const double *q = x + 9, *om = x + 3;

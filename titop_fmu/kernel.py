@@ -1,5 +1,6 @@
-"""The C kernel of the monolithic right-hand side (``kernel.c``): the fast path of
-:meth:`titop_fmu.system.System.simulate`.
+"""The C kernel of the TITOP blocks (``kernel.c``): the fast path of the monolithic
+right-hand side (:meth:`titop_fmu.system.System.simulate`) and of a block unit's
+derivatives and outputs (:class:`~titop_fmu.unit.BlockUnit`, and so the FMUs).
 
 The NumPy blocks stay the reference: the kernel follows them equation by equation
 (the recursive loop solve of :mod:`titop_fmu.system` included) and is tested equal
@@ -9,8 +10,9 @@ imposed-motion base, inverse mode) runs on the NumPy blocks.
 
 The kernel is compiled on first use with the C compiler (``$CC``, ``cc`` or ``gcc``;
 about a second) into ``$XDG_CACHE_HOME/titop-fmu`` (default ``~/.cache``), keyed by
-the source and the compiler, then only loaded. Without a compiler,
-:class:`KernelUnavailable` says why and the NumPy blocks run.
+the source and the compiler, then only loaded; an FMU carries its own, compiled when
+it was built (:data:`BUNDLED`). Without either, :class:`KernelUnavailable` says why
+and the NumPy blocks run.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .blocks import FloatingBase, PrismaticBody, RevoluteBody, WeldedBody
-from .errors import TitopError
+from .errors import SolverError, TitopError
 
 SOURCE = Path(__file__).resolve().parent / "kernel.c"
 #: the block types of kernel.c and the per-block integer and parameter layout (its enums)
@@ -40,37 +42,139 @@ class KernelUnavailable(TitopError):
     """The C kernel cannot run this system here (no compiler, or a block it does not cover)."""
 
 
+class KernelError(SolverError):
+    """The kernel's evaluation failed (a singular loop, a non-finite solution)."""
+
+
 def cache_root() -> Path:
     """``$XDG_CACHE_HOME/titop-fmu`` (default ``~/.cache/titop-fmu``)."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "titop-fmu"
 
 
+#: the kernel compiled into an FMU (set by its slave): loaded, never compiled, when set
+BUNDLED: Path | None = None
+#: its file name, beside this module in an FMU's resources (not kernel.so: Python would import that as this module)
+KERNEL_LIBRARY = "libtitop_kernel.so"
+
+
 @lru_cache(maxsize=None)
 def library():
-    """The compiled kernel (``ctypes.CDLL``), built into the cache when absent."""
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        raise KernelUnavailable("no C compiler (cc/gcc; or set CC) to build the C kernel")
-    source = SOURCE.read_bytes()
-    key = hashlib.sha256(source + cc.encode()).hexdigest()[:16]
-    lib = cache_root() / f"kernel-{key}.so"
-    if not lib.is_file():
-        lib.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="titop_kernel_", dir=lib.parent) as tmp:
-            cmd = [*cc.split(), "-O2", "-std=c99", "-shared", "-fPIC", "-o", "kernel.so", str(SOURCE), "-lm"]
-            try:
-                r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
-            except OSError as e:
-                raise KernelUnavailable(f"cannot run the C compiler {cc!r} ({e})") from None
-            if r.returncode:
-                raise KernelUnavailable(f"compiling the C kernel failed ({' '.join(cmd)}):\n{r.stderr}")
-            os.replace(Path(tmp) / "kernel.so", lib)          # atomic: concurrent builds are harmless
-    dll = ctypes.CDLL(str(lib))
+    """The compiled kernel (``ctypes.CDLL``): the FMU's own (:data:`BUNDLED`), or built into
+    the cache when absent."""
+    lib = BUNDLED
+    if lib is None:
+        cc = c_compiler()
+        if not cc:
+            raise KernelUnavailable("no C compiler (cc/gcc; or set CC) to build the C kernel")
+        key = hashlib.sha256(SOURCE.read_bytes() + cc.encode()).hexdigest()[:16]
+        lib = cache_root() / f"kernel-{key}.so"
+        if not lib.is_file():
+            lib.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(prefix="titop_kernel_", dir=lib.parent) as tmp:
+                os.replace(compile_kernel(Path(tmp) / "kernel.so", cc), lib)   # atomic: concurrent builds agree
+    try:
+        dll = ctypes.CDLL(str(lib))
+    except OSError as e:
+        raise KernelUnavailable(f"cannot load the C kernel {lib.name} ({e})") from None
     dll.titop_workspace.restype = ctypes.c_int
     dll.titop_workspace.argtypes = [ctypes.c_int, ctypes.c_void_p]
-    dll.titop_rhs.restype = ctypes.c_int
-    dll.titop_rhs.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 6
+    dll.titop_evaluate.restype = ctypes.c_int
+    dll.titop_evaluate.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 7
     return dll
+
+
+def c_compiler():
+    """The C compiler: ``$CC``, else ``cc`` or ``gcc`` on the path; None if there is none."""
+    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+
+
+def bundle(path):
+    """Use the kernel compiled into an FMU (``path``; not if this process has loaded one
+    already, or if there is none): an FMU never compiles."""
+    global BUNDLED
+    if BUNDLED is None and library.cache_info().currsize == 0 and os.path.isfile(path):
+        BUNDLED = Path(path)
+
+
+def compile_kernel(dest: Path, cc: str) -> Path:
+    """Compile ``kernel.c`` to the shared library ``dest`` (deterministic: same source and
+    compiler, same bytes)."""
+    with tempfile.TemporaryDirectory(prefix="titop_kernel_") as tmp:
+        shutil.copyfile(SOURCE, Path(tmp) / "kernel.c")
+        cmd = [*cc.split(), "-O2", "-std=c99", "-shared", "-fPIC", "-o", "kernel.so", "kernel.c", "-lm"]
+        try:
+            r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
+        except OSError as e:
+            raise KernelUnavailable(f"cannot run the C compiler {cc!r} ({e})") from None
+        if r.returncode:
+            raise KernelUnavailable(f"compiling the C kernel failed ({' '.join(cmd)}):\n{r.stderr}")
+        shutil.copyfile(Path(tmp) / "kernel.so", dest)
+    return dest
+
+
+class _Entry:
+    """One block of a kernel's tree: the block, its parent (index, child slot) or the constant
+    motion vector at its parent port, its state offset, per child port the linked block's
+    index or the constant wrench, and its constant ``ext.w`` and ``joint.tau`` (arrays whose
+    memory the kernel reads, or None)."""
+
+    def __init__(self, name, block, state, parent=(-1, -1), m_const=None, children=(), ext=None, tau=None):
+        kind = TYPES.get(type(block))
+        if kind is None or getattr(block, "mode", "forward") != "forward":
+            what = type(block).__name__ + (f" in {block.mode} mode" if kind is not None else "")
+            raise KernelUnavailable(f"the C kernel does not cover {name!r} ({what})")
+        self.kind, self.block, self.state, self.parent = kind, block, state, parent
+        self.m_const, self.children, self.ext, self.tau = m_const, list(children), ext, tau
+
+
+class _Tree:
+    """The kernel's tables for ``entries`` (parents first) and a call of ``titop_evaluate``."""
+
+    def __init__(self, entries):
+        ints, doubles, children, self._keep = [], [], [], []
+
+        def pointer(value):
+            if value is None:
+                return -1
+            self._keep.append(value)
+            return len(self._keep) - 1
+
+        for e in entries:
+            b, body, kind = e.block, e.block.body, e.kind
+            first = len(children)
+            for c in e.children:
+                children += [c, -1] if isinstance(c, int) else [-1, pointer(c)]
+            d = np.zeros(D_PC + 3 * body.n_children)
+            d[0:36] = body.D_P.ravel()
+            d[72:75] = b.g
+            d[75:84] = np.eye(3).ravel() if kind == 0 else b.P_a0b.ravel()
+            if kind == 0:
+                d[36:72] = b.D_inv.ravel()
+            if kind >= 2:
+                d[84:87] = b.axis
+                d[87:90] = (b.J_r if kind == 2 else body.mass), b.k, b.d
+            for i, PC in enumerate(body.children):
+                d[D_PC + 3 * i:D_PC + 3 * i + 3] = PC
+            ints.append([kind, *e.parent, e.state, body.n_children, sum(len(x) for x in doubles),
+                         int(getattr(b, "ext_frame", "") == "inertial"), pointer(e.m_const), pointer(e.ext),
+                         pointer(e.tau), first])
+            doubles.append(d)
+        self.n = len(ints)
+        table = np.array(ints, dtype=np.int32).reshape(-1, NI)
+        table[:, NI - 1] += table.size                 # the children's integers follow the table
+        self._ints = np.concatenate([table.ravel(), np.array(children, dtype=np.int32)])
+        self._par = np.concatenate(doubles)
+        self._ptrs = (ctypes.c_void_p * max(1, len(self._keep)))(*[v.ctypes.data for v in self._keep])
+        self._lib = library()
+        self._ws = np.zeros(self._lib.titop_workspace(self.n, self._ints.ctypes.data))
+        self._args = (self.n, self._ints.ctypes.data, self._par.ctypes.data, ctypes.addressof(self._ptrs),
+                      self._ws.ctypes.data)
+
+    def evaluate(self, y, ydot, out=None):
+        """``titop_evaluate`` at the states ``y`` (float64, contiguous) into ``ydot`` and ``out``
+        (or None); its code: 0, 1 (the loop is singular), 2 (its solution is not finite)."""
+        return self._lib.titop_evaluate(*self._args, y.ctypes.data, ydot.ctypes.data if ydot is not None else None,
+                                        out.ctypes.data if out is not None else None)
 
 
 class CompiledRHS:
@@ -83,62 +187,59 @@ class CompiledRHS:
     def __init__(self, plan):
         system = plan.system
         index = {n: i for i, n in enumerate(plan.order)}
-        ints, doubles, children, self._keep = [], [], [], []
-
-        def pointer(value):
-            if value is None:
-                return -1
-            self._keep.append(value)
-            return len(self._keep) - 1
-
+        entries = []
         for n in plan.order:
             b = system.blocks[n]
-            kind = TYPES.get(type(b))
-            if kind is None or getattr(b, "mode", "forward") != "forward":
-                what = f"{type(b).__name__}" + (f" in {b.mode} mode" if kind is not None else "")
-                raise KernelUnavailable(f"the C kernel does not cover {n!r} ({what})")
-            parent = slot = m_const = -1
+            parent, m_const = (-1, -1), None
             for _, src in plan.wiring[n].kin:           # the one parent port "p", if any
                 if isinstance(src, np.ndarray):
-                    m_const = pointer(system.values[(n, "p.m")])
+                    m_const = system.values[(n, "p.m")]
                 else:
-                    parent, slot = index[src[0]], system.blocks[src[0]].child_ports.index(src[1][:-2])
-            first = len(children)
+                    parent = index[src[0]], system.blocks[src[0]].child_ports.index(src[1][:-2])
+            children = []
             for c in b.child_ports:
                 j = plan.child_link.get((n, c))
-                children += [index[system.links[j].child], -1] if j is not None else \
-                    [-1, pointer(system.values[(n, f"{c}.w")])]
-            body = b.body
-            d = np.zeros(D_PC + 3 * body.n_children)
-            d[0:36] = body.D_P.ravel()
-            d[72:75] = b.g
-            d[75:84] = np.eye(3).ravel() if kind == 0 else b.P_a0b.ravel()
-            if kind == 0:
-                d[36:72] = b.D_inv.ravel()
-            if kind >= 2:
-                d[84:87] = b.axis
-                d[87:90] = (b.J_r if kind == 2 else body.mass), b.k, b.d
-            for i, PC in enumerate(body.children):
-                d[D_PC + 3 * i:D_PC + 3 * i + 3] = PC
-            ints.append([kind, parent, slot, plan.state_slices[n].start, body.n_children,
-                         sum(len(x) for x in doubles), int(getattr(b, "ext_frame", "") == "inertial"),
-                         m_const, pointer(system.values.get((n, "ext.w"))),
-                         pointer(system.values.get((n, "joint.tau"))), first])
-            doubles.append(d)
-        self.n = len(ints)
-        table = np.array(ints, dtype=np.int32).reshape(-1, NI)
-        table[:, NI - 1] += table.size                 # the children's integers follow the table
-        self._ints = np.ascontiguousarray(np.concatenate([table.ravel(), np.array(children, dtype=np.int32)]),
-                                          dtype=np.int32)
-        self._par = np.ascontiguousarray(np.concatenate(doubles))
-        self._ptrs = (ctypes.c_void_p * max(1, len(self._keep)))(*[v.ctypes.data for v in self._keep])
-        self._lib = library()
-        self._ws = np.zeros(self._lib.titop_workspace(self.n, self._ints.ctypes.data))
-        self._args = (self.n, self._ints.ctypes.data, self._par.ctypes.data, ctypes.addressof(self._ptrs),
-                      self._ws.ctypes.data)
+                children.append(index[system.links[j].child] if j is not None else system.values[(n, f"{c}.w")])
+            entries.append(_Entry(n, b, plan.state_slices[n].start, parent, m_const, children,
+                                  system.values.get((n, "ext.w")), system.values.get((n, "joint.tau"))))
+        self._tree = _Tree(entries)
 
     def __call__(self, y):
         """``(ydot, code)``: code 0, or 1 (the loop is singular), 2 (its solution is not finite)."""
         y = np.ascontiguousarray(y, dtype=float)
         ydot = np.empty_like(y)
-        return ydot, self._lib.titop_rhs(*self._args, y.ctypes.data, ydot.ctypes.data)
+        return ydot, self._tree.evaluate(y, ydot)
+
+
+class BlockKernel:
+    """One block's state derivatives and outputs on the C kernel, for inputs ``u`` laid out
+    as ``slices`` says (``{input name: slice}``, a unit's): what
+    :class:`~titop_fmu.unit.BlockUnit` computes, to rounding. :class:`KernelUnavailable`
+    when the block is not covered."""
+
+    def __init__(self, block, slices: dict, n_outputs: int):
+        self.u = np.zeros(max((s.stop for s in slices.values()), default=0))      # read by the kernel
+        view = {n: self.u[s] for n, s in slices.items()}
+        self._tree = _Tree([_Entry("block", block, 0, m_const=view.get("p.m"),
+                                   children=[view[f"{c}.w"] for c in block.child_ports],
+                                   ext=view.get("ext.w"), tau=view.get("joint.tau"))])
+        self.n_outputs = n_outputs
+
+    def derivatives(self, x, ydot=None):
+        """``xdot`` at the states ``x`` (float64, contiguous) and the inputs in :attr:`u`."""
+        x = np.ascontiguousarray(x, dtype=float)
+        ydot = np.empty_like(x) if ydot is None else ydot
+        self._check(self._tree.evaluate(x, ydot))
+        return ydot
+
+    def outputs(self, x):
+        """All outputs (the unit's order) at the states ``x`` and the inputs in :attr:`u`."""
+        out = np.empty(self.n_outputs)
+        self._check(self._tree.evaluate(np.ascontiguousarray(x, dtype=float), None, out))
+        return out
+
+    @staticmethod
+    def _check(code):
+        if code:
+            raise KernelError("the block's joint acceleration is singular" if code == 1 else
+                              "the block's accelerations are not finite")

@@ -24,6 +24,7 @@ from .cosim.numerics import wrap
 from .cosim.protocol import Unit
 from .errors import SolverError
 from .integrators import dopri5
+from .kernel import BlockKernel, KernelUnavailable
 
 
 def check_finite(names, idx, values):
@@ -173,11 +174,43 @@ class IntegratedUnit(Unit):
 
 
 class BlockUnit(IntegratedUnit):
-    """A block, its states, its current inputs and its time."""
+    """A block, its states, its current inputs and its time.
 
-    def __init__(self, block: Block, rtol: float = 1e-10, atol: float = 1e-10, name: str = "block", type=None):
+    ``kernel``: its state derivatives and outputs on the C kernel (``"c"``), on the NumPy
+    block (``"numpy"``), or on the kernel when it covers the block and can run here
+    (``"auto"``; :attr:`kernel` says which). The directional derivatives come from the
+    NumPy block either way (exact where it is affine)."""
+
+    def __init__(self, block: Block, rtol: float = 1e-10, atol: float = 1e-10, name: str = "block", type=None,
+                 kernel: str = "auto"):
+        if kernel not in ("auto", "c", "numpy"):
+            raise ValueError(f"kernel must be 'auto', 'c' or 'numpy', got {kernel!r}")
         self.block = block
         super().__init__(block.inputs, block.outputs_spec, rtol, atol, name, type)
+        self._kernel = None
+        if kernel != "numpy":
+            try:
+                self._kernel = BlockKernel(block, self._in_slices, len(self.output_names))
+            except KernelUnavailable:
+                if kernel == "c":
+                    raise
+
+    def dependencies(self, seed: int = 0) -> dict:
+        """:meth:`IntegratedUnit.dependencies`, measured on the NumPy block (the reference)
+        whatever computes the outputs: a dependency that exists in rounding only (the
+        parent's ``x`` force on its ``z`` acceleration through ``P m P^T``) shows in the
+        bits at random, differently on the kernel, and the declared structure stays the
+        reference's."""
+        k, self._kernel = self._kernel, None
+        try:
+            return super().dependencies(seed)
+        finally:
+            self._kernel = k
+
+    @property
+    def kernel(self) -> str:
+        """``"c"`` or ``"numpy"``: what computes the derivatives and outputs."""
+        return "numpy" if self._kernel is None else "c"
 
     def reset(self, t0: float = 0.0):
         super().reset(t0)
@@ -212,7 +245,11 @@ class BlockUnit(IntegratedUnit):
         return self.block.project_state(x)
 
     def _derivative_function(self):
-        return self.block.derivative_function(self.input_dict())
+        k = self._kernel
+        if k is None:
+            return self.block.derivative_function(self.input_dict())
+        np.copyto(k.u, self.u)                  # held over the step
+        return k.derivatives
 
     def _kinematics(self, u):
         """The kinematic stage, which depends only on the states and the twist/pose part of
@@ -233,6 +270,10 @@ class BlockUnit(IntegratedUnit):
         return y
 
     def _evaluate_outputs(self):
+        k = self._kernel
+        if k is not None:
+            np.copyto(k.u, self.u)
+            return k.outputs(self.x)
         b, u = self.block, self.input_dict()
         kin = self._kinematics(u)
         return self._flat(b.assemble_outputs(self.x, kin, b.acceleration_stage(kin, b.acceleration_inputs(u))))

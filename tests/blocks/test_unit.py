@@ -7,6 +7,7 @@ from titop_fmu.blocks import RevoluteBody, RigidBody
 from titop_fmu.cosim.numerics import wrap
 from titop_fmu.errors import SolverError
 from titop_fmu.fmu import catalog
+from titop_fmu.kernel import KernelUnavailable
 from titop_fmu.unit import BlockUnit
 
 rng = np.random.default_rng(3)
@@ -14,7 +15,8 @@ rng = np.random.default_rng(3)
 
 def unit():
     body = RigidBody(1.5, np.diag([0.1, 0.2, 0.15]), com=[0.1, -0.6, 0.2], children=[[0.0, -1.0, 0.3]])
-    u = BlockUnit(RevoluteBody(body, axis=[0.3, 0.2, 1.0], mount=[0.1, 0.2, -0.3], k=2.0, d=0.3))
+    u = BlockUnit(RevoluteBody(body, axis=[0.3, 0.2, 1.0], mount=[0.1, 0.2, -0.3], k=2.0, d=0.3),
+                  kernel="numpy")                # the NumPy path's kinematics cache
     u.set_inputs(u.ALL, rng.standard_normal(len(u.input_names)))
     return u
 
@@ -111,8 +113,10 @@ def test_directional_derivatives_against_differences(model_id):
 def test_differences_along_twist_and_pose_keep_the_kinematics():
     """The central differences along twist/pose inputs evaluate the kinematic stage at
     perturbed inputs; the unit's kinematics of its own inputs are kept for what follows (the
-    outputs, the exact columns): no kinematic stage again."""
-    unit, _ = catalog.build_unit("revolute_c1", {"mass": 2.0, "q0": 0.3, "qd0": 0.5})
+    outputs, the exact columns): no kinematic stage again (on the NumPy block: the C kernel
+    keeps no kinematics)."""
+    unit = BlockUnit(catalog.build_unit("revolute_c1", {"mass": 2.0, "q0": 0.3, "qd0": 0.5})[0].block,
+                     kernel="numpy")
     unit.set_inputs(unit.ALL, 0.3 * np.random.default_rng(1).standard_normal(len(unit.input_names)))
     y = unit.outputs().copy()
     calls = []
@@ -124,3 +128,36 @@ def test_differences_along_twist_and_pose_keep_the_kinematics():
     accel = unit.input_names.index("p.m[1]")
     unit.directional_derivatives(np.arange(len(unit.output_names)), [accel], np.ones((1, 1)))
     assert np.array_equal(unit.outputs(), y) and len(calls) == 2
+
+
+@pytest.mark.parametrize("model_id", [catalog.model_identifier(k, n) for k, n in catalog.all_identifiers()])
+def test_the_kernel_computes_what_the_numpy_block_computes(model_id):
+    """Every catalog model at random parameters, states and inputs: on the C kernel where it
+    covers the block (every one but the loop closure, the imposed-motion base and inverse
+    modes), outputs and state derivatives equal the NumPy block's to rounding, and a step
+    equals the NumPy step to the integrator's tolerance."""
+    from titop_fmu.fmu.model_description import random_parameters
+    iface = catalog.interface_of(model_id)
+    r = np.random.default_rng(5)
+    for _ in range(3):
+        u, _ = iface.make_unit(random_parameters(iface, r))
+        ref = BlockUnit(u.block, u.rtol, u.atol, kernel="numpy")
+        covered = type(u.block).__name__ in ("FloatingBase", "WeldedBody", "RevoluteBody", "PrismaticBody") \
+            and getattr(u.block, "mode", "forward") == "forward"
+        assert u.kernel == ("c" if covered else "numpy")
+        x = u._project(u.x + 0.3 * r.standard_normal(u.x.size))
+        inputs = r.standard_normal(len(u.input_names))
+        for w in (u, ref):
+            w.x = x.copy()
+            w.set_inputs(w.ALL, inputs)
+        a, b = u.outputs(), ref.outputs()
+        assert np.abs(a - b).max() <= 1e-13 * np.abs(b).max()
+        if x.size:
+            fa, fb = u._derivative_function()(x), ref._derivative_function()(x)
+            assert np.abs(fa - fb).max() <= 1e-13 * np.abs(fb).max()
+            u.do_step(0.0, 0.01)
+            ref.do_step(0.0, 0.01)
+            assert np.abs(u.x - ref.x).max() <= 1e-8 * max(1.0, np.abs(ref.x).max())
+    if not covered:
+        with pytest.raises(KernelUnavailable, match="does not cover"):
+            BlockUnit(u.block, kernel="c")

@@ -450,6 +450,34 @@ def test_fmu_runs_on_its_bundled_package_without_scipy(fmu_paths, tmp_path):
     assert scipy_loaded == "False"
 
 
+def test_fmu_runs_on_its_own_c_kernel_without_a_compiler(fmu_paths, tmp_path):
+    """In a host process without a C compiler (and an empty cache), the FMUs run their blocks
+    on the kernel compiled into them when they were built (never compiling at load), to the
+    same values as the in-process unit on the kernel."""
+    fmus = [str(fmu_paths[m]) for m in ("floating_base_c1", "revolute_c1", "prismatic_c0")]
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path = [p for p in sys.path if p not in ("", {os.getcwd()!r})]
+        from fmpy import simulate_fmu
+        for f in {fmus!r}:
+            r = simulate_fmu(f, stop_time=0.1, output_interval=0.01)
+            print(repr(float(r[r.dtype.names[1]][-1])))
+        k = sys.modules["titop_fmu.kernel"]
+        print(k.BUNDLED is not None and k.BUNDLED.name == k.KERNEL_LIBRARY, k.library.cache_info().currsize)
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(CC=str(tmp_path / "no-such-cc"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    *values, bundled, loaded = r.stdout.split()
+    assert (bundled, loaded) == ("True", "1")
+    assert not (tmp_path / "cache").exists()                 # nothing compiled
+    for f, v in zip(fmus, values):
+        ref = simulate_fmu(f, stop_time=0.1, output_interval=0.01)
+        assert float(v) == float(ref[ref.dtype.names[1]][-1])
+
+
 def test_fmus_build_in_a_process_that_has_run_one(fmu_paths, tmp_path):
     """A process that has run a TITOP FMU before importing pythonfmu imports the FMU's copy of
     pythonfmu (in its resources, without the export library); building FMUs afterwards must
@@ -472,7 +500,8 @@ def test_fmu_contents(fmu_paths):
         names = set(z.namelist())
         module = z.read("resources/revolute_c2.py").decode()
     assert {"modelDescription.xml", "binaries/linux64/revolute_c2.so", "binaries/linux64/libpythonfmu-export.so",
-            "resources/slavemodule.txt", "resources/titop_fmu/unit.py", "resources/pythonfmu/fmi2slave.py"} <= names
+            "resources/slavemodule.txt", "resources/titop_fmu/unit.py", "resources/pythonfmu/fmi2slave.py",
+            "resources/titop_fmu/libtitop_kernel.so"} <= names
     assert "KIND = 'revolute'" in module and "CHILDREN = 2" in module
     md, _ = unzipped(fmu_paths["revolute_c2"])
     assert md.coSimulation.canGetAndSetFMUstate and md.coSimulation.canSerializeFMUstate

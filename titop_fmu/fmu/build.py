@@ -11,7 +11,9 @@ Each FMU is a zip with
   the Python slave;
 * ``resources/``: the slave module ``<id>.py`` and ``slavemodule.txt``
   (pythonfmu's layout), pythonfmu's Python files and the whole ``titop_fmu``
-  package, so the host's Python needs numpy only.
+  package with its C kernel compiled (``titop_fmu/libtitop_kernel.so``, the
+  blocks' derivatives and outputs; an FMU never compiles), so the host's
+  Python needs numpy only.
 
 The build is deterministic: same sources, same compiler -> same bytes (fixed
 zip timestamps, a GUID derived from the content, no generation date).
@@ -31,6 +33,7 @@ from xml.dom.minidom import parseString
 from xml.etree.ElementTree import tostring
 
 from ..errors import TitopError
+from ..kernel import KERNEL_LIBRARY, KernelUnavailable, c_compiler, compile_kernel
 from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
 from .model_description import content_guid, finalize, measure_dependencies
 
@@ -89,7 +92,7 @@ def compile_shim(dest: Path) -> Path:
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
         raise FmuBuildError(f"the FMUs are built for Linux x86-64 only (this is {platform.system()} "
                             f"{platform.machine()})")
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    cc = c_compiler()
     if not cc:
         raise FmuBuildError("building the FMUs needs a C compiler: install one (cc/gcc) or set CC")
     if not SHIM_SOURCE.is_file():
@@ -194,11 +197,18 @@ def build_fmu(kind: str, n_children: int, out_dir, shim: Path, common: dict | No
 
 
 def common_files() -> dict:
-    """The files every FMU shares: pythonfmu's library and Python files, the titop_fmu package."""
+    """The files every FMU shares: pythonfmu's library and Python files, the titop_fmu package
+    and its C kernel, compiled here (``resources/titop_fmu/kernel.so``)."""
     pfmu_dir, inner = _pythonfmu()
     files = {f"binaries/linux64/{INNER_LIBRARY}": inner.read_bytes()}
     files.update({f"resources/pythonfmu/{p.name}": p.read_bytes() for p in sorted(pfmu_dir.glob("*.py"))})
     files.update(_python_files(PACKAGE_ROOT, "resources/titop_fmu"))
+    with tempfile.TemporaryDirectory(prefix="titop_kernel_") as tmp:
+        try:
+            files[f"resources/titop_fmu/{KERNEL_LIBRARY}"] = compile_kernel(Path(tmp) / "k.so", c_compiler()
+                                                                           or "cc").read_bytes()
+        except KernelUnavailable as e:
+            raise FmuBuildError(f"building the FMUs: {e}") from None
     return files
 
 

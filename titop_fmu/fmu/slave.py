@@ -47,6 +47,7 @@ import numpy as np
 from pythonfmu import Fmi2Causality, Fmi2Slave, Fmi2Variability, Integer, Real
 from pythonfmu.enums import Fmi2Status
 
+from .. import kernel
 from ..errors import ParameterError
 from ..unit import check_finite
 from .catalog import interface
@@ -149,6 +150,8 @@ class TitopSlave(Fmi2Slave):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
+        if getattr(self, "resources", None):            # the FMU's own C kernel, before any unit
+            kernel.bundle(os.path.join(self.resources, "titop_fmu", kernel.KERNEL_LIBRARY))
         self.iface = iface = self.interface()
         self.modelName = iface.model_identifier
         self.description = iface.description
