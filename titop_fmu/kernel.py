@@ -130,7 +130,7 @@ class _Entry:
 class _Tree:
     """The kernel's tables for ``entries`` (parents first) and a call of ``titop_evaluate``."""
 
-    def __init__(self, entries):
+    def __init__(self, entries, n_outputs=0):
         ints, doubles, children, self._keep = [], [], [], []
 
         def pointer(value):
@@ -165,16 +165,32 @@ class _Tree:
         self._ints = np.concatenate([table.ravel(), np.array(children, dtype=np.int32)])
         self._par = np.concatenate(doubles)
         self._ptrs = (ctypes.c_void_p * max(1, len(self._keep)))(*[v.ctypes.data for v in self._keep])
-        self._lib = library()
-        self._ws = np.zeros(self._lib.titop_workspace(self.n, self._ints.ctypes.data))
-        self._args = (self.n, self._ints.ctypes.data, self._par.ctypes.data, ctypes.addressof(self._ptrs),
-                      self._ws.ctypes.data)
+        lib = library()
+        self._ws = np.zeros(lib.titop_workspace(self.n, self._ints.ctypes.data))
+        # the call's buffers, and its arguments converted once (a conversion per call cost
+        # twice the kernel's own time on one block)
+        self.y = np.zeros(sum(e.block.n_states for e in entries))
+        self.ydot, self.out = np.zeros_like(self.y), np.zeros(n_outputs)
+        self._fn = lib["titop_evaluate"]            # a function object of its own: no argtypes
+        self._fn.restype = ctypes.c_int
+        head = (ctypes.c_int(self.n), *(ctypes.c_void_p(a.ctypes.data) for a in (self._ints, self._par)),
+                ctypes.c_void_p(ctypes.addressof(self._ptrs)), ctypes.c_void_p(self._ws.ctypes.data),
+                ctypes.c_void_p(self.y.ctypes.data))
+        self._rhs_args = head + (ctypes.c_void_p(self.ydot.ctypes.data), ctypes.c_void_p(None))
+        self._out_args = head + (ctypes.c_void_p(None), ctypes.c_void_p(self.out.ctypes.data))
 
-    def evaluate(self, y, ydot, out=None):
-        """``titop_evaluate`` at the states ``y`` (float64, contiguous) into ``ydot`` and ``out``
-        (or None); its code: 0, 1 (the loop is singular), 2 (its solution is not finite)."""
-        return self._lib.titop_evaluate(*self._args, y.ctypes.data, ydot.ctypes.data if ydot is not None else None,
-                                        out.ctypes.data if out is not None else None)
+    def derivatives(self, y):
+        """``(ydot, code)`` at the states ``y``; code 0, or 1 (the loop is singular), 2 (its
+        solution is not finite)."""
+        np.copyto(self.y, y)
+        code = self._fn(*self._rhs_args)
+        return self.ydot.copy(), code
+
+    def outputs(self, y):
+        """``(every block's outputs, code)`` at the states ``y`` (``titop_evaluate``'s order)."""
+        np.copyto(self.y, y)
+        code = self._fn(*self._out_args)
+        return self.out.copy(), code
 
 
 class CompiledRHS:
@@ -206,9 +222,7 @@ class CompiledRHS:
 
     def __call__(self, y):
         """``(ydot, code)``: code 0, or 1 (the loop is singular), 2 (its solution is not finite)."""
-        y = np.ascontiguousarray(y, dtype=float)
-        ydot = np.empty_like(y)
-        return ydot, self._tree.evaluate(y, ydot)
+        return self._tree.derivatives(y)
 
 
 class BlockKernel:
@@ -222,24 +236,23 @@ class BlockKernel:
         view = {n: self.u[s] for n, s in slices.items()}
         self._tree = _Tree([_Entry("block", block, 0, m_const=view.get("p.m"),
                                    children=[view[f"{c}.w"] for c in block.child_ports],
-                                   ext=view.get("ext.w"), tau=view.get("joint.tau"))])
-        self.n_outputs = n_outputs
+                                   ext=view.get("ext.w"), tau=view.get("joint.tau"))], n_outputs)
 
-    def derivatives(self, x, ydot=None):
-        """``xdot`` at the states ``x`` (float64, contiguous) and the inputs in :attr:`u`."""
-        x = np.ascontiguousarray(x, dtype=float)
-        ydot = np.empty_like(x) if ydot is None else ydot
-        self._check(self._tree.evaluate(x, ydot))
-        return ydot
+    def derivatives(self, x):
+        """``xdot`` at the states ``x`` and the inputs in :attr:`u`."""
+        xdot, code = self._tree.derivatives(x)
+        if code:
+            raise _error(code)
+        return xdot
 
     def outputs(self, x):
         """All outputs (the unit's order) at the states ``x`` and the inputs in :attr:`u`."""
-        out = np.empty(self.n_outputs)
-        self._check(self._tree.evaluate(np.ascontiguousarray(x, dtype=float), None, out))
+        out, code = self._tree.outputs(x)
+        if code:
+            raise _error(code)
         return out
 
-    @staticmethod
-    def _check(code):
-        if code:
-            raise KernelError("the block's joint acceleration is singular" if code == 1 else
-                              "the block's accelerations are not finite")
+
+def _error(code):
+    return KernelError("the block's joint acceleration is singular" if code == 1 else
+                       "the block's accelerations are not finite")
