@@ -176,10 +176,9 @@ class IntegratedUnit(Unit):
 class BlockUnit(IntegratedUnit):
     """A block, its states, its current inputs and its time.
 
-    ``kernel``: its state derivatives and outputs on the C kernel (``"c"``), on the NumPy
-    block (``"numpy"``), or on the kernel when it covers the block and can run here
-    (``"auto"``; :attr:`kernel` says which). The directional derivatives come from the
-    NumPy block either way (exact where it is affine)."""
+    ``kernel``: its state derivatives, outputs and directional derivatives on the C kernel
+    (``"c"``), on the NumPy block (``"numpy"``), or on the kernel when it covers the block
+    and can run here (``"auto"``; :attr:`kernel` says which)."""
 
     def __init__(self, block: Block, rtol: float = 1e-10, atol: float = 1e-10, name: str = "block", type=None,
                  kernel: str = "auto"):
@@ -291,7 +290,8 @@ class BlockUnit(IntegratedUnit):
         Along the acceleration-level inputs (``*.m[1..6]``, child wrenches, joint
         efforts) the block is affine (:meth:`~titop_fmu.blocks.base.Block.accelerations`):
         the acceleration stage evaluated on the batch ``[0, seed]`` gives the
-        derivatives exactly, to rounding. Along the twist and pose inputs
+        derivatives exactly, to rounding (on the kernel: the outputs with those inputs at
+        the seed less the outputs with them at 0). Along the twist and pose inputs
         (``*.m[7..18]``, which enter the kinematic stage and never an algebraic loop
         of TITOP blocks) they are central differences (step ``1e-6`` of the seed's
         scale; about 1e-10 relative), Euler-angle outputs differenced on the circle.
@@ -306,7 +306,15 @@ class BlockUnit(IntegratedUnit):
         # exact: the affine stage on the batch [0, seed], one seed at a time (as an FMU is
         # asked, so that both give the same bits: a product's rounding depends on the batch width)
         exact = [j for j in range(k) if np.any(S[a_pos, j])]
-        if exact:
+        if exact and self._kernel is not None:              # the same differences on the kernel
+            kern = self._kernel
+            np.copyto(kern.u, self.u)
+            kern.u[a_pos] = 0.0
+            y0 = kern.outputs(self.x)
+            for j in exact:
+                kern.u[a_pos] = S[a_pos, j]
+                dY[:, j] = kern.outputs(self.x) - y0
+        elif exact:
             kin = self._kinematics(u)
             batch = np.zeros((len(self.input_names), 2))
             a_in = b.acceleration_inputs({n: batch[s] for n, s in self._in_slices.items()})    # views of batch

@@ -134,8 +134,8 @@ def test_differences_along_twist_and_pose_keep_the_kinematics():
 def test_the_kernel_computes_what_the_numpy_block_computes(model_id):
     """Every catalog model at random parameters, states and inputs: on the C kernel where it
     covers the block (every one but the loop closure, the imposed-motion base and inverse
-    modes), outputs and state derivatives equal the NumPy block's to rounding, and a step
-    equals the NumPy step to the integrator's tolerance."""
+    modes), outputs, state derivatives and the exact directional derivatives equal the
+    NumPy block's to rounding, and a step equals the NumPy step to the integrator's tolerance."""
     from titop_fmu.fmu.model_description import random_parameters
     iface = catalog.interface_of(model_id)
     r = np.random.default_rng(5)
@@ -152,6 +152,11 @@ def test_the_kernel_computes_what_the_numpy_block_computes(model_id):
             w.set_inputs(w.ALL, inputs)
         a, b = u.outputs(), ref.outputs()
         assert np.abs(a - b).max() <= 1e-13 * np.abs(b).max()
+        affine = u._affine_inputs                      # the exact columns
+        outs = np.arange(len(u.output_names))
+        Da = u.directional_derivatives(outs, affine, np.eye(len(affine)))
+        Db = ref.directional_derivatives(outs, affine, np.eye(len(affine)))
+        assert np.abs(Da - Db).max() <= 1e-13 * max(1.0, np.abs(Db).max())
         if x.size:
             fa, fb = u._derivative_function()(x), ref._derivative_function()(x)
             assert np.abs(fa - fb).max() <= 1e-13 * np.abs(fb).max()
