@@ -135,15 +135,17 @@ def Rz(a):
 
 def dcm_from_euler(Theta):
     """``P_./i(Theta)``: Euler angles (3-2-1) to DCM, ``Rz(psi) Ry(theta) Rx(phi)`` (expanded)."""
-    phi, theta, psi = _scalars(Theta)
+    return np.array(_dcm_from_euler(*_scalars(Theta))).reshape(3, 3)
+
+
+def _dcm_from_euler(phi, theta, psi):
+    """:func:`dcm_from_euler`'s nine entries, row by row, as floats."""
     cf, sf = math.cos(phi), math.sin(phi)
     ct, st = math.cos(theta), math.sin(theta)
     cp, sp = math.cos(psi), math.sin(psi)
-    return np.array([
-        [cp * ct, cp * st * sf - sp * cf, cp * st * cf + sp * sf],
-        [sp * ct, sp * st * sf + cp * cf, sp * st * cf - cp * sf],
-        [-st, ct * sf, ct * cf],
-    ])
+    return (cp * ct, cp * st * sf - sp * cf, cp * st * cf + sp * sf,
+            sp * ct, sp * st * sf + cp * cf, sp * st * cf - cp * sf,
+            -st, ct * sf, ct * cf)
 
 
 def euler_from_dcm(P):
@@ -159,6 +161,11 @@ def euler_from_dcm(P):
 def euler_angles(P):
     """:func:`euler_from_dcm` as a list of three floats ``[phi, theta, psi]``."""
     (p00, p01, _), (p10, p11, _), (p20, p21, p22) = np.asarray(P, dtype=float).tolist()
+    return _euler(p00, p01, p10, p11, p20, p21, p22)
+
+
+def _euler(p00, p01, p10, p11, p20, p21, p22):
+    """``[phi, theta, psi]`` from the DCM entries they need (:func:`euler_from_dcm`)."""
     c_theta = math.hypot(p00, p10)
     theta = math.atan2(-p20, c_theta)
     if c_theta > 1e-12:
@@ -188,14 +195,16 @@ def Gamma(Theta):
 def axis_rotation(r_unit, theta):
     """``e^{theta (*r~)} = cos(theta) 1 + sin(theta) (*r~) + (1 - cos(theta)) r~ r~^T``:
     rotation by ``theta`` about the unit vector ``r~`` (eq. (16), Rodrigues' formula)."""
-    x, y, z = _scalars(r_unit)
+    return np.array(_axis_rotation(*_scalars(r_unit), theta)).reshape(3, 3)
+
+
+def _axis_rotation(x, y, z, theta):
+    """:func:`axis_rotation`'s nine entries, row by row, as floats."""
     c, s = math.cos(theta), math.sin(theta)
     v = 1.0 - c
-    return np.array([
-        [c + v * x * x, v * x * y - s * z, v * x * z + s * y],
-        [v * x * y + s * z, c + v * y * y, v * y * z - s * x],
-        [v * x * z - s * y, v * y * z + s * x, c + v * z * z],
-    ])
+    return (c + v * x * x, v * x * y - s * z, v * x * z + s * y,
+            v * x * y + s * z, c + v * y * y, v * y * z - s * x,
+            v * x * z - s * y, v * y * z + s * x, c + v * z * z)
 
 
 def dcm_from_quat(q):
@@ -290,12 +299,21 @@ def relative_rotation_vector(Theta_a, Theta_b):
     return np.array([k * x, k * y, k * z])
 
 
-def exp_rotation(phi):
-    """``e^{(*phi)}``: the rotation by ``|phi|`` about ``phi`` (the exp map of SO(3))."""
-    angle = math.sqrt(float(phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]))
-    if angle < 1e-12:
-        return I3 + skew(phi)
-    return axis_rotation(np.asarray(phi, dtype=float) / angle, angle)
+def rotated_euler(Theta, phi):
+    """``Theta(P(Theta) e^{(*phi)})``: the attitude ``Theta`` turned by the rotation vector
+    ``phi`` in its own frame, as Euler angles (a list of three floats; the inverse of
+    :func:`relative_rotation_vector`). Through the DCMs, on floats: a quaternion route
+    loses the small ``cos(theta)`` near gimbal lock to cancellation (3e-8 rad at 1e-9 rad
+    from it)."""
+    a, b, c = _scalars(phi)
+    angle = math.sqrt(a * a + b * b + c * c)
+    R = (1.0, -c, b, c, 1.0, -a, -b, a, 1.0) if angle < 1e-12 else \
+        _axis_rotation(a / angle, b / angle, c / angle, angle)          # 1 + (*phi) when tiny
+    P = _dcm_from_euler(*_scalars(Theta))
+
+    def entry(i, j):                                                    # (P R)_ij
+        return P[3 * i] * R[j] + P[3 * i + 1] * R[3 + j] + P[3 * i + 2] * R[6 + j]
+    return _euler(entry(0, 0), entry(0, 1), entry(1, 0), entry(1, 1), entry(2, 0), entry(2, 1), entry(2, 2))
 
 
 # --- augmented DCMs and the motion vector -------------------------------------

@@ -172,6 +172,30 @@ def test_relative_rotation_vector():
         assert np.allclose(sp.relative_rotation_vector(a, b), angle * r, atol=1e-7)
 
 
+def test_rotated_euler():
+    """``Theta(P(b) e^{(*d)})`` through quaternions: the DCM of the matrix route (random,
+    near gimbal lock, tiny, zero and near-pi rotations; the same angles away from gimbal
+    lock), and the inverse of relative_rotation_vector."""
+    def matrix_route(b, d):
+        angle = np.linalg.norm(d)
+        R = sp.axis_rotation(d / angle, angle) if angle > 0 else np.eye(3)
+        return sp.dcm_from_euler(b) @ R
+    cases = [(rng.uniform(-np.pi, np.pi, 3), rng.standard_normal(3)) for _ in range(200)]
+    cases += [([0.3, np.pi / 2, -1.0], [0.1, -0.2, 0.3]), ([0.2, np.pi / 2 - 1e-9, -1.1], [1e-12, 0.0, 0.0]),
+              ([0.4, -0.3, 1.2], [0.0, 0.0, 0.0]), ([0.4, -0.3, 1.2], [1e-9, -2e-9, 0.0]),
+              ([-3.1, 0.1, 3.1], (np.pi - 1e-9) * np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5]))]
+    for b, d in cases:
+        b, d = np.asarray(b, dtype=float), np.asarray(d, dtype=float)
+        b[1] = np.clip(b[1], -np.pi / 2, np.pi / 2)
+        P = matrix_route(b, d)
+        got = sp.rotated_euler(b, d)
+        assert np.allclose(sp.dcm_from_euler(got), P, rtol=0, atol=1e-14)
+        if np.hypot(P[0, 0], P[1, 0]) > 1e-6:                          # away from gimbal lock
+            assert np.allclose(got, sp.euler_from_dcm(P), rtol=0, atol=1e-13)
+        if np.linalg.norm(d) < np.pi - 1e-6:
+            assert np.allclose(sp.relative_rotation_vector(got, b), d, rtol=0, atol=1e-12)
+
+
 def test_motion_in_frame_and_upsilon():
     m = rng.standard_normal(18)
     m[15:18] = [0.1, -0.2, 0.3]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spatial import dcm_from_euler, euler_from_dcm, exp_rotation, relative_rotation_vector
+from ..spatial import relative_rotation_vector, rotated_euler
 from .numerics import wrap
 
 
@@ -50,7 +50,7 @@ class Chart:
         """``b (+) d``: ``b`` moved by the difference ``d`` (attitudes: ``b e^{(*d)}``)."""
         out = np.asarray(b, dtype=float) + d
         for at in self._at:
-            out[at] = euler_from_dcm(dcm_from_euler(b[at]) @ exp_rotation(d[at]))
+            out[at] = rotated_euler(b[at], d[at])
         return out
 
     def offset(self, weights, values, ref):
