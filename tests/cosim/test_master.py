@@ -239,3 +239,25 @@ def test_step_jacobian_solves_follow_its_broyden_updates(dense_up_to, monkeypatc
         x = dz * w
         J = (Jh + np.outer((dG - Jh @ dz) / (x @ x), x * w)) * (0.01 / h)
         jac.update(dz, dG, w)
+
+
+def test_a_system_that_fails_its_analysis_leaves_no_worker_running(monkeypatch):
+    """The worker processes start before the analysis (their start-up overlaps it): when the
+    analysis fails, they end with it."""
+    from titop_fmu.cosim import engine
+    from titop_fmu.errors import ConnectionError_
+    from titop_fmu.scenarios import generate
+    from titop_fmu.titop import TitopUnits
+    started = []
+
+    class Recorded(engine.RemoteStepper):
+        def __init__(self, key):
+            super().__init__(key)
+            started.append(self)
+
+    monkeypatch.setattr(engine, "RemoteStepper", Recorded)
+    cs = generate.cosystem(3)
+    cs.add("loose", "revolute_c0")                      # its parent port connected to nothing
+    with pytest.raises(ConnectionError_, match="loose"):
+        build(cs, TitopUnits("inprocess"), Options(workers=2))
+    assert len(started) == 1 and started[0].proc.poll() is not None

@@ -65,14 +65,21 @@ def build(system: CoSystem, units: UnitFactory | None = None, options: Options |
     processes the others."""
     units = units or FileUnits()
     opt = (options or Options()).resolved()
-    st = analyse(system, units.unit_types(system))
     groups = split_runs(opt.sequence, opt.workers)
-    if opt.workers and len(groups) > 1 and picklable((system, units)):
-        steppers = []
+    remote = bool(opt.workers and len(groups) > 1 and picklable((system, units)))
+    # the workers start (their interpreters, their imports) while this process analyses the system
+    steppers = [RemoteStepper(key=k) for k in range(1, len(groups))] if remote else []
+    try:
+        st = analyse(system, units.unit_types(system))
+    except BaseException:
+        for s in steppers:
+            s.terminate()
+        raise
+    if remote:
         try:
-            for k, g in enumerate(groups[1:], start=1):
-                steppers.append(RemoteStepper(system, units, opt, g, key=k, st=st))
-            # this process's runs are set up while the workers start
+            for s, g in zip(steppers, groups[1:]):
+                s.setup(system, units, opt, g, st)
+            # this process's runs are set up while the workers set up theirs
             steppers.append(Stepper(make_runs(system, st, units, opt, groups[0], t0), key=0))
             for s in steppers:
                 if not s.in_process:

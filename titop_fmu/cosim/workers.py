@@ -64,7 +64,9 @@ class RemoteStepper:
 
     in_process = False
 
-    def __init__(self, system, units, opt: Options, indices, key, st):
+    def __init__(self, key):
+        """Start the worker process: it imports what it needs while the caller analyses the
+        system; :meth:`setup` then gives it its runs."""
         self.key = key
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])
@@ -72,8 +74,13 @@ class RemoteStepper:
         self.proc = subprocess.Popen([sys.executable, "-m", "titop_fmu.cosim.worker_process"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env)
         self._lost = False
-        self._send((system, units, opt.stepper_options(), list(indices), key, st))
-        self.start("ready")                 # the caller collects the answer with result()
+        self._set_up = False
+
+    def setup(self, system, units, opt: Options, indices, st):
+        """Make the runs ``indices`` in the worker; the caller collects the answer with result()."""
+        self._send((system, units, opt.stepper_options(), list(indices), self.key, st))
+        self._set_up = True
+        self.start("ready")
 
     def _send(self, message):
         try:
@@ -109,7 +116,7 @@ class RemoteStepper:
     def terminate(self):
         """The worker's units terminated, then the process ends (its input closed); killed if it
         has not ended 2 s later."""
-        if self.proc.poll() is None and not self._lost:
+        if self.proc.poll() is None and not self._lost and self._set_up:    # else: its input closed, it ends
             try:
                 self.start("terminate")
                 self.result()
@@ -130,7 +137,10 @@ class RemoteStepper:
 
 def _worker(inp, out):
     """Worker main loop: build the runs, then serve the master's commands."""
-    system, units, opt, indices, key, st = _recv(inp)
+    try:
+        system, units, opt, indices, key, st = _recv(inp)
+    except (EOFError, OSError):                 # the master ended before giving any run
+        return
     stepper, failure = None, None
     saved, token = {}, 0
     try:
@@ -174,6 +184,10 @@ def serve():
     """The worker's main: the protocol owns stdin/stdout; anything printed goes to stderr.
     Ctrl-C reaches the whole process group: the master decides, the worker ignores it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:                                # while the master analyses the system: the loop solver's
+        import scipy.sparse.linalg      # noqa: F401    sparse LU, imported here, not at the first one
+    except ImportError:
+        pass
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
     with single_threaded_blas():
