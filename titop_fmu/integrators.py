@@ -28,7 +28,11 @@ _B = np.array([35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0.0]
 _E = _B - np.array([5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40])
 
 
-def dopri5(f, x, h, rtol=1e-10, atol=1e-10, h_guess=None, max_steps=100_000):
+#: most internal steps in one call
+MAX_STEPS = 100_000
+
+
+def dopri5(f, x, h, rtol=1e-10, atol=1e-10, h_guess=None, max_steps=MAX_STEPS):
     """Integrate ``xdot = f(x)`` (autonomous over the step) over a duration ``h``.
 
     Returns ``(x_end, h_next, n_evals)``; ``h_next`` is the step-size guess to

@@ -553,3 +553,65 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
     }
     return isfinite(check) ? 0 : 2;
 }
+
+/* Dormand-Prince 5(4) over a communication step h with the inputs held: the states y (n of
+ * them) advanced in place, step for step as titop_fmu/integrators.py's dopri5, whose tableau
+ * it is given (A: 6x6 row-major, E: 7) so that it has one source. *h_guess (0: none) is
+ * read and replaced by the next step's guess; K is 7n, xi and x_new n doubles of scratch.
+ * Returns 0, 1 or 2 as titop_evaluate does, 3: a non-finite error estimate, 4: the step
+ * size fell below 1e-14 h, 5: more than max_steps steps. */
+int titop_step(int nb, const int *I, const double *par, const double *const *ptr, double *ws, int n,
+               double *y, double h, double rtol, double atol, double *h_guess, int max_steps,
+               const double *A, const double *E, double *K, double *xi)
+{
+    if (h <= 0 || n == 0)
+        return 0;
+    double t = 0.0, hs = (*h_guess > 0 && *h_guess < h) ? *h_guess : h, h_last = 0.0;
+    double k1[n];
+    int code = titop_evaluate(nb, I, par, ptr, ws, y, k1, NULL);
+    if (code)
+        return code;
+    for (int step = 0; step < max_steps; step++) {
+        if (t + hs >= h * (1 - 1e-12))
+            hs = h - t;
+        memcpy(K, k1, n * sizeof(double));
+        for (int i = 1; i < 7; i++) {
+            for (int c = 0; c < n; c++) {
+                double s = 0.0;
+                for (int j = 0; j < i; j++)
+                    s += A[6 * (i - 1) + j] * K[n * j + c];
+                xi[c] = y[c] + hs * s;
+            }
+            if ((code = titop_evaluate(nb, I, par, ptr, ws, xi, K + n * i, NULL)))
+                return code;
+        }
+        double sum = 0.0;                   /* xi is the 5th-order solution (stage 7, FSAL) */
+        for (int c = 0; c < n; c++) {
+            double e = 0.0;
+            for (int j = 0; j < 7; j++)
+                e += E[j] * K[n * j + c];
+            double q = hs * e / (atol + rtol * fmax(fabs(y[c]), fabs(xi[c])));
+            sum += q * q;
+        }
+        double err = sqrt(sum / n);
+        if (!isfinite(err))
+            return 3;
+        if (err <= 1.0) {
+            t += hs;
+            memcpy(y, xi, n * sizeof(double));
+            memcpy(k1, K + 6 * n, n * sizeof(double));
+            double factor = err == 0 ? 5.0 : fmin(5.0, 0.9 * pow(err, -0.2));
+            h_last = hs;
+            hs *= factor;
+            if (t >= h * (1 - 1e-12)) {
+                *h_guess = fmax(h_last, fmin(hs, h_last * 5.0));
+                return 0;
+            }
+        } else {
+            hs *= fmax(0.2, 0.9 * pow(err, -0.2));
+        }
+        if (hs < 1e-14 * fmax(1.0, h))
+            return 4;
+    }
+    return 5;
+}

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import integrators
 from .blocks import FloatingBase, PrismaticBody, RevoluteBody, WeldedBody
 from .errors import SolverError, TitopError
 
@@ -178,6 +179,24 @@ class _Tree:
                 ctypes.c_void_p(self.y.ctypes.data))
         self._rhs_args = head + (ctypes.c_void_p(self.ydot.ctypes.data), ctypes.c_void_p(None))
         self._out_args = head + (ctypes.c_void_p(None), ctypes.c_void_p(self.out.ctypes.data))
+        # titop_step: dopri5's tableau, its scratch, the step-size guess in and out
+        self._step = lib["titop_step"]
+        self._step.restype = ctypes.c_int
+        n = len(self.y)
+        self._h, self._K, self._xi = np.zeros(1), np.zeros(7 * n), np.zeros(n)
+        self._tableau = (np.ascontiguousarray(integrators._A), np.ascontiguousarray(integrators._E))
+        self._step_head = head[:5] + (ctypes.c_int(n), head[5])
+        self._step_tail = (ctypes.c_void_p(self._h.ctypes.data), ctypes.c_int(integrators.MAX_STEPS),
+                           *(ctypes.c_void_p(a.ctypes.data) for a in (*self._tableau, self._K, self._xi)))
+
+    def step(self, y, h, rtol, atol, h_guess):
+        """``(y after h, next step-size guess, code)``: :func:`~titop_fmu.integrators.dopri5`
+        over ``h`` from ``y`` (code as ``titop_step`` returns it)."""
+        np.copyto(self.y, y)
+        self._h[0] = h_guess or 0.0
+        code = self._step(*self._step_head, ctypes.c_double(h), ctypes.c_double(rtol), ctypes.c_double(atol),
+                          *self._step_tail)
+        return self.y.copy(), float(self._h[0]), code
 
     def derivatives(self, y):
         """``(ydot, code)`` at the states ``y``; code 0, or 1 (the loop is singular), 2 (its
@@ -252,7 +271,18 @@ class BlockKernel:
             raise _error(code)
         return out
 
+    def step(self, x, h, rtol, atol, h_guess):
+        """``(x after h, next step-size guess)``: :func:`~titop_fmu.integrators.dopri5` of
+        :meth:`derivatives` over ``h``, in C."""
+        x, h_next, code = self._tree.step(x, h, rtol, atol, h_guess)
+        if code:
+            raise _error(code)
+        return x, h_next
+
 
 def _error(code):
-    return KernelError("the block's joint acceleration is singular" if code == 1 else
-                       "the block's accelerations are not finite")
+    return KernelError({1: "the block's joint acceleration is singular",
+                        2: "the block's accelerations are not finite",
+                        3: "non-finite state derivative during a step",
+                        4: "step size underflow (below 1e-14 of the step) in a communication step",
+                        5: f"more than {integrators.MAX_STEPS} internal steps in one communication step"}[code])

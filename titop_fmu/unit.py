@@ -81,6 +81,11 @@ class IntegratedUnit(Unit):
         """``x`` brought back onto the state manifold after a step (e.g. unit quaternions)."""
         return x
 
+    def _integrate(self, h):
+        """``(x after h, next step-size guess)`` with the current inputs held: dopri5."""
+        x, h_next, _ = dopri5(self._derivative_function(), self.x, h, self.rtol, self.atol, self.h_guess)
+        return x, h_next
+
     # -- state ---------------------------------------------------------------
     def reset(self, t0: float = 0.0):
         self.t = float(t0)
@@ -137,8 +142,7 @@ class IntegratedUnit(Unit):
         (the models are autonomous: ``t`` is bookkeeping)."""
         self.t = float(t)
         if self.x.size:
-            self.x, self.h_guess, _ = dopri5(self._derivative_function(), self.x, h, self.rtol, self.atol,
-                                             self.h_guess)
+            self.x, self.h_guess = self._integrate(h)
             self.x = self._project(self.x)
         self.t += h
         self._y = None
@@ -249,6 +253,13 @@ class BlockUnit(IntegratedUnit):
             return self.block.derivative_function(self.input_dict())
         np.copyto(k.u, self.u)                  # held over the step
         return k.derivatives
+
+    def _integrate(self, h):
+        k = self._kernel
+        if k is None:
+            return super()._integrate(h)
+        np.copyto(k.u, self.u)                  # held over the step
+        return k.step(self.x, h, self.rtol, self.atol, self.h_guess)
 
     def _kinematics(self, u):
         """The kinematic stage, which depends only on the states and the twist/pose part of

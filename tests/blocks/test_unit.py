@@ -166,3 +166,30 @@ def test_the_kernel_computes_what_the_numpy_block_computes(model_id):
     if not covered:
         with pytest.raises(KernelUnavailable, match="does not cover"):
             BlockUnit(u.block, kernel="c")
+
+
+def test_the_kernel_step_is_dopri5_step_for_step():
+    """The C step takes the steps integrators.dopri5 takes on the kernel's derivatives (same
+    tableau, same control): the same result to rounding and the same next step-size guess,
+    over short and long steps (several internal steps), from a guess and without one."""
+    from titop_fmu.integrators import dopri5
+    r = np.random.default_rng(8)
+    for model_id in ("floating_base_c1", "revolute_c1", "prismatic_c0"):
+        u, _ = catalog.build_unit(model_id, {})
+        k = u._kernel
+        for h, guess in ((0.004, None), (0.5, None), (0.5, 0.01), (2.0, 0.3)):
+            x = u._project(u.x + 0.3 * r.standard_normal(u.x.size))
+            u.set_inputs(u.ALL, r.standard_normal(len(u.input_names)))
+            np.copyto(k.u, u.u)
+            ref, h_ref, n = dopri5(k.derivatives, x, h, 1e-9, 1e-9, guess)
+            got, h_got = k.step(x, h, 1e-9, 1e-9, guess)
+            assert np.abs(got - ref).max() <= 1e-13 * max(1.0, np.abs(ref).max()), (model_id, h)
+            # the guess follows the error estimate, a difference of stages: its rounding (numpy's
+            # products against C's loops) shows at 1e-8 relative
+            assert h_got == pytest.approx(h_ref, rel=1e-6)
+            if h == 2.0:
+                assert n > 50                                  # many internal steps
+    u, _ = catalog.build_unit("revolute_c0", {})
+    u.x = np.array([0.0, np.inf])
+    with pytest.raises(SolverError, match="non-finite"):
+        u.do_step(0.0, 0.01)
