@@ -261,3 +261,26 @@ def test_a_system_that_fails_its_analysis_leaves_no_worker_running(monkeypatch):
     with pytest.raises(ConnectionError_, match="loose"):
         build(cs, TitopUnits("inprocess"), Options(workers=2))
     assert len(started) == 1 and started[0].proc.poll() is not None
+
+
+def test_an_observer_failing_while_the_workers_compute_stops_the_run_cleanly():
+    """The accepted intervals' observed values are computed while the workers compute the
+    next interval: an observer that raises there stops the run with its error, once the
+    workers have answered (the protocol stays in step: the run's units terminate)."""
+    from titop_fmu.scenarios import generate
+    from titop_fmu.titop import TitopUnits
+    calls = []
+
+    def observe(rec):
+        calls.append(1)
+        if len(calls) == 20:
+            raise ValueError("observer failed")
+        return rec
+
+    cs = generate.cosystem(2)
+    with pytest.raises(ValueError, match="observer failed"):
+        simulate(cs, 0.5, TitopUnits("inprocess"), output_interval=0.01,
+                 options=Options(workers=2, observe=observe))
+    res = simulate(cs, 0.05, TitopUnits("inprocess"), output_interval=0.01, options=Options(workers=2))
+    ref = simulate(cs, 0.05, TitopUnits("inprocess"), output_interval=0.01, options=Options(workers=0))
+    assert np.array_equal(res.values, ref.values) and res.stats.tableau == ref.stats.tableau > 0

@@ -112,6 +112,7 @@ class Master:
         self._why = ""
         self._n_hist = 1                # accepted points in the coarse run's history
         self._rec = None
+        self._pending = []              # accepted intervals not settled yet: [out, slot, rec, U]
         f = opt.observe
         self._observe = (lambda rec: rec) if f is None else f
         self.on_attempt = None          # f(H) when an interval is retried shorter (progress display)
@@ -121,9 +122,15 @@ class Master:
         self.chart = st.rec_chart if f is None else Chart(len(self.labels), opt.angles, opt.attitudes or ())
 
     def _all(self, method, *args):
+        err = None
         for s in self.steppers:
+            if s.in_process and self._pending:      # the workers compute: settle meanwhile
+                try:
+                    self._settle()
+                except Exception as e:              # raised once every stepper has answered
+                    err = e
             s.start(method, *args)
-        out, err = {}, None
+        out = {}
         for s in self.steppers:
             try:
                 r = s.result()
@@ -134,6 +141,20 @@ class Master:
         if err is not None:
             raise err
         return out
+
+    def _settle(self):
+        """What the accepted intervals leave to compute that the step control does not need:
+        their global error bound (:attr:`Stats.tableau`) and, in :meth:`simulate`, their
+        observed values. Called while the workers compute the next interval (the master's
+        process holds the finest run, the lighter load), at the end of a run and before a
+        :meth:`save`."""
+        while self._pending:
+            out, slot, rec, U = self._pending.pop(0)
+            self._E = self.tableau_error(U)
+            if self._E.size:
+                self.stats.tableau = max(self.stats.tableau, float(np.max(np.abs(self._E))))
+            if out is not None:
+                out[slot] = self.extrapolated(rec)
 
     def _absorb(self, res):
         self._rec = {i: rec for i, (_, rec, _, _) in res.items()}
@@ -166,10 +187,12 @@ class Master:
         # loop variables carry the loop solver's residual, noise that does not shrink with H
         return E[self.st.cin_state] if self.st.cin_state.any() else E
 
-    def extrapolated(self):
-        """The observed values now, extrapolated over the runs: ``(n,)``, or ``(3, n)`` with
-        first and second time derivatives when the observer gives them."""
-        vals = [np.asarray(self._observe(self._rec[i]), dtype=float) for i in range(len(self.sequence))]
+    def extrapolated(self, rec=None):
+        """The observed values now (or of the runs' recorded outputs ``rec``), extrapolated over
+        the runs: ``(n,)``, or ``(3, n)`` with first and second time derivatives when the
+        observer gives them."""
+        rec = self._rec if rec is None else rec
+        vals = [np.asarray(self._observe(rec[i]), dtype=float) for i in range(len(self.sequence))]
         ref = vals[-1]
         if ref.ndim == 1:
             return self.chart.combine(self.weights, vals, ref)
@@ -203,9 +226,7 @@ class Master:
         if accepted:
             self._all("commit")
             self._absorb(res)
-            self._E = self.tableau_error()
-            if self._E.size:
-                self.stats.tableau = max(self.stats.tableau, float(np.max(np.abs(self._E))))
+            self._pending.append([None, None, self._rec, self._U])      # see _settle
         else:
             self._all("rollback")
         return accepted, ratio
@@ -292,7 +313,8 @@ class Master:
                     if stop_requested is not None and stop_requested():
                         raise KeyboardInterrupt
                     mesh_t.append(self.advance(t_stop))
-                    mesh_v.append(self.extrapolated())
+                    mesh_v.append(None)                         # filled by _settle
+                    self._pending[-1][0:2] = mesh_v, len(mesh_v) - 1
                     ratios.append(self._last_ratio)
                     if bar is not None:
                         bar.set_postfix_str("", refresh=False)
@@ -302,6 +324,8 @@ class Master:
                 self.on_attempt = None
                 bar.close()
             self.stats.wall += time.perf_counter() - start
+        with single_threaded_blas():
+            self._settle()
         self.collect_stats()
         mesh_t, mesh_v = np.array(mesh_t), np.array(mesh_v)
         if output_interval:
@@ -346,12 +370,14 @@ class Master:
     # -- restart ---------------------------------------------------------------------------------
     def save(self):
         """Everything that determines the rest of the run, unit states included."""
+        self._settle()
         return dict(groups=self._all("save"), t=self.t, H=self.H, scale=self.scale.copy(),
                     n_hist=self._n_hist, rec=copy.deepcopy(self._rec), U=copy.deepcopy(self._U),
                     E=self._E.copy(), grid=self.grid, span=self.span)
 
     def restore(self, snap):
         """Back to a :meth:`save` point (the snapshot stays valid)."""
+        self._settle()
         self._all("restore", snap["groups"])
         self.t, self.H, self.scale = snap["t"], snap["H"], snap["scale"].copy()
         self._n_hist, self._rec = snap["n_hist"], copy.deepcopy(snap["rec"])
