@@ -224,7 +224,8 @@ class Master:
         ratio = self.kappa * res[0][0] / share
         accepted = not self._controlled() or ratio <= REJECT
         if accepted:
-            self._all("commit")
+            for s in self.steppers:         # a worker's goes with its next command: no round trip
+                s.commit_later()
             self._absorb(res)
             self._pending.append([None, None, self._rec, self._U])      # see _settle
         else:

@@ -57,6 +57,10 @@ class Stepper:
             run.free(self._snaps[i])
         self._snaps = None
 
+    def commit_later(self):
+        """:meth:`commit` before the next command; in this process, now."""
+        self.commit()
+
     def rollback(self):
         for i, run in self.runs.items():
             run.restore(self._snaps[i])

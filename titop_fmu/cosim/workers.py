@@ -75,6 +75,7 @@ class RemoteStepper:
                                      stdout=subprocess.PIPE, env=env)
         self._lost = False
         self._set_up = False
+        self._commit = False                # commit before the next command
 
     def setup(self, system, units, opt: Options, indices, st):
         """Make the runs ``indices`` in the worker; the caller collects the answer with result()."""
@@ -89,7 +90,13 @@ class RemoteStepper:
             self._lost = True
 
     def start(self, method, *args):
-        self._send((method, args))
+        self._send((method, args, self._commit))
+        self._commit = False
+
+    def commit_later(self):
+        """The worker commits the interval when it gets the next command (one round trip less
+        per interval)."""
+        self._commit = True
 
     def _ended(self) -> SolverError:
         code = self.proc.poll()
@@ -120,7 +127,7 @@ class RemoteStepper:
             try:
                 self.start("terminate")
                 self.result()
-                self._send(("exit", ()))
+                self._send(("exit", (), False))
             except SolverError:
                 pass
         for f in (self.proc.stdin, self.proc.stdout):
@@ -149,7 +156,7 @@ def _worker(inp, out):
         failure = e
     while True:
         try:
-            method, args = _recv(inp)
+            method, args, commit = _recv(inp)
         except (EOFError, OSError):
             break
         if method == "exit":
@@ -158,6 +165,8 @@ def _worker(inp, out):
         try:
             if stepper is None:
                 raise failure
+            if commit:
+                stepper.commit()
             if method == "ready":
                 value = None
             elif method == "save":               # FMU states stay here; the master gets a token
