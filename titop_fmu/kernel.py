@@ -100,16 +100,31 @@ def bundle(path):
 def compile_kernel(dest: Path, cc: str) -> Path:
     """Compile ``kernel.c`` to the shared library ``dest`` (deterministic: same source and
     compiler, same bytes)."""
-    with tempfile.TemporaryDirectory(prefix="titop_kernel_") as tmp:
-        shutil.copyfile(SOURCE, Path(tmp) / "kernel.c")
-        cmd = [*cc.split(), "-O2", "-std=c99", "-shared", "-fPIC", "-o", "kernel.so", "kernel.c", "-lm"]
+    try:
+        return compile_c(SOURCE, dest, cc, ["-O2", "-std=c99", "-shared", "-fPIC"], ["-lm"], "the C kernel")
+    except CompileError as e:
+        raise KernelUnavailable(str(e)) from None
+
+
+class CompileError(TitopError):
+    """The C compiler could not be run, or failed."""
+
+
+def compile_c(source: Path, dest: Path, cc: str, flags: list, libs: list, what: str) -> Path:
+    """Compile the C file ``source`` to ``dest`` with ``cc flags -o out source libs``, in a
+    fresh folder (no path of this machine enters the binary); :class:`CompileError` naming
+    ``what`` if the compiler cannot run or fails."""
+    with tempfile.TemporaryDirectory(prefix="titop_cc_") as tmp:
+        shutil.copyfile(source, Path(tmp) / source.name)
+        cmd = [*cc.split(), *flags, "-o", "out.so", source.name, *libs]
         try:
             r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
         except OSError as e:
-            raise KernelUnavailable(f"cannot run the C compiler {cc!r} ({e})") from None
+            raise CompileError(f"cannot run the C compiler {cc!r} ({e}); install one or set CC") from None
         if r.returncode:
-            raise KernelUnavailable(f"compiling the C kernel failed ({' '.join(cmd)}):\n{r.stderr}")
-        shutil.copyfile(Path(tmp) / "kernel.so", dest)
+            raise CompileError(f"compiling {what} failed ({' '.join(cmd)}):\n{r.stderr}")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(tmp) / "out.so", dest)
     return dest
 
 

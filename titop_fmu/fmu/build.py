@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import os
 import platform
-import shutil
-import subprocess
 import sysconfig
 import tempfile
 import zipfile
@@ -33,7 +31,7 @@ from xml.dom.minidom import parseString
 from xml.etree.ElementTree import tostring
 
 from ..errors import TitopError
-from ..kernel import KERNEL_LIBRARY, KernelUnavailable, c_compiler, compile_kernel
+from ..kernel import KERNEL_LIBRARY, CompileError, KernelUnavailable, c_compiler, compile_c, compile_kernel
 from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
 from .model_description import content_guid, finalize, measure_dependencies
 
@@ -97,22 +95,14 @@ def compile_shim(dest: Path) -> Path:
         raise FmuBuildError("building the FMUs needs a C compiler: install one (cc/gcc) or set CC")
     if not SHIM_SOURCE.is_file():
         raise FmuBuildError(f"{SHIM_SOURCE.name} is missing from the installed titop_fmu.fmu package")
-    with tempfile.TemporaryDirectory(prefix="titop_shim_") as tmp:
-        src = Path(tmp) / "titop_fmu_shim.c"
-        shutil.copyfile(SHIM_SOURCE, src)
-        # -z nodelete: dlclose never unloads the entry points, so the Python interpreter outlives every
-        # FMU freed before the process exits (see point 3 of shim.c's header)
-        cmd = [*cc.split(), "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wl,-Bsymbolic", "-Wl,-z,nodelete",
-               f'-DTITOP_LIBPYTHON="{libpython_soname()}"', "-o", "shim.so", src.name, "-ldl", "-lpthread"]
-        try:
-            r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
-        except OSError as e:
-            raise FmuBuildError(f"cannot run the C compiler {cc!r} ({e}); install one or set CC") from None
-        if r.returncode:
-            raise FmuBuildError(f"compiling the FMU entry points failed ({' '.join(cmd)}):\n{r.stderr}")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(Path(tmp) / "shim.so", dest)
-    return dest
+    # -z nodelete: dlclose never unloads the entry points, so the Python interpreter outlives every
+    # FMU freed before the process exits (see point 3 of shim.c's header)
+    flags = ["-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wl,-Bsymbolic", "-Wl,-z,nodelete",
+             f'-DTITOP_LIBPYTHON="{libpython_soname()}"']
+    try:
+        return compile_c(SHIM_SOURCE, dest, cc, flags, ["-ldl", "-lpthread"], "the FMU entry points")
+    except CompileError as e:
+        raise FmuBuildError(str(e)) from None
 
 
 def _python_files(root: Path, arc_root: str) -> dict:

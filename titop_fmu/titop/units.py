@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +24,7 @@ from ..cosim import FileUnits, UnitType, Variable
 from ..cosim.engine import is_fmu_path
 from ..errors import ConnectionError_
 from ..fmu import catalog
+from ..kernel import cache_root
 
 ENGINES = ("fmu", "inprocess")
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
@@ -87,8 +87,7 @@ def default_fmu_dir() -> Path:
         if p.suffix in (".py", ".c") and "__pycache__" not in p.parts:
             h.update(p.relative_to(PACKAGE_ROOT).as_posix().encode())
             h.update(p.read_bytes())
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "titop-fmu" / f"fmus-{h.hexdigest()[:16]}"
+    return cache_root() / f"fmus-{h.hexdigest()[:16]}"
 
 
 def ensure_fmus(model_ids, fmu_dir) -> dict:
