@@ -284,3 +284,31 @@ def test_an_observer_failing_while_the_workers_compute_stops_the_run_cleanly():
     res = simulate(cs, 0.05, TitopUnits("inprocess"), output_interval=0.01, options=Options(workers=2))
     ref = simulate(cs, 0.05, TitopUnits("inprocess"), output_interval=0.01, options=Options(workers=0))
     assert np.array_equal(res.values, ref.values) and res.stats.tableau == ref.stats.tableau > 0
+
+
+def test_cyclic_components_are_scipys_strong_components():
+    """The loops' strongly connected components (Tarjan, without scipy) are the ones scipy's
+    csgraph finds, on random graphs sparse and dense, with self-loops, and on a long chain of
+    two-node cycles deeper than Python's recursion limit."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+    from titop_fmu.cosim.cycles import _cyclic_components
+
+    def reference(succ):
+        rows = [k for k, s in enumerate(succ) for _ in s]
+        cols = [m for s in succ for m in s]
+        g = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(succ), len(succ)))
+        _, label = connected_components(g, directed=True, connection="strong")
+        comps = {}
+        for k, c in enumerate(label):
+            comps.setdefault(int(c), []).append(k)
+        return sorted([c for c in comps.values() if len(c) > 1 or c[0] in succ[c[0]]], key=lambda c: c[0])
+
+    rng = np.random.default_rng(4)
+    for n, p in [(1, 0.5), (5, 0.2), (30, 0.03), (30, 0.1), (200, 0.01), (60, 0.3)]:
+        for _ in range(20):
+            succ = [sorted(set(int(m) for m in np.flatnonzero(rng.random(n) < p))) for _ in range(n)]
+            assert _cyclic_components(succ) == reference(succ)
+    n = 6000                                            # 0 <-> 1 -> 2 <-> 3 -> ... : 3000 loops
+    succ = [[k + 1] if k % 2 == 0 else ([k - 1, k + 1] if k + 1 < n else [k - 1]) for k in range(n)]
+    assert _cyclic_components(succ) == reference(succ) and len(_cyclic_components(succ)) == n // 2

@@ -36,19 +36,49 @@ class Loop:
 
 def _cyclic_components(succ) -> list:
     """The strongly connected components of the graph ``k -> succ[k]`` that hold a cycle
-    (more than one node, or a self-loop), each sorted, ordered by their first node."""
-    if not succ:
-        return []
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-    rows = [k for k, s in enumerate(succ) for _ in s]
-    cols = [m for s in succ for m in s]
-    graph = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(succ), len(succ)))
-    _, label = connected_components(graph, directed=True, connection="strong")
-    comps = {}
-    for k, c in enumerate(label):
-        comps.setdefault(int(c), []).append(k)
-    cyclic = [c for c in comps.values() if len(c) > 1 or c[0] in succ[c[0]]]
+    (more than one node, or a self-loop), each sorted, ordered by their first node.
+
+    Tarjan's algorithm, iterative (a long chain's loop is deeper than Python's recursion):
+    O(nodes + edges), without scipy, which a small system's run then never imports."""
+    n = len(succ)
+    index, low = [-1] * n, [0] * n
+    on_stack, stack, comps, counter = [False] * n, [], [], 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work[-1]
+            if i == 0:                                  # first visit
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack[v] = True
+            edges = succ[v]
+            while i < len(edges):
+                w = edges[i]
+                i += 1
+                if index[w] < 0:                        # descend; come back to v's next edge
+                    work[-1] = (v, i)
+                    work.append((w, 0))
+                    break
+                if on_stack[w]:
+                    low[v] = min(low[v], index[w])
+            else:                                       # every edge of v seen
+                work.pop()
+                if work:
+                    u = work[-1][0]
+                    low[u] = min(low[u], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack[w] = False
+                        comp.append(w)
+                        if w == v:
+                            break
+                    comps.append(sorted(comp))
+    cyclic = [c for c in comps if len(c) > 1 or c[0] in succ[c[0]]]
     return sorted(cyclic, key=lambda c: c[0])
 
 

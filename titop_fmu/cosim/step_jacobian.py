@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .loop import splu
+from .loop import DENSE_UP_TO, splu
 
 #: coupling inputs up to which the step Jacobian is kept dense
-DENSE_UP_TO = 256
 #: Broyden corrections kept as a low-rank term (then dense until the next P)
 MAX_RANK = 64
 

@@ -193,10 +193,6 @@ def serve():
     """The worker's main: the protocol owns stdin/stdout; anything printed goes to stderr.
     Ctrl-C reaches the whole process group: the master decides, the worker ignores it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:                                # while the master analyses the system: the loop solver's
-        import scipy.sparse.linalg      # noqa: F401    sparse LU, imported here, not at the first one
-    except ImportError:
-        pass
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
     with single_threaded_blas():
