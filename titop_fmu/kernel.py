@@ -23,7 +23,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -58,10 +57,32 @@ BUNDLED: Path | None = None
 KERNEL_LIBRARY = "libtitop_kernel.so"
 
 
-@lru_cache(maxsize=None)
 def library():
     """The compiled kernel (``ctypes.CDLL``): the FMU's own (:data:`BUNDLED`), or built into
-    the cache when absent."""
+    the cache when absent; :class:`KernelUnavailable` if neither can be had (remembered for
+    the process: a failed build is not tried again for every unit)."""
+    global _LOADED
+    if _LOADED is None:
+        try:
+            _LOADED = _load(), None
+        except KernelUnavailable as e:
+            _LOADED = None, e
+    dll, failure = _LOADED
+    if failure is not None:
+        raise failure
+    return dll
+
+
+def forget():
+    """Forget the loaded kernel or its failure (tests that change the compiler or cache)."""
+    global _LOADED
+    _LOADED = None
+
+
+_LOADED = None          # (library, None) or (None, KernelUnavailable), once tried
+
+
+def _load():
     lib = BUNDLED
     if lib is None:
         cc = c_compiler()
@@ -79,8 +100,6 @@ def library():
         raise KernelUnavailable(f"cannot load the C kernel {lib.name} ({e})") from None
     dll.titop_workspace.restype = ctypes.c_int
     dll.titop_workspace.argtypes = [ctypes.c_int, ctypes.c_void_p]
-    dll.titop_evaluate.restype = ctypes.c_int
-    dll.titop_evaluate.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 7
     return dll
 
 
@@ -93,7 +112,7 @@ def bundle(path):
     """Use the kernel compiled into an FMU (``path``; not if this process has loaded one
     already, or if there is none): an FMU never compiles."""
     global BUNDLED
-    if BUNDLED is None and library.cache_info().currsize == 0 and os.path.isfile(path):
+    if BUNDLED is None and _LOADED is None and os.path.isfile(path):
         BUNDLED = Path(path)
 
 
