@@ -37,6 +37,8 @@ def _scalars(v):
     ten times cheaper than on numpy scalars; these functions run in every derivative)."""
     if type(v) is np.ndarray and v.dtype == np.float64:                  # the usual case, no copy
         return v.tolist()
+    if type(v) is tuple and all(type(x) is float for x in v):          # already floats (a cache key)
+        return v
     return np.asarray(v, dtype=float).tolist()
 
 
@@ -284,10 +286,16 @@ def quat_from_euler(Theta):
 
 def relative_rotation_vector(Theta_a, Theta_b):
     """``rotation_vector(P(Theta_b)^T P(Theta_a))``: the rotation from attitude ``b`` to
-    attitude ``a`` in ``b``'s frame, through quaternions (``q_b^* q_a``, ``|phi| =
-    2 atan2(|v|, w)``: accurate at every angle, a third of the matrix route's cost)."""
-    w1, x1, y1, z1 = quat_from_euler(Theta_b)
-    w2, x2, y2, z2 = quat_from_euler(Theta_a)
+    attitude ``a`` in ``b``'s frame, through quaternions (:func:`quat_rotation_vector`:
+    accurate at every angle, a third of the matrix route's cost)."""
+    return quat_rotation_vector(quat_from_euler(Theta_a), quat_from_euler(Theta_b))
+
+
+def quat_rotation_vector(q_a, q_b):
+    """The rotation vector of ``q_b^* q_a`` (unit quaternions ``(w, x, y, z)``), the shorter
+    way round: ``|phi| = 2 atan2(|v|, w)``."""
+    w1, x1, y1, z1 = q_b
+    w2, x2, y2, z2 = q_a
     w = w1 * w2 + x1 * x2 + y1 * y2 + z1 * z2
     x = w1 * x2 - x1 * w2 - y1 * z2 + z1 * y2
     y = w1 * y2 + x1 * z2 - y1 * w2 - z1 * x2

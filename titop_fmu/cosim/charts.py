@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spatial import relative_rotation_vector, rotated_euler
+from ..spatial import quat_from_euler, quat_rotation_vector, rotated_euler
 from .numerics import wrap
 
 
@@ -34,6 +34,7 @@ class Chart:
         # a triple of consecutive positions as a slice (a view, no copy), else its positions
         self._at = [slice(int(t[0]), int(t[0]) + 3) if t[1] == t[0] + 1 and t[2] == t[0] + 2 else t
                     for t in self.triples]
+        self._quats = {}                                # attitude -> quaternion (minus)
 
     def minus(self, a, b):
         """``a (-) b``: the difference of two vectors (attitudes: ``b^-1 a`` as a rotation vector)."""
@@ -43,8 +44,20 @@ class Chart:
         if self.any_angle:
             d[self.angles] = wrap(d[self.angles])
         for at in self._at:
-            d[at] = relative_rotation_vector(a[at], b[at])
+            d[at] = quat_rotation_vector(self._quat(a[at]), self._quat(b[at]))
         return d
+
+    def _quat(self, Theta):
+        """The quaternion of the attitude ``Theta``, kept by value: the iterations difference
+        the same vectors again and again (a base step's start, its iterates, the history of the
+        predictor), and the trigonometry is most of a difference's cost."""
+        key = tuple(Theta.tolist())
+        q = self._quats.get(key)
+        if q is None:
+            if len(self._quats) >= 4096:
+                self._quats.clear()
+            q = self._quats[key] = quat_from_euler(key)
+        return q
 
     def plus(self, b, d):
         """``b (+) d``: ``b`` moved by the difference ``d`` (attitudes: ``b e^{(*d)}``)."""
