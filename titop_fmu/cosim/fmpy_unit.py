@@ -97,6 +97,7 @@ class FMUUnit(Unit):
         self._in_vr = np.array([vr[n] for n in self.type.input_names], dtype=np.uint32)
         self._out_vr = np.array([vr[n] for n in self.type.output_names], dtype=np.uint32)
         self._vr_cache = {}
+        self._vr_seen = {}                  # (in|out, id(positions)) -> (positions, _vrs)
         self.log = []                # the last 50 messages: (status, category, text)
         self.logged = 0              # messages so far
         self.fmu = FMU2Slave(guid=md.guid, unzipDirectory=unzipdir,
@@ -180,13 +181,22 @@ class FMUUnit(Unit):
                 self._call("fmi2SetString", self.fmu.setString, vrs, [str(v) for v in vals])
 
     def _vrs(self, which, idx):
-        """``(value-reference array, its address, its length)`` for input or output positions."""
+        """``(value-reference array, its address, its length)`` for input or output positions.
+        Kept by the positions' value, and by the array object itself (the loop plans pass the
+        same arrays at every call: no key to build; the object is held, so its id is not reused)."""
+        seen = self._vr_seen.get((which, id(idx)))
+        if seen is not None and seen[0] is idx:
+            return seen[1]
         key = (which, idx.tobytes() if isinstance(idx, np.ndarray) else tuple(idx))
         vrs = self._vr_cache.get(key)
         if vrs is None:
             src = self._in_vr if which == "in" else self._out_vr
             arr = np.ascontiguousarray(src[np.asarray(idx, dtype=int)], dtype=np.uint32)
             vrs = self._vr_cache[key] = (arr, arr.ctypes.data, len(arr))
+        if isinstance(idx, np.ndarray):
+            if len(self._vr_seen) >= 1024:
+                self._vr_seen.clear()
+            self._vr_seen[(which, id(idx))] = (idx, vrs)
         return vrs
 
     def _checked(self, what, status, logged):
