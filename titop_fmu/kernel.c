@@ -15,20 +15,22 @@
  *   3. downward pass, roots first: accelerations, joint accelerations, state
  *      derivatives.
  *
- * Blocks: floating base (eqs. (11)-(13)), welded body (eq. (15)), revolute
- * (eqs. (16)-(23)) and prismatic (eqs. (24)-(29)) bodies, forward mode; a
- * root that is not a floating base takes a constant motion vector. Matrices are
+ * Blocks: floating base (eqs. (11)-(13)), imposed-motion base (Fig. 1, eq. (11)),
+ * welded body (eq. (15)), revolute (eqs. (16)-(23)) and prismatic (eqs. (24)-(29))
+ * bodies, forward and inverse; a root that is not a base takes a constant motion vector. Matrices are
  * row-major; a 6-vector is [v; w] (twist, acceleration) or [F; T] (wrench).
  * All sizes and the layout are set by kernel.py. */
 
 #include <math.h>
 #include <string.h>
 
-enum { BASE = 0, WELDED = 1, REVOLUTE = 2, PRISMATIC = 3 };
+enum { BASE = 0, WELDED = 1, REVOLUTE = 2, PRISMATIC = 3, IMPOSED = 4 };
 
 /* per block, the integers (NI of them) */
 enum { I_TYPE, I_PARENT, I_SLOT, I_STATE, I_NC, I_DPAR, I_INERTIAL, I_MCONST, I_EXT, I_TAU,
-       I_CHILD, NI };
+       I_INVERSE, I_CHILD, NI };
+/* I_EXT: a base's ext.w, an imposed-motion base's p.a; I_TAU: a joint's joint.tau, or in the
+ * inverse mode (I_INVERSE) its joint.qdd */
 /* per child (at I_CHILD, 2 each): the linked block or -1, the pointer of its constant wrench or -1 */
 
 /* per block, the parameters at I_DPAR */
@@ -155,7 +157,7 @@ static void motion_in_frame(const double *m_b, const double *P_ab, double *m_a, 
 /* --- one block ---------------------------------------------------------------------------- */
 
 typedef struct {                 /* a block's workspace (see ws_layout) */
-    double *P_ab, *P_ai, *m, *g6, *bias, *e, *scal, *m_out, *w, *qdd, *a_out, *K, *k, *X, *A, *a_child;
+    double *P_ab, *P_ai, *m, *g6, *bias, *e, *scal, *m_out, *w, *qdd, *eff, *a_out, *K, *k, *X, *A, *a_child;
 } WS;
 
 static int n_linked(const int *B, const int *I)
@@ -174,7 +176,7 @@ static int n_cols(const int *B, const int *I)     /* [affine part, a_p (6 if lin
 static int ws_size(const int *B, const int *I)
 {
     int nc = B[I_NC], nl = n_linked(B, I), ncol = n_cols(B, I), na = B[I_PARENT] >= 0 ? 6 : 0;
-    return 9 + 9 + 18 + 6 + 6 + 6 + 4 + 18 * nc + 6 * ncol + ncol + 6 * ncol * (nc + 1) + 36 + 6
+    return 9 + 9 + 18 + 6 + 6 + 6 + 4 + 18 * nc + 6 * ncol + 2 * ncol + 6 * ncol * (nc + 1) + 36 + 6
         + 6 * nl * (1 + na) + 36 * nl * nl + 6 * nc;
 }
 
@@ -183,7 +185,7 @@ static void ws_layout(const int *B, const int *I, double *p, WS *s)   /* in the 
     int nc = B[I_NC], nl = n_linked(B, I), ncol = n_cols(B, I), na = B[I_PARENT] >= 0 ? 6 : 0;
 #define TAKE(f, n) do { s->f = p; p += (n); } while (0)
     TAKE(P_ab, 9); TAKE(P_ai, 9); TAKE(m, 18); TAKE(g6, 6); TAKE(bias, 6); TAKE(e, 6); TAKE(scal, 4);
-    TAKE(m_out, 18 * nc); TAKE(w, 6 * ncol); TAKE(qdd, ncol); TAKE(a_out, 6 * ncol * (nc + 1));
+    TAKE(m_out, 18 * nc); TAKE(w, 6 * ncol); TAKE(qdd, ncol); TAKE(eff, ncol); TAKE(a_out, 6 * ncol * (nc + 1));
     TAKE(K, 36); TAKE(k, 6); TAKE(X, 6 * nl * (1 + na)); TAKE(A, 36 * nl * nl); TAKE(a_child, 6 * nc);
 #undef TAKE
 }
@@ -197,7 +199,7 @@ static void kinematics(const int *B, const double *par, const double *y, const d
     const double *x = y + B[I_STATE], *D = par + D_D, *ax = par + D_AXIS;
     double *m = s->m;
     memset(s->e, 0, 6 * sizeof(double));
-    if (type == BASE) {
+    if (type == BASE || type == IMPOSED) {
         dcm_from_quat(x + 9, s->P_ai);
         memcpy(s->P_ab, s->P_ai, 9 * sizeof(double));
         memset(m, 0, 6 * sizeof(double));
@@ -253,11 +255,12 @@ static void kinematics(const int *B, const double *par, const double *y, const d
 
 /* Block.accelerations on column j: f = 1 for the affine part (column 0), 0 for the linear part.
  * Inputs: a_p (6) and the children's wrenches (6 each, NULL: the constant one times f).
- * Outputs: w (the wrench on the parent, in its frame), *qdd, a_out (6 per child, then the
- * base's own acceleration at slot nc). */
+ * Outputs: w (the wrench on the parent, in its frame; an imposed-motion base's p.w), *qdd,
+ * *eff (an inverse joint's effort), a_out (6 per child, then a base's own acceleration at
+ * slot nc). */
 static void accelerations(const int *B, const int *I, const double *par, const double *const *ptr,
                           const WS *s, double f, const double *a_p, const double *const *w_c,
-                          double *w, double *qdd, double *a_out)
+                          double *w, double *qdd, double *eff, double *a_out)
 {
     int type = B[I_TYPE], nc = B[I_NC];
     const double *D = par + D_D, *ax = par + D_AXIS, *P = s->P_ab;
@@ -277,8 +280,19 @@ static void accelerations(const int *B, const int *I, const double *par, const d
         for (int k = 0; k < 6; k++)
             Wc[k] += wi[k];
     }
-    *qdd = 0.0;
-    if (type == BASE) {                                                    /* eq. (11) solved */
+    *qdd = *eff = 0.0;
+    if (type == IMPOSED) {                                                 /* eq. (11), Fig. 1 */
+        double u[6], Da[6];
+        const double *pa = B[I_EXT] >= 0 ? ptr[B[I_EXT]] : NULL;
+        for (int k = 0; k < 6; k++)
+            a_A[k] = pa ? f * pa[k] : 0.0;
+        for (int k = 0; k < 6; k++)
+            u[k] = a_A[k] - f * s->g6[k];
+        mat6_vec(D, u, Da);
+        for (int k = 0; k < 6; k++)
+            w[k] = Da[k] + f * s->bias[k] - Wc[k];                         /* W_./B,P */
+        memcpy(a_out + 6 * nc, a_A, 6 * sizeof(double));
+    } else if (type == BASE) {                                                    /* eq. (11) solved */
         double tot[6];
         const double *ext = B[I_EXT] >= 0 ? ptr[B[I_EXT]] : NULL;
         double we[6] = {0};
@@ -318,7 +332,12 @@ static void accelerations(const int *B, const int *I, const double *par, const d
                 s_beta = ax[0] * beta[3] + ax[1] * beta[4] + ax[2] * beta[5];
             else
                 s_beta = ax[0] * beta[0] + ax[1] * beta[1] + ax[2] * beta[2];
-            *qdd = (f * (tau + s->scal[0]) - s_beta) / par[D_J];           /* eq. (22) / eq. (28) */
+            if (B[I_INVERSE]) {                                            /* eq. (21) / eq. (27) */
+                *qdd = f * tau;                                            /* the input is joint.qdd */
+                *eff = par[D_J] * *qdd + s_beta - f * s->scal[0];
+            } else {
+                *qdd = (f * (tau + s->scal[0]) - s_beta) / par[D_J];       /* eq. (22) / eq. (28) */
+            }
             for (int k = 0; k < 6; k++)
                 a_A[k] = a_B[k] + f * s->e[k];                             /* eq. (17) / eq. (24) */
             for (int k = 0; k < 3; k++)
@@ -435,7 +454,7 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
                 }
             }
             accelerations(B, I, par + B[I_DPAR], ptr, s, j == 0 ? 1.0 : 0.0, a_p, w_c, s->w + 6 * j,
-                          s->qdd + j, s->a_out + 6 * (nc + 1) * j);
+                          s->qdd + j, s->eff + j, s->a_out + 6 * (nc + 1) * j);
         }
         if (nl) {               /* H = [g, G_a, G_w]: w = g + G_a a_p + G_w w, (1 - G_w) [m, M] = [g, G_a] */
             int n = 6 * nl, m = 1 + na;
@@ -513,32 +532,46 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
         }
         const double *x = y + B[I_STATE];
         if (out) {
-            if (B[I_TYPE] != BASE) {                                       /* p.w */
-                for (int r = 0; r < 6; r++) {
-                    double v = s->w[r];
-                    for (int j = 1; j < ncol; j++)
-                        v += s->w[6 * j + r] * z[j - 1];
-                    *out++ = v;
-                }
+            int base = B[I_TYPE] == BASE || B[I_TYPE] == IMPOSED;
+            double pw[6];
+            for (int r = 0; r < 6; r++) {                                  /* p.w */
+                double v = s->w[r];
+                for (int j = 1; j < ncol; j++)
+                    v += s->w[6 * j + r] * z[j - 1];
+                pw[r] = v;
+            }
+            if (!base) {
+                memcpy(out, pw, 6 * sizeof(double));
+                out += 6;
             }
             for (int i = 0; i < nc; i++, out += 18) {                      /* ci.m */
                 memcpy(out, s->m_out + 18 * i, 18 * sizeof(double));
                 memcpy(out, s->a_child + 6 * i, 6 * sizeof(double));
             }
-            if (B[I_TYPE] == BASE) {                                       /* p.m */
+            if (base) {                                                    /* p.m, then p.w */
                 memcpy(out, s->m, 18 * sizeof(double));
                 memcpy(out, a_self, 6 * sizeof(double));
                 out += 18;
-            } else if (B[I_TYPE] != WELDED) {                              /* joint.q */
+                if (B[I_TYPE] == IMPOSED) {
+                    memcpy(out, pw, 6 * sizeof(double));
+                    out += 6;
+                }
+            } else if (B[I_TYPE] != WELDED) {                              /* joint.q, joint.tau */
                 *out++ = qdd;
                 *out++ = x[1];
                 *out++ = x[0];
+                if (B[I_INVERSE]) {
+                    double v = s->eff[0];
+                    for (int j = 1; j < ncol; j++)
+                        v += s->eff[j] * z[j - 1];
+                    *out++ = v;
+                }
             }
         }
         if (!ydot)
             continue;
         double *xd = ydot + B[I_STATE];
-        if (B[I_TYPE] == BASE) {            /* x'dot_P, P_b/i v_P, 1/2 q (x) [0, omega] */
+        if (B[I_TYPE] == BASE || B[I_TYPE] == IMPOSED) {   /* x'dot_P, P_b/i v_P, 1/2 q (x) [0, omega] */
             const double *q = x + 9, *om = x + 3;
             memcpy(xd, a_self, 6 * sizeof(double));
             mat3_vec(s->P_ai, x, xd + 6);

@@ -4,9 +4,9 @@ derivatives and outputs (:class:`~titop_fmu.unit.BlockUnit`, and so the FMUs).
 
 The NumPy blocks stay the reference: the kernel follows them equation by equation
 (the recursive loop solve of :mod:`titop_fmu.system` included) and is tested equal
-to them to rounding. It covers trees of floating bases, welded bodies and revolute
-and prismatic bodies in forward mode; a system with another block (loop closure,
-imposed-motion base, inverse mode) runs on the NumPy blocks.
+to them to rounding. It covers trees of every block but the loop closure: floating
+and imposed-motion bases, welded bodies, revolute and prismatic bodies (forward and
+inverse); a system with a loop closure runs on the NumPy blocks.
 
 The kernel is compiled on first use with the C compiler (``$CC``, ``cc`` or ``gcc``;
 about a second) into ``$XDG_CACHE_HOME/titop-fmu`` (default ``~/.cache``), keyed by
@@ -28,13 +28,13 @@ from pathlib import Path
 import numpy as np
 
 from . import integrators
-from .blocks import FloatingBase, PrismaticBody, RevoluteBody, WeldedBody
+from .blocks import FloatingBase, ImposedMotionBase, PrismaticBody, RevoluteBody, WeldedBody
 from .errors import SolverError, TitopError
 
 SOURCE = Path(__file__).resolve().parent / "kernel.c"
 #: the block types of kernel.c and the per-block integer and parameter layout (its enums)
-TYPES = {FloatingBase: 0, WeldedBody: 1, RevoluteBody: 2, PrismaticBody: 3}
-NI = 11                  # I_TYPE, I_PARENT, I_SLOT, I_STATE, I_NC, I_DPAR, I_INERTIAL, I_MCONST, I_EXT, I_TAU, I_CHILD
+TYPES = {FloatingBase: 0, WeldedBody: 1, RevoluteBody: 2, PrismaticBody: 3, ImposedMotionBase: 4}
+NI = 12     # I_TYPE, I_PARENT, I_SLOT, I_STATE, I_NC, I_DPAR, I_INERTIAL, I_MCONST, I_EXT, I_TAU, I_INVERSE, I_CHILD
 D_PC = 90                # D_P (36), D_P^-1 (36), g (3), mounting DCM (9), axis (3), J, k, d; then [PC_i]
 
 
@@ -150,16 +150,22 @@ def compile_c(source: Path, dest: Path, cc: str, flags: list, libs: list, what: 
 class _Entry:
     """One block of a kernel's tree: the block, its parent (index, child slot) or the constant
     motion vector at its parent port, its state offset, per child port the linked block's
-    index or the constant wrench, and its constant ``ext.w`` and ``joint.tau`` (arrays whose
-    memory the kernel reads, or None)."""
+    index or the constant wrench, its constant ``ext.w`` (an imposed-motion base: ``p.a``)
+    and ``joint.tau`` (inverse mode: ``joint.qdd``): arrays whose memory the kernel reads,
+    or None."""
 
     def __init__(self, name, block, state, parent=(-1, -1), m_const=None, children=(), ext=None, tau=None):
         kind = TYPES.get(type(block))
-        if kind is None or getattr(block, "mode", "forward") != "forward":
-            what = type(block).__name__ + (f" in {block.mode} mode" if kind is not None else "")
-            raise KernelUnavailable(f"the C kernel does not cover {name!r} ({what})")
+        if kind is None:
+            raise KernelUnavailable(f"the C kernel does not cover {name!r} ({type(block).__name__})")
         self.kind, self.block, self.state, self.parent = kind, block, state, parent
         self.m_const, self.children, self.ext, self.tau = m_const, list(children), ext, tau
+
+
+def _extra(block, value):
+    """``(ext, tau)`` of an :class:`_Entry` from ``value(input name)`` (an array or None)."""
+    return (value("p.a" if isinstance(block, ImposedMotionBase) else "ext.w"),
+            value("joint.qdd" if getattr(block, "mode", "") == "inverse" else "joint.tau"))
 
 
 class _Tree:
@@ -182,17 +188,17 @@ class _Tree:
             d = np.zeros(D_PC + 3 * body.n_children)
             d[0:36] = body.D_P.ravel()
             d[72:75] = b.g
-            d[75:84] = np.eye(3).ravel() if kind == 0 else b.P_a0b.ravel()
+            d[75:84] = np.eye(3).ravel() if kind in (0, 4) else b.P_a0b.ravel()     # a base: no mounting
             if kind == 0:
                 d[36:72] = b.D_inv.ravel()
-            if kind >= 2:
+            if kind in (2, 3):                                                  # a joint
                 d[84:87] = b.axis
                 d[87:90] = (b.J_r if kind == 2 else body.mass), b.k, b.d
             for i, PC in enumerate(body.children):
                 d[D_PC + 3 * i:D_PC + 3 * i + 3] = PC
             ints.append([kind, *e.parent, e.state, body.n_children, sum(len(x) for x in doubles),
                          int(getattr(b, "ext_frame", "") == "inertial"), pointer(e.m_const), pointer(e.ext),
-                         pointer(e.tau), first])
+                         pointer(e.tau), int(getattr(b, "mode", "") == "inverse"), first])
             doubles.append(d)
         self.n = len(ints)
         table = np.array(ints, dtype=np.int32).reshape(-1, NI)
@@ -270,7 +276,7 @@ class CompiledRHS:
                 j = plan.child_link.get((n, c))
                 children.append(index[system.links[j].child] if j is not None else system.values[(n, f"{c}.w")])
             entries.append(_Entry(n, b, plan.state_slices[n].start, parent, m_const, children,
-                                  system.values.get((n, "ext.w")), system.values.get((n, "joint.tau"))))
+                                  *_extra(b, lambda e: system.values.get((n, e)))))
         self._tree = _Tree(entries)
 
     def __call__(self, y):
@@ -287,9 +293,10 @@ class BlockKernel:
     def __init__(self, block, slices: dict, n_outputs: int):
         self.u = np.zeros(max((s.stop for s in slices.values()), default=0))      # read by the kernel
         view = {n: self.u[s] for n, s in slices.items()}
+        ext, tau = _extra(block, view.get)
         self._tree = _Tree([_Entry("block", block, 0, m_const=view.get("p.m"),
-                                   children=[view[f"{c}.w"] for c in block.child_ports],
-                                   ext=view.get("ext.w"), tau=view.get("joint.tau"))], n_outputs)
+                                   children=[view[f"{c}.w"] for c in block.child_ports], ext=ext, tau=tau)],
+                           n_outputs)
 
     def derivatives(self, x):
         """``xdot`` at the states ``x`` and the inputs in :attr:`u`."""
