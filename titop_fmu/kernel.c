@@ -17,23 +17,26 @@
  *
  * Blocks: floating base (eqs. (11)-(13)), imposed-motion base (Fig. 1, eq. (11)),
  * welded body (eq. (15)), revolute (eqs. (16)-(23)) and prismatic (eqs. (24)-(29))
- * bodies, forward and inverse; a root that is not a base takes a constant motion vector. Matrices are
+ * bodies, forward and inverse, and the loop closure (section 3.4; its wrenches depend on
+ * motion only, so it cuts its loop: a constant wrench map to each of its two parents);
+ * a root that is not a base takes a constant motion vector. Matrices are
  * row-major; a 6-vector is [v; w] (twist, acceleration) or [F; T] (wrench).
  * All sizes and the layout are set by kernel.py. */
 
 #include <math.h>
 #include <string.h>
 
-enum { BASE = 0, WELDED = 1, REVOLUTE = 2, PRISMATIC = 3, IMPOSED = 4 };
+enum { BASE = 0, WELDED = 1, REVOLUTE = 2, PRISMATIC = 3, IMPOSED = 4, CLOSURE = 5 };
 
 /* per block, the integers (NI of them) */
 enum { I_TYPE, I_PARENT, I_SLOT, I_STATE, I_NC, I_DPAR, I_INERTIAL, I_MCONST, I_EXT, I_TAU,
-       I_INVERSE, I_CHILD, NI };
+       I_INVERSE, I_PARENT_R, I_SLOT_R, I_MCONST_R, I_CHILD, NI };
 /* I_EXT: a base's ext.w, an imposed-motion base's p.a; I_TAU: a joint's joint.tau, or in the
- * inverse mode (I_INVERSE) its joint.qdd */
+ * inverse mode (I_INVERSE) its joint.qdd; I_PARENT.. for a loop closure's port l, I_PARENT_R..
+ * for its port r */
 /* per child (at I_CHILD, 2 each): the linked block or -1, the pointer of its constant wrench or -1 */
 
-/* per block, the parameters at I_DPAR */
+/* per block, the parameters at I_DPAR (a loop closure: its K and D at D_D and D_DINV) */
 enum { D_D = 0, D_DINV = 36, D_G = 72, D_MOUNT = 75, D_AXIS = 84, D_J = 87, D_K = 88, D_DAMP = 89, D_PC = 90 };
 
 /* --- spatial algebra (titop_fmu/spatial.py) --------------------------------------------- */
@@ -125,6 +128,34 @@ static void euler_angles(const double *P, double *Th)
     }
 }
 
+/* the rotation vector phi with P = e^{(*phi)} (spatial.rotation_vector: accurate at every angle) */
+static void rotation_vector(const double *P, double *phi)
+{
+    double a[3] = {P[7] - P[5], P[2] - P[6], P[3] - P[1]};
+    double s = 0.5 * sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]), c = 0.5 * (P[0] + P[4] + P[8] - 1.0);
+    double angle = atan2(s, c);
+    if (angle < 3.14159265358979323846 - 1e-4) {
+        double f = angle < 1e-4 ? 0.5 * (1.0 + angle * angle / 6.0) : angle / (2.0 * s);
+        for (int i = 0; i < 3; i++)
+            phi[i] = f * a[i];
+        return;
+    }
+    double Bd[3] = {P[0] - c, P[4] - c, P[8] - c}, axis[3];      /* angle near pi: the symmetric part */
+    int k = 0;
+    for (int i = 1; i < 3; i++)
+        if (Bd[i] > Bd[k])
+            k = i;
+    double den = sqrt(Bd[k] * (1.0 - c));
+    for (int i = 0; i < 3; i++)
+        axis[i] = (i == k ? Bd[k] : 0.5 * (P[3 * i + k] + P[3 * k + i])) / den;
+    if (axis[0] * a[0] + axis[1] * a[1] + axis[2] * a[2] < 0)
+        for (int i = 0; i < 3; i++)
+            axis[i] = -axis[i];
+    double n = sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2]);
+    for (int i = 0; i < 3; i++)
+        phi[i] = angle * axis[i] / n;
+}
+
 static void dcm_from_quat(const double *q, double *P)
 {
     double w = q[0], x = q[1], y = q[2], z = q[3];
@@ -168,21 +199,26 @@ static int n_linked(const int *B, const int *I)
     return n;
 }
 
-static int n_cols(const int *B, const int *I)     /* [affine part, a_p (6 if linked parent), w (6 per linked child)] */
+static int n_a(const int *B)      /* 6 acceleration inputs for a linked parent (a closure has none) */
 {
-    return 1 + (B[I_PARENT] >= 0 ? 6 : 0) + 6 * n_linked(B, I);
+    return B[I_PARENT] >= 0 && B[I_TYPE] != CLOSURE ? 6 : 0;
+}
+
+static int n_cols(const int *B, const int *I)     /* [affine part, a_p (n_a), w (6 per linked child)] */
+{
+    return 1 + n_a(B) + 6 * n_linked(B, I);
 }
 
 static int ws_size(const int *B, const int *I)
 {
-    int nc = B[I_NC], nl = n_linked(B, I), ncol = n_cols(B, I), na = B[I_PARENT] >= 0 ? 6 : 0;
+    int nc = B[I_NC], nl = n_linked(B, I), ncol = n_cols(B, I), na = n_a(B);
     return 9 + 9 + 18 + 6 + 6 + 6 + 4 + 18 * nc + 6 * ncol + 2 * ncol + 6 * ncol * (nc + 1) + 36 + 6
         + 6 * nl * (1 + na) + 36 * nl * nl + 6 * nc;
 }
 
 static void ws_layout(const int *B, const int *I, double *p, WS *s)   /* in the order of ws_size */
 {
-    int nc = B[I_NC], nl = n_linked(B, I), ncol = n_cols(B, I), na = B[I_PARENT] >= 0 ? 6 : 0;
+    int nc = B[I_NC], nl = n_linked(B, I), ncol = n_cols(B, I), na = n_a(B);
 #define TAKE(f, n) do { s->f = p; p += (n); } while (0)
     TAKE(P_ab, 9); TAKE(P_ai, 9); TAKE(m, 18); TAKE(g6, 6); TAKE(bias, 6); TAKE(e, 6); TAKE(scal, 4);
     TAKE(m_out, 18 * nc); TAKE(w, 6 * ncol); TAKE(qdd, ncol); TAKE(eff, ncol); TAKE(a_out, 6 * ncol * (nc + 1));
@@ -193,12 +229,45 @@ static void ws_layout(const int *B, const int *I, double *p, WS *s)   /* in the 
 /* Block.kinematics: m (the block's motion vector at its port, in its frame), P_ab, P_ai,
  * g6, bias = C(x') D x', e (joint terms of eqs. (17)/(24)), scal = [spring, q], m_out */
 static void kinematics(const int *B, const double *par, const double *y, const double *m_par,
-                       WS *s)
+                       const double *m_par_r, WS *s)
 {
     int type = B[I_TYPE];
     const double *x = y + B[I_STATE], *D = par + D_D, *ax = par + D_AXIS;
     double *m = s->m;
     memset(s->e, 0, 6 * sizeof(double));
+    if (type == CLOSURE) {              /* W_l = K dx + D dx', W_r (LoopClosure.kinematics) */
+        const double *ml = m_par, *mr = m_par_r;
+        double Pl[9], Pr[9], R[9], dx[6], dxp[6], t[3], Wl[6], Wr[6], FT[6];
+        dcm_from_euler(ml + 15, Pl);
+        dcm_from_euler(mr + 15, Pr);
+        for (int i = 0; i < 3; i++)                                        /* P_ar/al = Pl^T Pr */
+            for (int j = 0; j < 3; j++)
+                R[3 * i + j] = Pl[i] * Pr[j] + Pl[3 + i] * Pr[3 + j] + Pl[6 + i] * Pr[6 + j];
+        mat3_vec(R, mr + 12, t);
+        for (int i = 0; i < 3; i++)
+            dx[i] = t[i] - ml[12 + i];
+        rotation_vector(R, dx + 3);
+        mat3_vec(R, mr + 6, t);
+        for (int i = 0; i < 3; i++)
+            dxp[i] = t[i] - ml[6 + i];
+        mat3_vec(R, mr + 9, t);
+        for (int i = 0; i < 3; i++)
+            dxp[3 + i] = t[i] - ml[9 + i];
+        mat6_vec(par + D_D, dx, Wl);
+        mat6_vec(par + D_DINV, dxp, FT);                                   /* D dx' */
+        for (int i = 0; i < 6; i++)
+            Wl[i] += FT[i];
+        cross(dx, Wl, t);                                                  /* -F, -T + dr x F */
+        for (int i = 0; i < 3; i++) {
+            FT[i] = -Wl[i];
+            FT[3 + i] = -Wl[3 + i] + t[i];
+        }
+        mat3T_vec(R, FT, Wr);
+        mat3T_vec(R, FT + 3, Wr + 3);
+        memcpy(s->bias, Wl, 6 * sizeof(double));                          /* kept in bias and e */
+        memcpy(s->e, Wr, 6 * sizeof(double));
+        return;
+    }
     if (type == BASE || type == IMPOSED) {
         dcm_from_quat(x + 9, s->P_ai);
         memcpy(s->P_ab, s->P_ai, 9 * sizeof(double));
@@ -281,6 +350,13 @@ static void accelerations(const int *B, const int *I, const double *par, const d
             Wc[k] += wi[k];
     }
     *qdd = *eff = 0.0;
+    if (type == CLOSURE) {                  /* no acceleration: the wrench on l in w, on r in a_out */
+        for (int k = 0; k < 6; k++) {
+            w[k] = f * s->bias[k];
+            a_out[k] = f * s->e[k];
+        }
+        return;
+    }
     if (type == IMPOSED) {                                                 /* eq. (11), Fig. 1 */
         double u[6], Da[6];
         const double *pa = B[I_EXT] >= 0 ? ptr[B[I_EXT]] : NULL;
@@ -424,13 +500,15 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
         const int *B = I + NI * b;
         const double *m_par = B[I_PARENT] >= 0 ? S[B[I_PARENT]].m_out + 18 * B[I_SLOT]
                                                : (B[I_MCONST] >= 0 ? ptr[B[I_MCONST]] : NULL);
-        kinematics(B, par + B[I_DPAR], y, m_par, &S[b]);
+        const double *m_par_r = B[I_PARENT_R] >= 0 ? S[B[I_PARENT_R]].m_out + 18 * B[I_SLOT_R]
+                                                   : (B[I_MCONST_R] >= 0 ? ptr[B[I_MCONST_R]] : NULL);
+        kinematics(B, par + B[I_DPAR], y, m_par, m_par_r, &S[b]);
     }
     /* 2. upward pass: every block's columns, its children's maps condensed, its own map */
     for (int b = nb - 1; b >= 0; b--) {
         const int *B = I + NI * b;
         const WS *s = &S[b];
-        int nc = B[I_NC], ncol = n_cols(B, I), na = B[I_PARENT] >= 0 ? 6 : 0, nl = n_linked(B, I);
+        int nc = B[I_NC], ncol = n_cols(B, I), na = n_a(B), nl = n_linked(B, I);
         const double *mc = B[I_PARENT] < 0 && B[I_MCONST] >= 0 ? ptr[B[I_MCONST]] : NULL;
         for (int j = 0; j < ncol; j++) {
             double a_p[6] = {0}, unit[6] = {0};
@@ -464,12 +542,16 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
                 if (c < 0)
                     continue;
                 const double *K = S[c].K, *k = S[c].k;
+                if (I[NI * c + I_TYPE] == CLOSURE) {   /* a constant wrench: on its l or its r part */
+                    K = NULL;
+                    k = I[NI * c + I_PARENT] == b && I[NI * c + I_SLOT] == i ? S[c].bias : S[c].e;
+                }
                 for (int r = 0; r < 6; r++) {
                     int row = 6 * l + r;
                     for (int j = 0; j < ncol; j++) {
                         const double *a = s->a_out + 6 * (nc + 1) * j + 6 * i;
                         double v = 0.0;
-                        for (int q = 0; q < 6; q++)
+                        for (int q = 0; K && q < 6; q++)
                             v += K[6 * r + q] * a[q];
                         if (j == 0)
                             s->X[m * row] = v + k[r];
@@ -505,7 +587,7 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
     for (int b = 0; b < nb; b++) {
         const int *B = I + NI * b;
         WS *s = &S[b];
-        int nc = B[I_NC], na = B[I_PARENT] >= 0 ? 6 : 0, nl = n_linked(B, I), m = 1 + na, ncol = n_cols(B, I);
+        int nc = B[I_NC], na = n_a(B), nl = n_linked(B, I), m = 1 + na, ncol = n_cols(B, I);
         double z[6 + 6 * nl], qdd;
         if (na)
             memcpy(z, S[B[I_PARENT]].a_child + 6 * B[I_SLOT], 6 * sizeof(double));
@@ -531,7 +613,11 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
             }
         }
         const double *x = y + B[I_STATE];
-        if (out) {
+        if (out && B[I_TYPE] == CLOSURE) {                                 /* l.w, r.w */
+            memcpy(out, s->w, 6 * sizeof(double));
+            memcpy(out + 6, s->a_out, 6 * sizeof(double));
+            out += 12;
+        } else if (out) {
             int base = B[I_TYPE] == BASE || B[I_TYPE] == IMPOSED;
             double pw[6];
             for (int r = 0; r < 6; r++) {                                  /* p.w */
@@ -579,7 +665,7 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
             xd[10] = 0.5 * (q[0] * om[0] + q[2] * om[2] - q[3] * om[1]);
             xd[11] = 0.5 * (q[0] * om[1] + q[3] * om[0] - q[1] * om[2]);
             xd[12] = 0.5 * (q[0] * om[2] + q[1] * om[1] - q[2] * om[0]);
-        } else if (B[I_TYPE] != WELDED) {
+        } else if (B[I_TYPE] == REVOLUTE || B[I_TYPE] == PRISMATIC) {
             xd[0] = x[1];
             xd[1] = qdd;
         }

@@ -4,9 +4,9 @@ derivatives and outputs (:class:`~titop_fmu.unit.BlockUnit`, and so the FMUs).
 
 The NumPy blocks stay the reference: the kernel follows them equation by equation
 (the recursive loop solve of :mod:`titop_fmu.system` included) and is tested equal
-to them to rounding. It covers trees of every block but the loop closure: floating
-and imposed-motion bases, welded bodies, revolute and prismatic bodies (forward and
-inverse); a system with a loop closure runs on the NumPy blocks.
+to them to rounding. It covers every block of :mod:`titop_fmu.blocks` (floating and
+imposed-motion bases, welded bodies, revolute and prismatic bodies forward and inverse,
+loop closures); a system with another block runs on the NumPy blocks.
 
 The kernel is compiled on first use with the C compiler (``$CC``, ``cc`` or ``gcc``;
 about a second) into ``$XDG_CACHE_HOME/titop-fmu`` (default ``~/.cache``), keyed by
@@ -28,13 +28,15 @@ from pathlib import Path
 import numpy as np
 
 from . import integrators
-from .blocks import FloatingBase, ImposedMotionBase, PrismaticBody, RevoluteBody, WeldedBody
+from .blocks import FloatingBase, ImposedMotionBase, LoopClosure, PrismaticBody, RevoluteBody, WeldedBody
 from .errors import SolverError, TitopError
 
 SOURCE = Path(__file__).resolve().parent / "kernel.c"
 #: the block types of kernel.c and the per-block integer and parameter layout (its enums)
-TYPES = {FloatingBase: 0, WeldedBody: 1, RevoluteBody: 2, PrismaticBody: 3, ImposedMotionBase: 4}
-NI = 12     # I_TYPE, I_PARENT, I_SLOT, I_STATE, I_NC, I_DPAR, I_INERTIAL, I_MCONST, I_EXT, I_TAU, I_INVERSE, I_CHILD
+TYPES = {FloatingBase: 0, WeldedBody: 1, RevoluteBody: 2, PrismaticBody: 3, ImposedMotionBase: 4, LoopClosure: 5}
+#: I_TYPE, I_PARENT, I_SLOT, I_STATE, I_NC, I_DPAR, I_INERTIAL, I_MCONST, I_EXT, I_TAU, I_INVERSE,
+#: I_PARENT_R, I_SLOT_R, I_MCONST_R, I_CHILD
+NI = 15
 D_PC = 90                # D_P (36), D_P^-1 (36), g (3), mounting DCM (9), axis (3), J, k, d; then [PC_i]
 
 
@@ -148,18 +150,18 @@ def compile_c(source: Path, dest: Path, cc: str, flags: list, libs: list, what: 
 
 
 class _Entry:
-    """One block of a kernel's tree: the block, its parent (index, child slot) or the constant
-    motion vector at its parent port, its state offset, per child port the linked block's
-    index or the constant wrench, its constant ``ext.w`` (an imposed-motion base: ``p.a``)
-    and ``joint.tau`` (inverse mode: ``joint.qdd``): arrays whose memory the kernel reads,
-    or None."""
+    """One block of a kernel's tree: the block, its state offset, per parent port (a loop
+    closure has two) its parent (index, child slot) or the constant motion vector there, per
+    child port the linked block's index or the constant wrench, its constant ``ext.w`` (an
+    imposed-motion base: ``p.a``) and ``joint.tau`` (inverse mode: ``joint.qdd``): arrays
+    whose memory the kernel reads, or None."""
 
-    def __init__(self, name, block, state, parent=(-1, -1), m_const=None, children=(), ext=None, tau=None):
+    def __init__(self, name, block, state, parents=(), children=(), ext=None, tau=None):
         kind = TYPES.get(type(block))
         if kind is None:
             raise KernelUnavailable(f"the C kernel does not cover {name!r} ({type(block).__name__})")
-        self.kind, self.block, self.state, self.parent = kind, block, state, parent
-        self.m_const, self.children, self.ext, self.tau = m_const, list(children), ext, tau
+        self.kind, self.block, self.state = kind, block, state
+        self.parents, self.children, self.ext, self.tau = list(parents), list(children), ext, tau
 
 
 def _extra(block, value):
@@ -181,24 +183,33 @@ class _Tree:
             return len(self._keep) - 1
 
         for e in entries:
-            b, body, kind = e.block, e.block.body, e.kind
+            b, kind = e.block, e.kind
             first = len(children)
             for c in e.children:
                 children += [c, -1] if isinstance(c, int) else [-1, pointer(c)]
-            d = np.zeros(D_PC + 3 * body.n_children)
-            d[0:36] = body.D_P.ravel()
-            d[72:75] = b.g
-            d[75:84] = np.eye(3).ravel() if kind in (0, 4) else b.P_a0b.ravel()     # a base: no mounting
-            if kind == 0:
-                d[36:72] = b.D_inv.ravel()
-            if kind in (2, 3):                                                  # a joint
-                d[84:87] = b.axis
-                d[87:90] = (b.J_r if kind == 2 else body.mass), b.k, b.d
-            for i, PC in enumerate(body.children):
-                d[D_PC + 3 * i:D_PC + 3 * i + 3] = PC
-            ints.append([kind, *e.parent, e.state, body.n_children, sum(len(x) for x in doubles),
-                         int(getattr(b, "ext_frame", "") == "inertial"), pointer(e.m_const), pointer(e.ext),
-                         pointer(e.tau), int(getattr(b, "mode", "") == "inverse"), first])
+            ports = [(-1, -1, -1)] * 2                  # (parent, slot, constant) of l (or p), r
+            for k, src in enumerate(e.parents):
+                ports[k] = (*src, -1) if isinstance(src, tuple) else (-1, -1, pointer(src))
+            if kind == 5:                                                       # a loop closure
+                d, n_children = np.concatenate([b.K.ravel(), b.D.ravel()]), 0
+            else:
+                body = b.body
+                n_children = body.n_children
+                d = np.zeros(D_PC + 3 * n_children)
+                d[0:36] = body.D_P.ravel()
+                d[72:75] = b.g
+                d[75:84] = np.eye(3).ravel() if kind in (0, 4) else b.P_a0b.ravel()     # a base: no mounting
+                if kind == 0:
+                    d[36:72] = b.D_inv.ravel()
+                if kind in (2, 3):                                              # a joint
+                    d[84:87] = b.axis
+                    d[87:90] = (b.J_r if kind == 2 else body.mass), b.k, b.d
+                for i, PC in enumerate(body.children):
+                    d[D_PC + 3 * i:D_PC + 3 * i + 3] = PC
+            (pl, sl, ml), (pr, sr, mr) = ports
+            ints.append([kind, pl, sl, e.state, n_children, sum(len(x) for x in doubles),
+                         int(getattr(b, "ext_frame", "") == "inertial"), ml, pointer(e.ext), pointer(e.tau),
+                         int(getattr(b, "mode", "") == "inverse"), pr, sr, mr, first])
             doubles.append(d)
         self.n = len(ints)
         table = np.array(ints, dtype=np.int32).reshape(-1, NI)
@@ -265,17 +276,14 @@ class CompiledRHS:
         entries = []
         for n in plan.order:
             b = system.blocks[n]
-            parent, m_const = (-1, -1), None
-            for _, src in plan.wiring[n].kin:           # the one parent port "p", if any
-                if isinstance(src, np.ndarray):
-                    m_const = system.values[(n, "p.m")]
-                else:
-                    parent = index[src[0]], system.blocks[src[0]].child_ports.index(src[1][:-2])
+            parents = [system.values[(n, f"{p}.m")] if isinstance(src, np.ndarray) else
+                       (index[src[0]], system.blocks[src[0]].child_ports.index(src[1][:-2]))
+                       for p, src in plan.wiring[n].kin]            # per parent port: linked, or given
             children = []
             for c in b.child_ports:
                 j = plan.child_link.get((n, c))
                 children.append(index[system.links[j].child] if j is not None else system.values[(n, f"{c}.w")])
-            entries.append(_Entry(n, b, plan.state_slices[n].start, parent, m_const, children,
+            entries.append(_Entry(n, b, plan.state_slices[n].start, parents, children,
                                   *_extra(b, lambda e: system.values.get((n, e)))))
         self._tree = _Tree(entries)
 
@@ -294,7 +302,7 @@ class BlockKernel:
         self.u = np.zeros(max((s.stop for s in slices.values()), default=0))      # read by the kernel
         view = {n: self.u[s] for n, s in slices.items()}
         ext, tau = _extra(block, view.get)
-        self._tree = _Tree([_Entry("block", block, 0, m_const=view.get("p.m"),
+        self._tree = _Tree([_Entry("block", block, 0, parents=[view[f"{p}.m"] for p in block.parent_ports],
                                    children=[view[f"{c}.w"] for c in block.child_ports], ext=ext, tau=tau)],
                            n_outputs)
 

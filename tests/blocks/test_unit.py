@@ -7,7 +7,6 @@ from titop_fmu.blocks import RevoluteBody, RigidBody
 from titop_fmu.cosim.numerics import wrap
 from titop_fmu.errors import SolverError
 from titop_fmu.fmu import catalog
-from titop_fmu.kernel import KernelUnavailable
 from titop_fmu.unit import BlockUnit
 
 rng = np.random.default_rng(3)
@@ -132,8 +131,7 @@ def test_differences_along_twist_and_pose_keep_the_kinematics():
 
 @pytest.mark.parametrize("model_id", [catalog.model_identifier(k, n) for k, n in catalog.all_identifiers()])
 def test_the_kernel_computes_what_the_numpy_block_computes(model_id):
-    """Every catalog model at random parameters, states and inputs: on the C kernel where it
-    covers the block (every one but the loop closure), outputs, state derivatives and the exact directional derivatives equal the
+    """Every catalog model at random parameters, states and inputs: on the C kernel, outputs, state derivatives and the exact directional derivatives equal the
     NumPy block's to rounding, and a step equals the NumPy step to the integrator's tolerance."""
     from titop_fmu.fmu.model_description import random_parameters
     iface = catalog.interface_of(model_id)
@@ -141,8 +139,7 @@ def test_the_kernel_computes_what_the_numpy_block_computes(model_id):
     for _ in range(3):
         u, _ = iface.make_unit(random_parameters(iface, r))
         ref = BlockUnit(u.block, u.rtol, u.atol, kernel="numpy")
-        covered = type(u.block).__name__ != "LoopClosure"
-        assert u.kernel == ("c" if covered else "numpy")
+        assert u.kernel == "c"
         x = u._project(u.x + 0.3 * r.standard_normal(u.x.size))
         inputs = r.standard_normal(len(u.input_names))
         for w in (u, ref):
@@ -161,9 +158,6 @@ def test_the_kernel_computes_what_the_numpy_block_computes(model_id):
             u.do_step(0.0, 0.01)
             ref.do_step(0.0, 0.01)
             assert np.abs(u.x - ref.x).max() <= 1e-8 * max(1.0, np.abs(ref.x).max())
-    if not covered:
-        with pytest.raises(KernelUnavailable, match="does not cover"):
-            BlockUnit(u.block, kernel="c")
 
 
 def test_the_kernel_step_is_dopri5_step_for_step():

@@ -365,15 +365,51 @@ def test_kernel_sees_a_constant_input_changed_after_it_is_built():
     assert not np.allclose(f(0.0, y), s.rhs(0.0, y))
 
 
-def test_kernel_rejects_the_blocks_it_does_not_cover():
+@pytest.mark.parametrize("seed", range(12))
+def test_kernel_rhs_equals_the_numpy_rhs_with_every_block(seed):
+    """The random systems of the recursive/dense test: both bases, every joint forward and
+    inverse, loop closures between random blocks and one tied to a given motion."""
+    rng = np.random.default_rng(seed)
+    s = random_system(np.random.default_rng(seed), int(rng.integers(5, 20)), "recursive")
+    f = s.compiled_rhs()
+    for _ in range(3):
+        y = random_state(rng, s)
+        assert_rhs_equal(f(0.0, y), s.rhs(0.0, y))
+
+
+def test_kernel_loop_closure_turned_near_pi():
+    """A loop closure whose two sides are turned by nearly pi (the rotation vector's axis from
+    the DCM's symmetric part), and by nearly nothing."""
+    from titop_fmu.spatial import axis_rotation, dcm_from_euler, euler_from_dcm
+    for angle in (np.pi - 1e-7, np.pi - 1e-3, 1e-9):
+        s = System()
+        s.add("ground", ImposedMotionBase(RigidBody(1.0, np.eye(3), children=[[0, 0, 0], [1, 0, 0]])))
+        s.add("arm", RevoluteBody(RigidBody(1.0, np.diag([0.1, 0.2, 0.3]), com=[0, -1, 0], children=[[0, -1, 0]]),
+                                  q0=0.3))
+        s.add("loop", LoopClosure(np.diag([50.0, 60, 70, 5, 6, 7]), np.diag([1.0, 1, 1, 0.1, 0.1, 0.1])))
+        s.link("ground.c1", "arm.p")
+        s.link("arm.c1", "loop.l")
+        axis = np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5])   # its axis is flipped back
+        m = np.zeros(18)
+        s.set_input("loop.r.m", m)
+        s.set_input("ground.c2.w", np.zeros(6))
+        y = s.initial_state()
+        left = s.outputs(y)["arm"]["c1.m"][15:18]                 # the attitude of the l side
+        m[15:18] = euler_from_dcm(dcm_from_euler(left) @ axis_rotation(axis, angle))
+        s.set_input("loop.r.m", m)
+        assert np.allclose(s.evaluate(y)[0]["loop"].dx[3:6], angle * axis, atol=1e-6)
+        assert_rhs_equal(s.compiled_rhs()(0.0, y), s.rhs(0.0, y), rtol=1e-9)
+
+
+def test_kernel_rejects_a_block_it_does_not_know():
     from titop_fmu.kernel import KernelUnavailable
-    s = random_system(np.random.default_rng(0), 6, "recursive")
-    with pytest.raises(KernelUnavailable, match="does not cover 'closure.' \\(LoopClosure\\)"):
+    s = System()
+    s.add("slip", _Slip())
+    s.add("reaction", _Reaction())
+    s.link("slip.c1", "reaction.p")
+    s.set_input("slip.p.m", np.ones(18))
+    with pytest.raises(KernelUnavailable, match="does not cover 'slip' \\(_Slip\\)"):
         s.compiled_rhs()
-    tr = s.simulate(0.02, 0.01)
-    assert tr.kernel == "numpy"
-    with pytest.raises(KernelUnavailable):
-        s.simulate(0.02, 0.01, kernel="c")
 
 
 def test_kernel_non_finite_state_is_a_solver_error():
