@@ -15,8 +15,7 @@ after fmi2Reset and after another instance is freed.
 import numpy as np
 import pytest
 
-from fmu_fixtures import IDS, Host, fmu_dir, fmu_paths, unzipped  # noqa: F401
-from test_fmus import H, random_inputs, random_setup
+from fmu_fixtures import IDS, H, Host, fmu_dir, fmu_paths, random_inputs, random_setup, unzipped  # noqa: F401
 from titop_fmu.cosim.numerics import wrap
 
 from fmpy.fmi1 import FMICallException  # noqa: E402  (fmu_fixtures skips the module without FMPy)

@@ -13,49 +13,25 @@ import os
 import subprocess
 import sys
 import textwrap
-import warnings
 import zipfile
 
 import numpy as np
 import pytest
 
-from fmu_fixtures import IDS, Host, fmu_dir, fmu_paths, run_without_scipy, scalar_parameters, unzipped  # noqa: F401
-from titop_fmu.errors import ParameterWarning
+from fmu_fixtures import (IDS, H, Host, fmu_dir, fmu_paths, random_inputs, random_setup,  # noqa: F401
+                          run_without_scipy, scalar_parameters, unzipped)
 from titop_fmu.fmu import catalog
-from titop_fmu.fmu.model_description import random_parameters
 
 from fmpy import simulate_fmu  # noqa: E402  (fmu_fixtures skips the module without FMPy)
 from fmpy.fmi1 import FMICallException  # noqa: E402
 from fmpy.validation import validate_fmu  # noqa: E402
 
-H = 0.01
 TOL = 1e-12
 
 
 def close(a, b):
     a, b = np.asarray(a), np.asarray(b)
     return a.shape == b.shape and np.max(np.abs(a - b), initial=0.0) <= TOL * max(1.0, np.max(np.abs(b), initial=0.0))
-
-
-def random_setup(mid, seed):
-    """``(iface, {parameter: value}, reference BlockUnit)`` at generic random parameters
-    (random initial conditions, so random states)."""
-    kind, n = catalog.parse_identifier(mid)
-    iface = catalog.interface(kind, n)
-    rng = np.random.default_rng(seed)
-    values = random_parameters(iface, rng)
-    params = scalar_parameters(iface, values)
-    if "ext_frame" in params:
-        params["ext_frame"] = int(rng.integers(2))
-        values = [params[s[0]] for s in iface.param_scalars]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ParameterWarning)
-        ref, _ = iface.make_unit(values)
-    return iface, params, ref
-
-
-def random_inputs(iface, rng):
-    return 0.5 * rng.standard_normal(len(iface.input_names))
 
 
 # -- the standard tools' view --------------------------------------------------------------

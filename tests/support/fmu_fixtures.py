@@ -8,7 +8,6 @@ the build is cached at module level, so all use the same freshly built FMUs.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -19,7 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import warnings
+
+from titop_fmu.errors import ParameterWarning
 from titop_fmu.fmu import catalog
+from titop_fmu.fmu.model_description import random_parameters
+from titop_fmu.kernel import c_compiler
 
 pytest.importorskip("pythonfmu", reason="the FMU tests need pythonfmu, FMPy and lark (FMU toolchain)")
 pytest.importorskip("fmpy", reason="the FMU tests need pythonfmu, FMPy and lark (FMU toolchain)")
@@ -34,13 +38,9 @@ IDS = [catalog.model_identifier(k, n) for k, n in catalog.all_identifiers()]
 _BUILT = {}
 
 
-def compiler():
-    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-
-
 def compile_c(source: Path, exe: Path) -> Path:
     """Compile the C host ``source`` to ``exe`` (skips the test without a C compiler)."""
-    cc = compiler()
+    cc = c_compiler()
     if not cc:
         pytest.skip("no C compiler (cc) to build the C host")
     r = subprocess.run([*cc.split(), "-O1", "-o", str(exe), str(source), "-ldl"], capture_output=True, text=True)
@@ -78,7 +78,7 @@ def unzip_fmu(fmu: Path, dest: Path):
 def fmu_dir(tmp_path_factory):
     """A folder with every FMU (``titop_fmu.fmu.build.build_all``), built once."""
     if "dir" not in _BUILT:
-        if not compiler():
+        if not c_compiler():
             pytest.skip("no C compiler (cc): the FMUs cannot be built")
         from titop_fmu.fmu.build import build_all
         d = tmp_path_factory.mktemp("fmus")
@@ -160,6 +160,31 @@ class Host:
 def scalar_parameters(iface, values) -> dict:
     """``{FMI parameter name: value}`` for the scalar parameter values of ``iface``."""
     return {s[0]: v for s, v in zip(iface.param_scalars, values)}
+
+
+#: the communication step of the FMU tests [s]
+H = 0.01
+
+
+def random_setup(mid, seed):
+    """``(iface, {parameter: value}, reference BlockUnit)`` at generic random parameters
+    (random initial conditions, so random states)."""
+    kind, n = catalog.parse_identifier(mid)
+    iface = catalog.interface(kind, n)
+    rng = np.random.default_rng(seed)
+    values = random_parameters(iface, rng)
+    params = scalar_parameters(iface, values)
+    if "ext_frame" in params:
+        params["ext_frame"] = int(rng.integers(2))
+        values = [params[s[0]] for s in iface.param_scalars]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParameterWarning)
+        ref, _ = iface.make_unit(values)
+    return iface, params, ref
+
+
+def random_inputs(iface, rng):
+    return 0.5 * rng.standard_normal(len(iface.input_names))
 
 
 _NO_SCIPY = """
