@@ -34,6 +34,22 @@ def rand_psd(rng):
     return A @ A.T
 
 
+def rand_block(rng, kind, body, gravity, ext_frame, twist0):
+    """A block of ``kind`` (``"floating"``, ``"imposed"``, ``"welded"``, ``"revolute"``,
+    ``"prismatic"``, a joint with ``"-inverse"``): oblique axis, mounting angles, spring and
+    damper drawn from ``rng``."""
+    if kind == "floating":
+        return FloatingBase(body, ext_frame=ext_frame, gravity=gravity, twist0=twist0)
+    if kind == "imposed":
+        return ImposedMotionBase(body, gravity=gravity, twist0=twist0)
+    if kind == "welded":
+        return WeldedBody(body, gravity=gravity, mount=rng.standard_normal(3))
+    joint, _, mode = kind.partition("-")
+    cls = RevoluteBody if joint == "revolute" else PrismaticBody
+    return cls(body, axis=rng.standard_normal(3), gravity=gravity, mount=rng.standard_normal(3),
+               k=rng.random(), d=rng.random(), mode=mode or "forward")
+
+
 def random_system(rng, n_bodies, solver):
     """Roots: a floating base (inputs in R_i or R_b) and an imposed-motion base; bodies of
     every joint type (forward and inverse) hung from random earlier blocks, some with
@@ -52,17 +68,7 @@ def random_system(rng, n_bodies, solver):
     for i, (kind, name) in enumerate(zip(kinds, names)):
         body = rand_body(rng, n_ports[i])
         twist0 = rng.standard_normal(6)
-        if kind == "floating":
-            block = FloatingBase(body, ext_frame=("inertial", "body")[i % 2], gravity=gravity, twist0=twist0)
-        elif kind == "imposed":
-            block = ImposedMotionBase(body, gravity=gravity, twist0=twist0)
-        elif kind == "welded":
-            block = WeldedBody(body, gravity=gravity, mount=rng.standard_normal(3))
-        else:
-            joint, _, mode = kind.partition("-")
-            cls = RevoluteBody if joint == "revolute" else PrismaticBody
-            block = cls(body, axis=rng.standard_normal(3), gravity=gravity, mount=rng.standard_normal(3),
-                        k=rng.random(), d=rng.random(), mode=mode or "forward")
+        block = rand_block(rng, kind, body, gravity, ("inertial", "body")[i % 2], twist0)
         s.add(name, block)
         for e, size in block.extra_inputs.items():
             s.set_input(f"{name}.{e}", rng.standard_normal(size))
@@ -280,18 +286,9 @@ def random_kernel_tree(rng, n_bodies):
     names = [f"{k.split('-')[0]}{i}" for i, k in enumerate(kinds)]
     for i, (kind, name) in enumerate(zip(kinds, names)):
         body = rand_body(rng, n_ports[i])
-        if kind == "floating":
-            block = FloatingBase(body, ext_frame=("inertial", "body")[int(rng.integers(2))], gravity=gravity,
-                                 twist0=rng.standard_normal(6))
-        elif kind == "imposed":
-            block = ImposedMotionBase(body, gravity=gravity, twist0=rng.standard_normal(6))
-        elif kind == "welded":
-            block = WeldedBody(body, gravity=gravity, mount=rng.standard_normal(3))
-        else:
-            joint, _, mode = kind.partition("-")
-            cls = RevoluteBody if joint == "revolute" else PrismaticBody
-            block = cls(body, axis=rng.standard_normal(3), gravity=gravity, mount=rng.standard_normal(3),
-                        k=rng.random(), d=rng.random(), mode=mode or "forward")
+        ext_frame = ("inertial", "body")[int(rng.integers(2))] if kind == "floating" else None
+        twist0 = rng.standard_normal(6) if kind in ("floating", "imposed") else None
+        block = rand_block(rng, kind, body, gravity, ext_frame, twist0)
         s.add(name, block)
         for e, size in block.extra_inputs.items():
             s.set_input(f"{name}.{e}", rng.standard_normal(size))
