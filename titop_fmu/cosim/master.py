@@ -112,7 +112,8 @@ class Master:
         self._why = ""
         self._n_hist = 1                # accepted points in the coarse run's history
         self._rec = None
-        self._pending = []              # accepted intervals not settled yet: [out, slot, rec, U]
+        self._pending = []              # accepted intervals not settled yet: (rec, U)
+        self._mesh = None               # in simulate: the observed values of the intervals settled
         f = opt.observe
         self._observe = (lambda rec: rec) if f is None else f
         self.on_attempt = None          # f(H) when an interval is retried shorter (progress display)
@@ -145,16 +146,16 @@ class Master:
     def _settle(self):
         """What the accepted intervals leave to compute that the step control does not need:
         their global error bound (:attr:`Stats.tableau`) and, in :meth:`simulate`, their
-        observed values. Called while the workers compute the next interval (the master's
-        process holds the finest run, the lighter load), at the end of a run and before a
-        :meth:`save`."""
-        while self._pending:
-            out, slot, rec, U = self._pending.pop(0)
+        observed values, appended in order. Called while the workers compute the next interval
+        (the master's process holds the finest run, the lighter load), at the end of a run and
+        before a :meth:`save`."""
+        for rec, U in self._pending:
             self._E = self.tableau_error(U)
             if self._E.size:
                 self.stats.tableau = max(self.stats.tableau, float(np.max(np.abs(self._E))))
-            if out is not None:
-                out[slot] = self.extrapolated(rec)
+            if self._mesh is not None:
+                self._mesh.append(self.extrapolated(rec))
+        self._pending.clear()
 
     def _absorb(self, res):
         self._rec = {i: rec for i, (_, rec, _, _) in res.items()}
@@ -227,7 +228,7 @@ class Master:
             for s in self.steppers:         # a worker's goes with its next command: no round trip
                 s.commit_later()
             self._absorb(res)
-            self._pending.append([None, None, self._rec, self._U])      # see _settle
+            self._pending.append((self._rec, self._U))                  # see _settle
         else:
             self._all("rollback")
         return accepted, ratio
@@ -301,6 +302,7 @@ class Master:
         self.span = self.opt.span or (t_stop - t0)
         with single_threaded_blas():
             mesh_t, mesh_v, ratios = [t0], [self.initialize(t0)], [0.0]
+        self._mesh = mesh_v                     # _settle appends the intervals' values
         bar = None
         if progress:
             from tqdm import tqdm
@@ -314,12 +316,13 @@ class Master:
                     if stop_requested is not None and stop_requested():
                         raise KeyboardInterrupt
                     mesh_t.append(self.advance(t_stop))
-                    mesh_v.append(None)                         # filled by _settle
-                    self._pending[-1][0:2] = mesh_v, len(mesh_v) - 1
                     ratios.append(self._last_ratio)
                     if bar is not None:
                         bar.set_postfix_str("", refresh=False)
                         bar.update(self.t - t0 - bar.n)
+        except BaseException:
+            self._mesh = None                   # a stopped run has no values to collect
+            raise
         finally:
             if bar is not None:
                 self.on_attempt = None
@@ -327,6 +330,7 @@ class Master:
             self.stats.wall += time.perf_counter() - start
         with single_threaded_blas():
             self._settle()
+        self._mesh = None
         self.collect_stats()
         mesh_t, mesh_v = np.array(mesh_t), np.array(mesh_v)
         if output_interval:
