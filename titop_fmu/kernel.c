@@ -1,9 +1,12 @@
-/* The right-hand side of a monolithic TITOP tree in C: the fast path of
- * titop_fmu.system.System.simulate (kernel.py beside it builds and loads it).
+/* The TITOP blocks in C: the right-hand side of a monolithic tree (the fast path of
+ * titop_fmu.system.System.simulate) and, for a tree of one block, a block unit's outputs,
+ * derivatives and communication step (titop_fmu.unit.BlockUnit, and so the FMUs).
+ * kernel.py beside it builds and loads it.
  *
  * The NumPy blocks (titop_fmu/blocks/) stay the reference; this file follows
  * them step by step, with the same equation numbers (shared/paper/titop-nonlinear.md),
- * and tests check it equal to them to rounding (tests/physics/test_loop_solve.py):
+ * and tests check it equal to them to rounding (tests/physics/test_loop_solve.py,
+ * tests/blocks/test_unit.py):
  *
  *   1. kinematics, parents first: each block's motion vector at its port in its
  *      own frame, its DCMs, gravity, the non-linear wrench, the twist/pose part of
@@ -189,6 +192,7 @@ static void motion_in_frame(const double *m_b, const double *P_ab, double *m_a, 
 
 typedef struct {                 /* a block's workspace (see ws_layout) */
     double *P_ab, *P_ai, *m, *g6, *bias, *e, *scal, *m_out, *w, *qdd, *eff, *a_out, *K, *k, *X, *A, *a_child;
+    double *W_l, *W_r;          /* a loop closure's wrenches on its parts l and r */
 } WS;
 
 static int n_linked(const int *B, const int *I)
@@ -213,7 +217,7 @@ static int ws_size(const int *B, const int *I)
 {
     int nc = B[I_NC], nl = n_linked(B, I), ncol = n_cols(B, I), na = n_a(B);
     return 9 + 9 + 18 + 6 + 6 + 6 + 4 + 18 * nc + 6 * ncol + 2 * ncol + 6 * ncol * (nc + 1) + 36 + 6
-        + 6 * nl * (1 + na) + 36 * nl * nl + 6 * nc;
+        + 6 * nl * (1 + na) + 36 * nl * nl + 6 * nc + 12;
 }
 
 static void ws_layout(const int *B, const int *I, double *p, WS *s)   /* in the order of ws_size */
@@ -223,6 +227,7 @@ static void ws_layout(const int *B, const int *I, double *p, WS *s)   /* in the 
     TAKE(P_ab, 9); TAKE(P_ai, 9); TAKE(m, 18); TAKE(g6, 6); TAKE(bias, 6); TAKE(e, 6); TAKE(scal, 4);
     TAKE(m_out, 18 * nc); TAKE(w, 6 * ncol); TAKE(qdd, ncol); TAKE(eff, ncol); TAKE(a_out, 6 * ncol * (nc + 1));
     TAKE(K, 36); TAKE(k, 6); TAKE(X, 6 * nl * (1 + na)); TAKE(A, 36 * nl * nl); TAKE(a_child, 6 * nc);
+    TAKE(W_l, 6); TAKE(W_r, 6);
 #undef TAKE
 }
 
@@ -237,7 +242,7 @@ static void kinematics(const int *B, const double *par, const double *y, const d
     memset(s->e, 0, 6 * sizeof(double));
     if (type == CLOSURE) {              /* W_l = K dx + D dx', W_r (LoopClosure.kinematics) */
         const double *ml = m_par, *mr = m_par_r;
-        double Pl[9], Pr[9], R[9], dx[6], dxp[6], t[3], Wl[6], Wr[6], FT[6];
+        double Pl[9], Pr[9], R[9], dx[6], dxp[6], t[3], Wl[6], FT[6];
         dcm_from_euler(ml + 15, Pl);
         dcm_from_euler(mr + 15, Pr);
         for (int i = 0; i < 3; i++)                                        /* P_ar/al = Pl^T Pr */
@@ -262,10 +267,9 @@ static void kinematics(const int *B, const double *par, const double *y, const d
             FT[i] = -Wl[i];
             FT[3 + i] = -Wl[3 + i] + t[i];
         }
-        mat3T_vec(R, FT, Wr);
-        mat3T_vec(R, FT + 3, Wr + 3);
-        memcpy(s->bias, Wl, 6 * sizeof(double));                          /* kept in bias and e */
-        memcpy(s->e, Wr, 6 * sizeof(double));
+        mat3T_vec(R, FT, s->W_r);
+        mat3T_vec(R, FT + 3, s->W_r + 3);
+        memcpy(s->W_l, Wl, 6 * sizeof(double));
         return;
     }
     if (type == BASE || type == IMPOSED) {
@@ -352,8 +356,8 @@ static void accelerations(const int *B, const int *I, const double *par, const d
     *qdd = *eff = 0.0;
     if (type == CLOSURE) {                  /* no acceleration: the wrench on l in w, on r in a_out */
         for (int k = 0; k < 6; k++) {
-            w[k] = f * s->bias[k];
-            a_out[k] = f * s->e[k];
+            w[k] = f * s->W_l[k];
+            a_out[k] = f * s->W_r[k];
         }
         return;
     }
@@ -544,7 +548,7 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
                 const double *K = S[c].K, *k = S[c].k;
                 if (I[NI * c + I_TYPE] == CLOSURE) {   /* a constant wrench: on its l or its r part */
                     K = NULL;
-                    k = I[NI * c + I_PARENT] == b && I[NI * c + I_SLOT] == i ? S[c].bias : S[c].e;
+                    k = I[NI * c + I_PARENT] == b && I[NI * c + I_SLOT] == i ? S[c].W_l : S[c].W_r;
                 }
                 for (int r = 0; r < 6; r++) {
                     int row = 6 * l + r;

@@ -33,7 +33,9 @@ from .errors import SolverError, TitopError
 
 SOURCE = Path(__file__).resolve().parent / "kernel.c"
 #: the block types of kernel.c and the per-block integer and parameter layout (its enums)
-TYPES = {FloatingBase: 0, WeldedBody: 1, RevoluteBody: 2, PrismaticBody: 3, ImposedMotionBase: 4, LoopClosure: 5}
+BASE, WELDED, REVOLUTE, PRISMATIC, IMPOSED, CLOSURE = range(6)
+TYPES = {FloatingBase: BASE, WeldedBody: WELDED, RevoluteBody: REVOLUTE, PrismaticBody: PRISMATIC,
+         ImposedMotionBase: IMPOSED, LoopClosure: CLOSURE}
 #: I_TYPE, I_PARENT, I_SLOT, I_STATE, I_NC, I_DPAR, I_INERTIAL, I_MCONST, I_EXT, I_TAU, I_INVERSE,
 #: I_PARENT_R, I_SLOT_R, I_MCONST_R, I_CHILD
 NI = 15
@@ -190,7 +192,7 @@ class _Tree:
             ports = [(-1, -1, -1)] * 2                  # (parent, slot, constant) of l (or p), r
             for k, src in enumerate(e.parents):
                 ports[k] = (*src, -1) if isinstance(src, tuple) else (-1, -1, pointer(src))
-            if kind == 5:                                                       # a loop closure
+            if kind == CLOSURE:
                 d, n_children = np.concatenate([b.K.ravel(), b.D.ravel()]), 0
             else:
                 body = b.body
@@ -198,12 +200,12 @@ class _Tree:
                 d = np.zeros(D_PC + 3 * n_children)
                 d[0:36] = body.D_P.ravel()
                 d[72:75] = b.g
-                d[75:84] = np.eye(3).ravel() if kind in (0, 4) else b.P_a0b.ravel()     # a base: no mounting
-                if kind == 0:
+                d[75:84] = np.eye(3).ravel() if kind in (BASE, IMPOSED) else b.P_a0b.ravel()   # no mounting
+                if kind == BASE:
                     d[36:72] = b.D_inv.ravel()
-                if kind in (2, 3):                                              # a joint
+                if kind in (REVOLUTE, PRISMATIC):
                     d[84:87] = b.axis
-                    d[87:90] = (b.J_r if kind == 2 else body.mass), b.k, b.d
+                    d[87:90] = (b.J_r if kind == REVOLUTE else body.mass), b.k, b.d
                 for i, PC in enumerate(body.children):
                     d[D_PC + 3 * i:D_PC + 3 * i + 3] = PC
             (pl, sl, ml), (pr, sr, mr) = ports
