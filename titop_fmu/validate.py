@@ -28,7 +28,7 @@ from . import invariants, modelica
 from .cosim.numerics import wrap
 from .errors import ParameterWarning, TitopError
 from .scenarios import balloon
-from .spatial import dcm_from_euler, rotation_vector
+from .spatial import relative_rotation_vector
 
 OUTPUTS = balloon.COLUMNS[1:]
 ANGLES = {"phi", "theta", "psi", "theta1", "theta2"}
@@ -120,8 +120,7 @@ def errors(a: Series, b: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for j, name in enumerate(OUTPUTS):
         if name in ANGLES:
             d[:, j] = wrap(d[:, j])
-    att = np.array([np.linalg.norm(rotation_vector(dcm_from_euler(x).T @ dcm_from_euler(y)))
-                    for x, y in zip(a.cols[:n, 3:6], b.cols[:n, 3:6])])
+    att = np.array([np.linalg.norm(relative_rotation_vector(y, x)) for x, y in zip(a.cols[:n, 3:6], b.cols[:n, 3:6])])
     return a.t[:n], np.abs(d), att
 
 

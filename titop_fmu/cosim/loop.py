@@ -67,7 +67,8 @@ class Sensitivities:
     runs of a master (their states differ by their coupling error only).
 
     ``I - M`` has the sparsity of the connections and a tree's factors do not fill in:
-    one sparse LU per ``M``, O(N). Its solves for the unknowns' columns give ``J^-1``
+    one sparse LU per ``M``, O(N) (up to :data:`DENSE_UP_TO` coupling inputs a dense
+    solve, as fast there). Its solves for the unknowns' columns give ``J^-1``
     (unknowns x unknowns), which Broyden's updates along the Newton steps correct
     (Sherman-Morrison); a Newton step is one product with it."""
 
