@@ -312,3 +312,18 @@ def test_cyclic_components_are_scipys_strong_components():
     n = 6000                                            # 0 <-> 1 -> 2 <-> 3 -> ... : 3000 loops
     succ = [[k + 1] if k % 2 == 0 else ([k - 1, k + 1] if k + 1 < n else [k - 1]) for k in range(n)]
     assert _cyclic_components(succ) == reference(succ) and len(_cyclic_components(succ)) == n // 2
+
+
+def test_a_small_system_runs_without_scipy(tmp_path):
+    """Up to 256 coupling inputs the master needs numpy only (its loops found by Tarjan's
+    algorithm, its solves dense): a run in a process that cannot import scipy."""
+    import textwrap
+    from fmu_fixtures import run_without_scipy
+    words = run_without_scipy(textwrap.dedent("""
+        from titop_fmu.cosim import Options, simulate
+        from titop_fmu.scenarios import generate
+        from titop_fmu.titop import TitopUnits
+        res = simulate(generate.cosystem(3), 0.1, TitopUnits("inprocess"), options=Options(workers=0))
+        print(res.stats.macro_steps > 0, "scipy" in sys.modules)
+    """), tmp_path)
+    assert words[-2:] == ["True", "False"]

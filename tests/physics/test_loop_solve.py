@@ -431,13 +431,17 @@ def test_without_a_compiler_the_numpy_blocks_run(monkeypatch, tmp_path):
     from titop_fmu import kernel
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    tries = []
+    load = kernel._load
+    monkeypatch.setattr(kernel, "_load", lambda: tries.append(1) or load())
     kernel.forget()
     try:
         s = generate.chain(2)
         with pytest.raises(kernel.KernelUnavailable, match="cannot run the C compiler"):
             s.compiled_rhs()
         assert s.simulate(0.02, 0.01).kernel == "numpy"
-        assert generate.chain(3).simulate(0.02, 0.01).kernel == "numpy"      # the failure is remembered
+        assert generate.chain(3).simulate(0.02, 0.01).kernel == "numpy"
+        assert len(tries) == 1                                  # the failure is remembered
         assert not list(tmp_path.glob("titop-fmu/kernel-*.so"))
     finally:
         kernel.forget()
