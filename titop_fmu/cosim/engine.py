@@ -71,12 +71,7 @@ def build(system: CoSystem, units: UnitFactory | None = None, options: Options |
     steppers = [RemoteStepper(key=k) for k in range(1, len(groups))] if remote else []
     try:
         st = analyse(system, units.unit_types(system))
-    except BaseException:
-        for s in steppers:
-            s.terminate()
-        raise
-    if remote:
-        try:
+        if remote:
             for s, g in zip(steppers, groups[1:]):
                 s.setup(system, units, opt, g, st)
             # this process's runs are set up while the workers set up theirs
@@ -84,10 +79,11 @@ def build(system: CoSystem, units: UnitFactory | None = None, options: Options |
             for s in steppers:
                 if not s.in_process:
                     s.result()
-        except BaseException:
-            for s in steppers:
-                s.terminate()
-            raise
+    except BaseException:
+        for s in steppers:
+            s.terminate()
+        raise
+    if remote:
         return Master(st, steppers, opt)
     opt = dataclasses.replace(opt, workers=0)
     return Master(st, [Stepper(make_runs(system, st, units, opt, range(len(opt.sequence)), t0))], opt)
