@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "titop_fmu"
 #: bottom to top; a module may import its own layer's modules and lower layers only
 LAYERS = [
     {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators",   # generic maths:
-     "titop_fmu.spatial"},                            # the paper's spatial algebra
+     "titop_fmu.spatial", "titop_fmu.archive"},       # the paper's spatial algebra; zip files
     {"titop_fmu.cosim"},                              # generic FMI co-simulation
     {"titop_fmu.blocks", "titop_fmu.kernel"},         # pure block models, their C kernel
     {"titop_fmu.unit"},                               # a block as a co-simulation unit
@@ -24,7 +24,7 @@ LAYERS = [
 ]
 #: what the co-simulation package may import from the rest of titop_fmu
 COSIM_MAY_IMPORT = {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators",
-                    "titop_fmu.spatial"}
+                    "titop_fmu.spatial", "titop_fmu.archive"}
 
 
 def module_name(path: Path) -> str:

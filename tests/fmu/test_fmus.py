@@ -483,6 +483,40 @@ def test_fmu_contents(fmu_paths):
     assert md.coSimulation.canGetAndSetFMUstate and md.coSimulation.canSerializeFMUstate
 
 
+def test_archives_written_at_once_by_several_writers_all_complete(tmp_path):
+    """Writers of the same archive at once (threads here; processes filling the FMU cache
+    on their first runs) each write a temporary file of their own and move it into place:
+    every one completes, and the archive is whole. With one shared temporary name, they
+    failed (FileNotFoundError at the move) or interleaved their bytes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from titop_fmu.archive import write_zip
+    rng = np.random.default_rng(0)
+    entries = {f"resources/{i}.bin": rng.integers(0, 4, 400_000, dtype=np.uint8).tobytes() for i in range(4)}
+    out = tmp_path / "same.fmu"
+    with ThreadPoolExecutor(8) as pool:
+        done = list(pool.map(lambda _: write_zip(out, entries), range(16)))
+    assert done == [out] * 16
+    with zipfile.ZipFile(out) as z:
+        assert z.testzip() is None and {n: z.read(n) for n in z.namelist()} == entries
+    assert [p.name for p in tmp_path.iterdir()] == ["same.fmu"]      # no temporary file left
+
+
+def test_two_processes_building_the_fmus_into_one_folder_both_succeed(tmp_path):
+    """Two first runs at once fill the same FMU cache: both builds succeed and give the
+    FMUs one build gives alone (the build is deterministic)."""
+    code = "import sys; from titop_fmu.fmu.build import build_all; build_all(sys.argv[1], children=[0])"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "both")], stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    errors = [p.communicate()[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    from titop_fmu.fmu.build import build_all
+    alone = build_all(tmp_path / "alone", children=[0])
+    assert sorted(p.name for p in (tmp_path / "both").iterdir()) == sorted(p.name for p in alone)
+    for p in alone:
+        assert p.read_bytes() == (tmp_path / "both" / p.name).read_bytes(), p.name
+
+
 def test_build_is_deterministic_and_the_cli_builds_other_counts(tmp_path):
     from titop_fmu.cli import main
     from titop_fmu.fmu.build import build_all

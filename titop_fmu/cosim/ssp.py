@@ -28,6 +28,7 @@ from xml.etree.ElementTree import Element, SubElement, fromstring, register_name
 
 import numpy as np
 
+from ..archive import write_zip
 from ..errors import ConnectionError_
 from .graph import CoSystem
 from .systemfile import SystemFile
@@ -38,7 +39,6 @@ NS = {"ssd": "http://ssp-standard.org/SSP1/SystemStructureDescription",
 FMU_TYPE = "application/x-fmu-sharedlibrary"
 #: the annotation of the system listing the recorded outputs (``<Recorded><Variable element= name=/>``)
 RECORD_ANNOTATION = "org.titop-fmu.cosim.recorded"
-_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
 def _q(tag: str) -> str:
@@ -132,14 +132,9 @@ def write(system: CoSystem, types: dict, fmus: dict, out, name: str = "system", 
     if stop is not None:
         SubElement(root, _q("ssd:DefaultExperiment"), startTime="0.0", stopTime=repr(float(stop)))
 
-    tmp = out.with_name(out.name + ".part")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        entries = {"SystemStructure.ssd": _xml(root), **ssv}
-        entries.update({k: p.read_bytes() for k, p in files.items()})
-        for k in sorted(entries):
-            z.writestr(zipfile.ZipInfo(k, date_time=_ZIP_DATE), entries[k], zipfile.ZIP_DEFLATED)
-    tmp.replace(out)
-    return out
+    entries = {"SystemStructure.ssd": _xml(root), **ssv}
+    entries.update({k: p.read_bytes() for k, p in files.items()})
+    return write_zip(out, entries)
 
 
 def read(path, unpack_dir=None) -> SystemFile:

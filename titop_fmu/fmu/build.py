@@ -21,15 +21,14 @@ zip timestamps, a GUID derived from the content, no generation date).
 
 from __future__ import annotations
 
-import os
 import platform
 import sysconfig
 import tempfile
-import zipfile
 from pathlib import Path
 from xml.dom.minidom import parseString
 from xml.etree.ElementTree import tostring
 
+from ..archive import write_zip
 from ..errors import TitopError
 from ..kernel import KERNEL_LIBRARY, CompileError, KernelUnavailable, c_compiler, compile_c, compile_kernel
 from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
@@ -46,7 +45,6 @@ MODEL_OPTIONS = {
     "canGetAndSetFMUstate": True,
     "canSerializeFMUstate": True,
 }
-_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 #: the pythonfmu whose export library the FMUs ship
 PYTHONFMU_VERSION = "0.7.0"
 
@@ -147,18 +145,6 @@ def model_description(kind: str, n_children: int, guid_parts=()) -> bytes:
                     guid_parts=guid_parts)
 
 
-def _write_zip(path: Path, files: dict):
-    tmp = path.with_name(path.name + ".part")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        for name in sorted(files):
-            info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.create_system = 3
-            info.external_attr = (0o755 if name.endswith(".so") else 0o644) << 16
-            z.writestr(info, files[name])
-    os.replace(tmp, path)
-
-
 def package_fmu(out: Path, model_id: str, slave_source: str, description, shim: Path, common: dict,
                 resources: dict | None = None) -> Path:
     """Write the FMU ``out``: the ``common`` files, the slave module ``slave_source`` of the
@@ -173,7 +159,7 @@ def package_fmu(out: Path, model_id: str, slave_source: str, description, shim: 
     resources = sorted((k, v) for k, v in files.items() if k.startswith("resources/"))
     files["modelDescription.xml"] = description([k.encode() + v for k, v in resources])
     out = Path(out)
-    _write_zip(out, files)
+    write_zip(out, files)
     return out
 
 
