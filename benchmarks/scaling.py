@@ -1,5 +1,6 @@
-"""Cost of the monolithic engine against the number of bodies: chains and binary trees
-of N = 4 ... 64 revolute bodies on a floating base (:mod:`titop_fmu.scenarios.generate`).
+"""Cost of the monolithic engine against the number of bodies: chains, binary trees and
+stars (the base the parent of every body) of N = 4 ... 64 revolute bodies on a floating
+base (:mod:`titop_fmu.scenarios.generate`).
 
     python benchmarks/scaling.py [--n 4 8 16 32 64] [--solvers kernel recursive dense]
                                  [--stop 0.5] [--repeats 200] [--no-run] [--cosim [inprocess|fmu]]
@@ -11,10 +12,10 @@ the cost of one right-hand side (kinematics + exact loop solve; the median of
 ``--repeats`` evaluations at the initial state),
 the wall time of the monolithic run (DOP853, rtol = atol = 1e-11, the
 ``System.simulate`` default) per simulated second over ``--stop`` seconds, and
-for chains the ratio RHS(64)/RHS(8) (O(N) gives 8). With ``--cosim``, the
+for chains and stars the ratio RHS(64)/RHS(8) (O(N) gives 8). With ``--cosim``, the
 co-simulation master's wall time per simulated second over ``--stop`` seconds
 (in-process units, or ``--cosim fmu`` the FMUs, built into the cache before any
-timing; default options; units created, run, terminated) on the same systems
+timing; default options; units created, run, terminated) on the same chains and trees
 (:func:`titop_fmu.scenarios.generate.cosystem`), and per body, with what drives it:
 coupling iterations per base step, step-sensitivity measurements (each one
 ``doStep`` per coupling input) and ``doStep``s per unit per simulated second; for
@@ -88,17 +89,17 @@ def main():
         for branching in (1, 2):
             TitopUnits("fmu").unit_types(generate.cosystem(max(args.n), branching))
     with single_threaded_blas():
-        for kind, branching in (("chain", 1), ("tree", 2)):
+        for kind, branching in (("chain", 1), ("tree", 2), ("star", None)):
             for n in args.n:
                 for solver in args.solvers:
                     loop, kernel = SOLVERS[solver]
-                    s = generate.tree(n, branching, solver=loop)
+                    s = generate.tree(n, branching or n, solver=loop)
                     c = rhs[kind, n, solver] = rhs_cost(s, kernel, args.repeats)
                     line = f"{kind:>8} {n:4d} {solver:>9} {c * 1e6:10.1f} {c * 1e6 / n:8.2f}"
                     if not args.no_run:
                         per_s, nfev = run_cost(s, kernel, args.stop)
                         line += f" {per_s:14.3f} {nfev:10d}"
-                    if args.cosim and solver == args.solvers[0]:
+                    if args.cosim and solver == args.solvers[0] and branching:
                         c, st = cosim_cost(n, branching, args.stop, args.cosim)
                         cosim[kind, n] = c
                         steps = sum(st.unit_steps.values()) / (n + 1) / args.stop
@@ -106,8 +107,9 @@ def main():
                                  f" {st.P_refreshes:8d} {steps:19.0f}")
                     print(line, flush=True)
     if {8, 64} <= set(args.n):
-        for solver in args.solvers:
-            print(f"chain RHS(64)/RHS(8), {solver}: {rhs['chain', 64, solver] / rhs['chain', 8, solver]:.1f}")
+        for kind in ("chain", "star"):
+            for solver in args.solvers:
+                print(f"{kind} RHS(64)/RHS(8), {solver}: {rhs[kind, 64, solver] / rhs[kind, 8, solver]:.1f}")
     if args.cosim and len(args.n) > 1:
         lo, hi = min(args.n), max(args.n)
         print(f"chain co-simulation cost per body, N={hi} / N={lo} ({args.cosim} units): "

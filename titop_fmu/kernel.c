@@ -14,7 +14,9 @@
  *   2. the acceleration stage, affine in (parent acceleration, linked children's
  *      wrenches), evaluated on the columns [affine part, unit inputs...]
  *      (Block.accelerations); upward pass, leaves first: the children's wrench maps
- *      W = K a + k condensed into the block's own map (system._RecursiveLoop);
+ *      W = K a + k condensed into the block's own map (system._RecursiveLoop), all of a
+ *      block's children as one wrench at one port (their wrenches enter only as their
+ *      sum at P, eq. (13)): 6 columns and a 6 x 6 solve however many children;
  *   3. downward pass, roots first: accelerations, joint accelerations, state
  *      derivatives.
  *
@@ -208,25 +210,32 @@ static int n_a(const int *B)      /* 6 acceleration inputs for a linked parent (
     return B[I_PARENT] >= 0 && B[I_TYPE] != CLOSURE ? 6 : 0;
 }
 
-static int n_cols(const int *B, const int *I)     /* [affine part, a_p (n_a), w (6 per linked child)] */
+/* 6 wrench inputs for the linked children: every block reads its children's wrenches only as
+ * their sum at P (eq. (13)), so they are condensed as one wrench at the first one's port */
+static int n_w(const int *B, const int *I)
 {
-    return 1 + n_a(B) + 6 * n_linked(B, I);
+    return n_linked(B, I) ? 6 : 0;
+}
+
+static int n_cols(const int *B, const int *I)     /* [affine part, a_p (n_a), w (n_w)] */
+{
+    return 1 + n_a(B) + n_w(B, I);
 }
 
 static int ws_size(const int *B, const int *I)
 {
-    int nc = B[I_NC], nl = n_linked(B, I), ncol = n_cols(B, I), na = n_a(B);
+    int nc = B[I_NC], nw = n_w(B, I), ncol = n_cols(B, I), na = n_a(B);
     return 9 + 9 + 18 + 6 + 6 + 6 + 4 + 18 * nc + 6 * ncol + 2 * ncol + 6 * ncol * (nc + 1) + 36 + 6
-        + 6 * nl * (1 + na) + 36 * nl * nl + 6 * nc + 12;
+        + nw * (1 + na) + nw * nw + 6 * nc + 12;
 }
 
 static void ws_layout(const int *B, const int *I, double *p, WS *s)   /* in the order of ws_size */
 {
-    int nc = B[I_NC], nl = n_linked(B, I), ncol = n_cols(B, I), na = n_a(B);
+    int nc = B[I_NC], nw = n_w(B, I), ncol = n_cols(B, I), na = n_a(B);
 #define TAKE(f, n) do { s->f = p; p += (n); } while (0)
     TAKE(P_ab, 9); TAKE(P_ai, 9); TAKE(m, 18); TAKE(g6, 6); TAKE(bias, 6); TAKE(e, 6); TAKE(scal, 4);
     TAKE(m_out, 18 * nc); TAKE(w, 6 * ncol); TAKE(qdd, ncol); TAKE(eff, ncol); TAKE(a_out, 6 * ncol * (nc + 1));
-    TAKE(K, 36); TAKE(k, 6); TAKE(X, 6 * nl * (1 + na)); TAKE(A, 36 * nl * nl); TAKE(a_child, 6 * nc);
+    TAKE(K, 36); TAKE(k, 6); TAKE(X, nw * (1 + na)); TAKE(A, nw * nw); TAKE(a_child, 6 * nc);
     TAKE(W_l, 6); TAKE(W_r, 6);
 #undef TAKE
 }
@@ -512,7 +521,7 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
     for (int b = nb - 1; b >= 0; b--) {
         const int *B = I + NI * b;
         const WS *s = &S[b];
-        int nc = B[I_NC], ncol = n_cols(B, I), na = n_a(B), nl = n_linked(B, I);
+        int nc = B[I_NC], ncol = n_cols(B, I), na = n_a(B), nl = n_linked(B, I), nw = n_w(B, I);
         const double *mc = B[I_PARENT] < 0 && B[I_MCONST] >= 0 ? ptr[B[I_MCONST]] : NULL;
         for (int j = 0; j < ncol; j++) {
             double a_p[6] = {0}, unit[6] = {0};
@@ -521,54 +530,84 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
                 memcpy(a_p, mc, 6 * sizeof(double));                      /* a constant parent acceleration */
             if (j >= 1 && j <= na)
                 a_p[j - 1] = 1.0;
-            for (int i = 0, l = 0; i < nc; i++) {
+            for (int i = 0, l = 0; i < nc; i++) {    /* w on the first linked child, 0 on the others */
+                static const double zero[6] = {0};
                 w_c[i] = NULL;
                 if (I[B[I_CHILD] + 2 * i] < 0)
                     continue;
-                static const double zero[6] = {0};
-                int c0 = 1 + na + 6 * l++;
-                if (j >= c0 && j < c0 + 6) {
-                    memset(unit, 0, sizeof unit);
-                    unit[j - c0] = 1.0;
+                w_c[i] = zero;
+                if (l++ == 0 && j >= 1 + na) {
+                    unit[j - 1 - na] = 1.0;
                     w_c[i] = unit;
-                } else {
-                    w_c[i] = zero;
                 }
             }
             accelerations(B, I, par + B[I_DPAR], ptr, s, j == 0 ? 1.0 : 0.0, a_p, w_c, s->w + 6 * j,
                           s->qdd + j, s->eff + j, s->a_out + 6 * (nc + 1) * j);
         }
-        if (nl) {               /* H = [g, G_a, G_w]: w = g + G_a a_p + G_w w, (1 - G_w) [m, M] = [g, G_a] */
-            int n = 6 * nl, m = 1 + na;
-            memset(s->A, 0, (size_t)n * n * sizeof(double));
-            for (int i = 0, l = 0; i < nc; i++) {
+        if (nl) {
+            /* The children as one wrench w at the first linked child f's port, tau_CfP^T w = sum_i
+             * tau_CiP^T w_i, each child's map w_i = K_i a_i + k_i and a_i = T_i a_f, T_i = tau_CiP
+             * tau_CfP^-1 = tau(PC_f - PC_i) (eqs. (13), (14), (23)): w = K1 a_f + k1 with
+             * K1 = sum T_i^T K_i T_i, k1 = sum T_i^T k_i. Then H = [g, G_a, G_w]:
+             * w = g + G_a a_p + G_w w, (1 - G_w) [m, M] = [g, G_a], 6 x 6 for any number of children. */
+            const double *PC = par + B[I_DPAR] + D_PC;
+            double K1[36] = {0}, k1[6] = {0};
+            const double *Kf = NULL, *kf = k1;          /* the map of w: one child's own, or the sums */
+            int m = 1 + na, f = -1;
+            for (int i = 0; i < nc; i++) {
                 int c = I[B[I_CHILD] + 2 * i];
                 if (c < 0)
                     continue;
+                if (f < 0)
+                    f = i;
                 const double *K = S[c].K, *k = S[c].k;
                 if (I[NI * c + I_TYPE] == CLOSURE) {   /* a constant wrench: on its l or its r part */
                     K = NULL;
                     k = I[NI * c + I_PARENT] == b && I[NI * c + I_SLOT] == i ? S[c].W_l : S[c].W_r;
                 }
-                for (int r = 0; r < 6; r++) {
-                    int row = 6 * l + r;
-                    for (int j = 0; j < ncol; j++) {
-                        const double *a = s->a_out + 6 * (nc + 1) * j + 6 * i;
-                        double v = 0.0;
-                        for (int q = 0; K && q < 6; q++)
-                            v += K[6 * r + q] * a[q];
-                        if (j == 0)
-                            s->X[m * row] = v + k[r];
-                        else if (j < m)
-                            s->X[m * row + j] = v;
-                        else
-                            s->A[n * row + (j - m)] = -v;
-                    }
-                    s->A[n * row + row] += 1.0;
+                if (nl == 1) {                                                 /* T_f = 1 */
+                    Kf = K;
+                    kf = k;
+                    break;
                 }
-                l++;
+                double r[3] = {PC[3 * f] - PC[3 * i], PC[3 * f + 1] - PC[3 * i + 1], PC[3 * f + 2] - PC[3 * i + 2]};
+                double t[6];
+                tauT_vec(r, k, t);
+                for (int q = 0; q < 6; q++)
+                    k1[q] += t[q];
+                for (int q = 0; K && q < 6; q++) {                             /* column q of T_i^T K_i T_i */
+                    double e[6] = {0}, a[6], Ka[6];
+                    e[q] = 1.0;
+                    tau_vec(r, e, a);
+                    for (int row = 0; row < 6; row++) {
+                        Ka[row] = 0.0;
+                        for (int p2 = 0; p2 < 6; p2++)
+                            Ka[row] += K[6 * row + p2] * a[p2];
+                    }
+                    tauT_vec(r, Ka, t);
+                    for (int row = 0; row < 6; row++)
+                        K1[6 * row + q] += t[row];
+                }
+                if (K)
+                    Kf = K1;
             }
-            if (solve(n, m, s->A, s->X))
+            memset(s->A, 0, 36 * sizeof(double));
+            for (int r = 0; r < 6; r++) {
+                for (int j = 0; j < ncol; j++) {
+                    const double *a = s->a_out + 6 * (nc + 1) * j + 6 * f;
+                    double v = 0.0;
+                    for (int q = 0; Kf && q < 6; q++)
+                        v += Kf[6 * r + q] * a[q];
+                    if (j == 0)
+                        s->X[m * r] = v + kf[r];
+                    else if (j < m)
+                        s->X[m * r + j] = v;
+                    else
+                        s->A[6 * r + (j - m)] = -v;
+                }
+                s->A[6 * r + r] += 1.0;
+            }
+            if (solve(6, m, s->A, s->X))
                 return 1;
         }
         if (na) {               /* W_p = K a_p + k: K = L_a + L_w M, k = b + L_w m */
@@ -577,7 +616,7 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
                 s->k[r] = s->w[r];
                 for (int q = 0; q < 6; q++)
                     s->K[6 * r + q] = s->w[6 * (1 + q) + r];
-                for (int l = 0; l < 6 * nl; l++) {
+                for (int l = 0; l < nw; l++) {
                     double Lw = s->w[6 * (m + l) + r];
                     s->k[r] += Lw * s->X[m * l];
                     for (int q = 0; q < 6; q++)
@@ -591,17 +630,17 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
     for (int b = 0; b < nb; b++) {
         const int *B = I + NI * b;
         WS *s = &S[b];
-        int nc = B[I_NC], na = n_a(B), nl = n_linked(B, I), m = 1 + na, ncol = n_cols(B, I);
-        double z[6 + 6 * nl], qdd;
+        int nc = B[I_NC], na = n_a(B), nw = n_w(B, I), m = 1 + na, ncol = n_cols(B, I);
+        double z[6 + 6], qdd;
         if (na)
             memcpy(z, S[B[I_PARENT]].a_child + 6 * B[I_SLOT], 6 * sizeof(double));
-        for (int l = 0; l < 6 * nl; l++) {
+        for (int l = 0; l < nw; l++) {
             double v = s->X[m * l];
             for (int q = 0; q < na; q++)
                 v += s->X[m * l + 1 + q] * z[q];
             z[na + l] = v;
         }
-        for (int j = 0; j < na + 6 * nl; j++)
+        for (int j = 0; j < na + nw; j++)
             check += z[j];
         qdd = s->qdd[0];
         for (int j = 1; j < ncol; j++)

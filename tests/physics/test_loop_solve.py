@@ -127,6 +127,70 @@ def test_recursive_solve_equals_the_dense_solve_on_random_trees(seed):
         assert np.allclose(s.rhs(0.0, y), dense.rhs(0.0, y), rtol=1e-12, atol=0)
 
 
+def star(rng, base, n_children, solver="recursive"):
+    """A base (``"floating"`` or ``"imposed"``) with ``n_children`` bodies of every joint kind
+    on its ports, one loop closure from one of its ports to a child's, one between two
+    children, a port left free with a given wrench."""
+    gravity = rng.standard_normal(3)
+    s = System(solver=solver)
+    s.add("base", rand_block(rng, base, rand_body(rng, n_children + 2), gravity, "body", rng.standard_normal(6)))
+    for e, size in s.blocks["base"].extra_inputs.items():
+        s.set_input(f"base.{e}", rng.standard_normal(size))
+    for i in range(n_children):
+        kind = JOINTS[i % len(JOINTS)]
+        s.add(f"b{i}", rand_block(rng, kind, rand_body(rng, 1), gravity, None, None))
+        s.link(f"base.c{i + 1}", f"b{i}.p")
+        for e, size in s.blocks[f"b{i}"].extra_inputs.items():
+            s.set_input(f"b{i}.{e}", rng.standard_normal(size))
+    s.add("closure0", LoopClosure(rand_psd(rng), rand_psd(rng)))
+    s.link(f"base.c{n_children + 1}", "closure0.l")
+    s.link("b3.c1", "closure0.r")
+    s.add("closure1", LoopClosure(rand_psd(rng), rand_psd(rng)))
+    s.link("b5.c1", "closure1.l")
+    s.link("b8.c1", "closure1.r")
+    s.set_input(f"base.c{n_children + 2}.w", rng.standard_normal(6))
+    for i in range(n_children):
+        if i not in (3, 5, 8):
+            s.set_input(f"b{i}.c1.w", rng.standard_normal(6))
+    return s
+
+
+@pytest.mark.parametrize("base", ["floating", "imposed"])
+def test_a_block_with_many_children_condensed_as_one_equals_the_dense_solve(base):
+    """A body reads its children's wrenches only as their sum at its point (eq. (13)): the
+    recursive solve condenses its 40 children as one wrench at one port (a 6 x 6 solve, not
+    a 240 x 240 one), in NumPy and in the kernel, two loop closures among them."""
+    s, dense = (star(np.random.default_rng(7), base, 40, solver) for solver in ("recursive", "dense"))
+    node = next(n for n in s.plan().loop.nodes if n.name == "base")
+    assert len(node.down) == 41 and node.identity.shape == (6, 6)
+    rng = np.random.default_rng(1)
+    f = s.compiled_rhs()
+    for _ in range(3):
+        y = random_state(rng, s)
+        (_, a), (_, b) = s.evaluate(y), dense.evaluate(y)
+        assert_same_solution(a, b)
+        assert_rhs_equal(f(0.0, y), s.rhs(0.0, y))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_children_condensed_one_by_one_or_as_one_give_the_same_solution(seed, monkeypatch):
+    """A block that does not declare ``children_through_sum`` (a block of one's own) has its
+    linked children condensed one by one (6 unknowns each); the TITOP bodies' shortcut gives
+    the same solution."""
+    rng = np.random.default_rng(seed)
+    n_bodies = int(rng.integers(5, 20))
+    one = random_system(np.random.default_rng(seed), n_bodies, "recursive")
+    one.plan()                                                      # its nodes made before the patch
+    for cls in (FloatingBase, ImposedMotionBase, WeldedBody, RevoluteBody, PrismaticBody):
+        monkeypatch.setattr(cls, "children_through_sum", False)
+    each = random_system(np.random.default_rng(seed), n_bodies, "recursive")
+    assert max(len(n.identity) for n in each.plan().loop.nodes) >= 12 > max(len(n.identity) for n in one.plan().loop.nodes)
+    for _ in range(3):
+        y = random_state(rng, one)
+        (_, a), (_, b) = one.evaluate(y), each.evaluate(y)
+        assert_same_solution(a, b)
+
+
 @pytest.mark.parametrize("n, branching", [(64, 1), (63, 2), (40, 4)])
 def test_recursive_solve_equals_the_dense_solve_on_long_chains_and_trees(n, branching):
     s, dense = generate.tree(n, branching), generate.tree(n, branching, solver="dense")

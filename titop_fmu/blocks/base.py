@@ -54,6 +54,11 @@ class Block:
     #: required inputs (no default); the others default to zero
     optional_inputs: tuple = ()
     state_names: tuple = ()
+    #: the block reads its children's wrenches only as their sum transported to its point
+    #: ``P``, ``sum_i tau_CiP^T W_Ci`` (eq. (13)), and sends each child ``tau_CiP`` times one
+    #: acceleration of its own (eqs. (14), (23)); its ``body.tau_c`` holds the ``tau_CiP``.
+    #: The recursive loop solve then condenses any number of linked children as one.
+    children_through_sum: bool = False
 
     # -- to implement ------------------------------------------------------
     def initial_state(self) -> np.ndarray:

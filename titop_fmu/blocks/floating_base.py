@@ -21,6 +21,7 @@ class _Base(Block):
     Euler angles of the motion vector are computed from it)."""
 
     state_names = BASE_STATES
+    children_through_sum = True                 # sum_child_wrenches, child_accelerations
 
     def __init__(self, body: RigidBody, gravity=(0.0, -9.81, 0.0),
                  r0=(0.0, 0.0, 0.0), Theta0=(0.0, 0.0, 0.0), twist0=(0.0,) * 6):

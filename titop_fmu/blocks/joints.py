@@ -22,6 +22,7 @@ class _MountedBody(Block):
     the 3-2-1 Euler angles ``mount`` of ``R_a`` w.r.t. ``R_b`` at zero joint motion."""
 
     parent_ports = ("p",)
+    children_through_sum = True                 # sum_child_wrenches, child_accelerations
 
     def __init__(self, body: RigidBody, gravity=(0.0, -9.81, 0.0), mount=(0.0, 0.0, 0.0)):
         self.body = body
