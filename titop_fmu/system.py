@@ -431,8 +431,10 @@ class _Node:
         for i, (p, _) in enumerate(wiring.up):
             self.inputs[f"{p}.a"] = Z[6 * i:6 * i + 6]
         for i, (c, _) in enumerate(wiring.down):
-            self.inputs[f"{c}.w"] = Z[self.n_a + 6 * i:self.n_a + 6 * i + 6] if not self.T or not i \
-                else np.zeros((6, Z.shape[1]))
+            if self.T and i:                                            # gathered into the first's
+                self.inputs[f"{c}.w"] = np.zeros((6, Z.shape[1]))
+            else:
+                self.inputs[f"{c}.w"] = Z[self.n_a + 6 * i:self.n_a + 6 * i + 6]
         self.identity = np.eye(n_w)
 
 
