@@ -551,8 +551,12 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
              * K1 = sum T_i^T K_i T_i, k1 = sum T_i^T k_i. Then H = [g, G_a, G_w]:
              * w = g + G_a a_p + G_w w, (1 - G_w) [m, M] = [g, G_a], 6 x 6 for any number of children. */
             const double *PC = par + B[I_DPAR] + D_PC;
-            double K1[36] = {0}, k1[6] = {0};
+            double K1[36], k1[6];
             const double *Kf = NULL, *kf = k1;          /* the map of w: one child's own, or the sums */
+            if (nl > 1) {
+                memset(K1, 0, sizeof K1);
+                memset(k1, 0, sizeof k1);
+            }
             int m = 1 + na, f = -1;
             for (int i = 0; i < nc; i++) {
                 int c = I[B[I_CHILD] + 2 * i];
