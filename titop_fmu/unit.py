@@ -307,7 +307,6 @@ class BlockUnit(IntegratedUnit):
         of TITOP blocks) they are central differences (step ``1e-6`` of the seed's
         scale; about 1e-10 relative), Euler-angle outputs differenced on the circle.
         """
-        b, u = self.block, self.input_dict()
         in_idx = np.arange(len(self.input_names))[in_idx]
         S = np.zeros((len(self.input_names), np.shape(seeds)[1]))
         S[in_idx] = seeds
@@ -326,7 +325,8 @@ class BlockUnit(IntegratedUnit):
                 kern.u[a_pos] = S[a_pos, j]
                 dY[:, j] = kern.outputs(self.x) - y0
         elif exact:
-            kin = self._kinematics(u)
+            b = self.block
+            kin = self._kinematics(self.input_dict())
             batch = np.zeros((len(self.input_names), 2))
             a_in = b.acceleration_inputs({n: batch[s] for n, s in self._in_slices.items()})    # views of batch
             y0 = None

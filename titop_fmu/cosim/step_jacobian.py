@@ -28,7 +28,6 @@ import numpy as np
 
 from .loop import DENSE_UP_TO, splu
 
-#: coupling inputs up to which the step Jacobian is kept dense
 #: Broyden corrections kept as a low-rank term (then dense until the next P)
 MAX_RANK = 64
 
