@@ -104,6 +104,10 @@ def unzipped(path):
     return _EXTRACTED[key]
 
 
+#: every Host's callbacks, never freed (see Host.__init__)
+_LOGGERS = []
+
+
 class Host:
     """One FMU instance through FMPy, with the messages it logs in :attr:`log`
     (``(status, category, message)``) and value references by name."""
@@ -122,6 +126,9 @@ class Host:
         self._callbacks.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
         from fmpy.logging import addLoggerProxy
         addLoggerProxy(byref(self._callbacks))
+        # FMPy's native logger proxy keeps a pointer to the last logger it was given, for every
+        # later instance in the process (simulate_fmu's too): a freed one crashes the next message
+        _LOGGERS.append(self._callbacks)
         self.fmu.instantiate(callbacks=self._callbacks)
 
     def _logger(self, env, instance, status, category, message):
