@@ -9,6 +9,7 @@ message, the C host).
 
 import textwrap
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -17,9 +18,10 @@ from balloon_runs import effective_parameters, run_balloon
 import hosts
 from c_host import harness, host_env, run  # noqa: F401
 from hosts import controller_fmu, libcosim_run
-from fmu_fixtures import Host, fmu_dir, fmu_paths, run_without_scipy  # noqa: F401
+from fmu_fixtures import Host, fmu_dir, fmu_paths, run_without_scipy, trial_steps, unzipped  # noqa: F401
 from titop_fmu.cli import main
 from titop_fmu.cosim import CoSystem, simulate, systemfile
+from titop_fmu.cosim.fmpy_unit import VENDOR_TOOL, fmu_unit_type
 from titop_fmu.cosim.numerics import wrap
 from titop_fmu.scenarios import balloon
 from titop_fmu.titop import TitopUnits, monolithic
@@ -280,6 +282,33 @@ def test_no_directional_derivatives(host):
     assert any("gives no directional derivatives" in m for m in host.errors()), host.log
     host.fmu.doStep(0.0, H)
     assert len(host.errors()) == 1
+
+
+def test_declares_trial_steps_only(balloon_fmu):
+    """Of the vendor functions, trial steps (an assembly is a unit like a block), not the
+    directional derivatives it does not give; the trial steps are the standard calls'."""
+    _, unzipdir = unzipped(balloon_fmu)
+    root = ElementTree.parse(Path(unzipdir) / "modelDescription.xml").getroot()
+    assert [e.tag for e in root.find(f"VendorAnnotations/Tool[@name='{VENDOR_TOOL}']/Functions")] == ["TrialSteps"]
+    assert fmu_unit_type(balloon_fmu).trial_steps and not fmu_unit_type(balloon_fmu).derivatives
+    host = Host(balloon_fmu)
+    try:
+        host.initialize()
+        ins, outs = host.names("input"), host.names("output")
+        end = host.get(ins)
+        held = end[:, None] + np.array([[0.0], [0.5]]).T
+        status, got = trial_steps(host, 0.0, H, ins, held, end, outs)
+        assert status == 0
+        saved = host.fmu.getFMUstate()
+        host.fmu.setReal([host.vr[n] for n in ins], list(held[:, 1]))
+        host.fmu.doStep(0.0, H)
+        host.fmu.setReal([host.vr[n] for n in ins], list(end))
+        assert np.array_equal(host.get(outs), got[:, 1])
+        host.fmu.setFMUstate(saved)
+        host.fmu.freeFMUstate(saved)
+        assert host.errors() == []
+    finally:
+        host.free()
 
 
 def test_invalid_parameter_is_an_error_with_a_message(host):

@@ -4,8 +4,10 @@ The harness loads the FMU binary as FMI tools do (``dlopen`` with
 ``RTLD_NOW | RTLD_LOCAL``, no Python in the process), instantiates,
 initializes, sets a parameter and an input, reads every output, steps, asks
 for a directional derivative (every output w.r.t. a seed over every input),
-saves and restores the FMU state. Its environment is the one the FMU documentation
-asks for: the Python library on the loader path, numpy on ``PYTHONPATH``.
+tries a step with the vendor function ``titopGetTrialSteps`` (it must give what
+the standard calls give), saves and restores the FMU state. Its environment is
+the one the FMU documentation asks for: the Python library on the loader path,
+numpy on ``PYTHONPATH``.
 The printed outputs and derivatives must equal the in-process block's.
 """
 
@@ -50,6 +52,7 @@ def test_fmu_loads_and_steps_in_a_c_host(harness, host_env, fmu_paths, tmp_path,
             np.testing.assert_allclose(got[k], unit.outputs(), rtol=0, atol=1e-12 * max(1, np.abs(got).max()))
     if knowns:
         assert "call fmi2GetDirectionalDerivative OK" in r.stdout
+        assert "call titopGetTrialSteps OK" in r.stdout and "trial_steps ok" in r.stdout
         dy = np.array([float(line.split()[2]) for line in r.stdout.splitlines() if line.startswith("dy ")])
         want = unit.directional_derivatives(unit.ALL, unit.ALL, seed[:, None])[:, 0]
         np.testing.assert_allclose(dy, want, rtol=0, atol=1e-12 * max(1, np.abs(want).max()))

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import sysconfig
 import zipfile
+import ctypes
 from ctypes import byref
 from pathlib import Path
 
@@ -213,3 +214,42 @@ def run_without_scipy(code: str, cwd) -> list:
                        text=True, cwd=cwd, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     return r.stdout.split()
+
+
+# -- the vendor functions of the TITOP FMUs, called through ctypes as a host would ----------
+_vp, _sz = ctypes.c_void_p, ctypes.c_size_t
+
+
+def vrs(host, names):
+    """The value references of ``names``, as a C array."""
+    return np.array([host.vr[n] for n in names], dtype=np.uint32)
+
+
+def trial_function(host):
+    """``titopGetTrialSteps`` of the instance's binary."""
+    d = ctypes.c_double
+    return ctypes.CFUNCTYPE(ctypes.c_int, _vp, d, d, _vp, _sz, _sz, _vp, _vp, _vp, _sz, _vp)(
+        ("titopGetTrialSteps", host.fmu.dll))
+
+
+def trial_steps(host, t, h, known, held, end, unknown):
+    """``(status, (len(unknown), k) values)`` of ``titopGetTrialSteps``."""
+    f = trial_function(host)
+    kv, uv = vrs(host, known), vrs(host, unknown)
+    held_t, end = np.ascontiguousarray(np.asarray(held, dtype=float).T), np.ascontiguousarray(end, dtype=float)
+    out = np.full((held_t.shape[0], len(uv)), np.nan)
+    status = f(host.fmu.component, t, h, kv.ctypes.data, len(kv), held_t.shape[0], held_t.ctypes.data,
+               end.ctypes.data, uv.ctypes.data, len(uv), out.ctypes.data)
+    return status, out.T
+
+
+def derivatives(host, unknown, known, seeds):
+    """``(status, (len(unknown), k) values)`` of ``titopGetDirectionalDerivatives``."""
+    f = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _vp, _sz, _vp, _sz, _sz, _vp, _vp)(
+        ("titopGetDirectionalDerivatives", host.fmu.dll))
+    uv, kv = vrs(host, unknown), vrs(host, known)
+    seeds_t = np.ascontiguousarray(np.asarray(seeds, dtype=float).T)
+    out = np.full((seeds_t.shape[0], len(uv)), np.nan)
+    status = f(host.fmu.component, uv.ctypes.data, len(uv), kv.ctypes.data, len(kv), seeds_t.shape[0],
+               seeds_t.ctypes.data, out.ctypes.data)
+    return status, out.T

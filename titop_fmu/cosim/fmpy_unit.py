@@ -14,11 +14,26 @@ from ..errors import ConnectionError_, SolverError
 from .protocol import Unit, UnitType, Variable
 
 
+#: the vendor functions of a TITOP FMU's binary, which its model description declares as
+#: ``<VendorAnnotations><Tool name="titop-fmu"><Functions><TrialSteps function="titopGetTrialSteps"/> ..``:
+#: :meth:`~.protocol.Unit.trial_steps` in one call (:meth:`FMUUnit._trial_steps`), and
+#: directional derivatives for several seeds in one call (:meth:`FMUUnit._directional_derivatives`)
+VENDOR_TOOL = "titop-fmu"
+VENDOR_FUNCTIONS = {"TrialSteps": "titopGetTrialSteps", "DirectionalDerivatives": "titopGetDirectionalDerivatives"}
+
+
 @lru_cache(maxsize=None)
 def _read_fmu(path: str, mtime: float):
+    """``(model description, unzipped folder, {declared vendor function: its name})``."""
+    from xml.etree import ElementTree
+
     from fmpy import extract, read_model_description
     md = read_model_description(path)
-    return md, extract(path)
+    unzipdir = extract(path)
+    root = ElementTree.parse(Path(unzipdir) / "modelDescription.xml").getroot()
+    tool = root.find(f"VendorAnnotations/Tool[@name='{VENDOR_TOOL}']/Functions")
+    vendor = {} if tool is None else {e.tag: e.get("function") for e in tool if e.tag in VENDOR_FUNCTIONS}
+    return md, unzipdir, vendor
 
 
 #: the units by the componentEnvironment their FMUs hand back to the logger
@@ -52,11 +67,11 @@ def _logger():
 def fmu_unit_type(path) -> UnitType:
     """The :class:`UnitType` of an FMU file (model description only, nothing instantiated)."""
     path = Path(path)
-    md, _ = _read_fmu(str(path.resolve()), path.stat().st_mtime)
-    return _fmu_type(md)
+    md, _, vendor = _read_fmu(str(path.resolve()), path.stat().st_mtime)
+    return _fmu_type(md, vendor)
 
 
-def _fmu_type(md) -> UnitType:
+def _fmu_type(md, vendor=None) -> UnitType:
     if md.coSimulation is None:
         raise ConnectionError_(f"{md.modelName}: not a co-simulation FMU")
     variables = {v.name: Variable(v.name, v.causality, v.type, v.unit or (v.declaredType.unit if v.declaredType
@@ -71,7 +86,8 @@ def _fmu_type(md) -> UnitType:
             deps[unknown.variable.name] = np.array(
                 sorted(in_index[d.name] for d in unknown.dependencies if d.name in in_index), dtype=int)
     return UnitType(md.coSimulation.modelIdentifier, variables, ins, outs, [deps[o] for o in outs],
-                    derivatives=bool(md.coSimulation.providesDirectionalDerivative))
+                    derivatives=bool(md.coSimulation.providesDirectionalDerivative),
+                    trial_steps="TrialSteps" in (vendor or {}))
 
 
 class FMUUnit(Unit):
@@ -90,8 +106,8 @@ class FMUUnit(Unit):
         from fmpy import calloc, free
         from fmpy.logging import addLoggerProxy
         self.name, self.path = name, Path(path)
-        md, unzipdir = _read_fmu(str(self.path.resolve()), self.path.stat().st_mtime)
-        self.type = _fmu_type(md)
+        md, unzipdir, vendor = _read_fmu(str(self.path.resolve()), self.path.stat().st_mtime)
+        self.type = _fmu_type(md, vendor)
         vr = {v.name: v.valueReference for v in md.modelVariables}
         self._vr = vr
         self._in_vr = np.array([vr[n] for n in self.type.input_names], dtype=np.uint32)
@@ -127,6 +143,17 @@ class FMUUnit(Unit):
         if self.type.derivatives:
             self._dd = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp, sz, vp, sz, vp, vp)(
                 ("fmi2GetDirectionalDerivative", self.fmu.dll))
+        # the vendor functions declared: {tag: (name, the function with its signature)}
+        signatures = {"TrialSteps": (ctypes.c_double, ctypes.c_double, vp, sz, sz, vp, vp, vp, sz, vp),
+                      "DirectionalDerivatives": (vp, sz, vp, sz, sz, vp, vp)}
+        self._vendor = {}
+        for tag, fn in vendor.items():
+            try:
+                self._vendor[tag] = fn, ctypes.CFUNCTYPE(ctypes.c_int, vp, *signatures[tag])((fn, self.fmu.dll))
+            except AttributeError:
+                self._terminate()
+                raise ConnectionError_(f"{name}: {self.path.name} declares the vendor function {fn} but its binary "
+                                       "does not export it") from None
 
     def _logger(self, env, instance, status, category, message):
         self.log.append((status, (category or b"").decode(errors="replace"), message.decode(errors="replace")))
@@ -217,14 +244,24 @@ class FMUUnit(Unit):
         return self._buf[:n].copy()
 
     def _directional_derivatives(self, out_idx, in_idx, seeds):
-        """One ``fmi2GetDirectionalDerivative`` per column of ``seeds``."""
+        """One call of the vendor function for all the columns of ``seeds`` where the FMU
+        declares it (:data:`VENDOR_FUNCTIONS`), else one ``fmi2GetDirectionalDerivative`` per column."""
         _, out_at, n_out = self._vrs("out", out_idx)
         _, in_at, n_in = self._vrs("in", in_idx)
         seeds = np.asarray(seeds, dtype=float)
+        k = seeds.shape[1]
+        many = self._vendor.get("DirectionalDerivatives")
+        if many is not None:
+            what, f = many
+            seeds_t, result_t = np.ascontiguousarray(seeds.T), np.empty((k, n_out))
+            logged = self.logged
+            self._checked(what, f(self._c, out_at, n_out, in_at, n_in, k, seeds_t.ctypes.data, result_t.ctypes.data),
+                          logged)
+            return result_t.T.copy()
         dv_in = np.empty(n_in)
         dv_out = np.empty(n_out)
-        result = np.empty((n_out, seeds.shape[1]))
-        for j in range(seeds.shape[1]):
+        result = np.empty((n_out, k))
+        for j in range(k):
             dv_in[:] = seeds[:, j]
             logged = self.logged
             self._checked("fmi2GetDirectionalDerivative",
@@ -232,6 +269,22 @@ class FMUUnit(Unit):
                           logged)
             result[:, j] = dv_out
         return result
+
+    def _trial_steps(self, t, h, in_idx, held, end, out_idx):
+        """One call of the FMU's vendor function (:data:`VENDOR_FUNCTIONS`): the trials' held
+        inputs one after the other, their outputs likewise."""
+        _, in_at, n_in = self._vrs("in", in_idx)
+        _, out_at, n_out = self._vrs("out", out_idx)
+        held = np.asarray(held, dtype=float)
+        k = held.shape[1]
+        held_t = np.ascontiguousarray(held.T)
+        end = np.ascontiguousarray(end, dtype=float)
+        values = np.empty((k, n_out))
+        what, f = self._vendor["TrialSteps"]
+        logged = self.logged
+        self._checked(what, f(self._c, t, h, in_at, n_in, k, held_t.ctypes.data, end.ctypes.data, out_at, n_out,
+                              values.ctypes.data), logged)
+        return values.T.copy()
 
     def _do_step(self, t, h):
         logged = self.logged

@@ -12,8 +12,9 @@ Scheme (``benchmarks/cosim_order.py`` measures the orders):
    step: Newton on ``z`` with the step Jacobian ``dG/dz = 1/2 (I - M)^-1 P``
    (``M`` the units' direct feedthrough, ``P`` the sensitivity of each unit's
    outputs after a step to its held inputs: one perturbed ``doStep`` of that
-   unit per coupling input), kept across steps, rescaled with ``h`` and
-   corrected by Broyden updates. Swapping the ends and stepping back gives the
+   unit per coupling input, in one call where the unit gives trial steps),
+   kept across steps, rescaled with ``h`` and corrected by Broyden updates.
+   Swapping the ends and stepping back gives the
    same equations: the step is symmetric, its global error expands in even
    powers of ``h``.
 

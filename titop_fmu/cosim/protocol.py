@@ -47,6 +47,7 @@ class UnitType:
     angles: frozenset = frozenset()             # inputs and outputs that are angles (modulo 2 pi)
     attitudes: tuple = ()                       # (phi, theta, psi) name triples: 3-2-1 Euler angles of a frame
     derivatives: bool = False                   # the units answer directional_derivatives
+    trial_steps: bool = False                   # the units answer trial_steps
 
     def __post_init__(self):
         self.input_index = {n: i for i, n in enumerate(self.input_names)}
@@ -109,6 +110,20 @@ class Unit:
 
     def _directional_derivatives(self, out_idx, in_idx, seeds):
         raise NotImplementedError(f"{self.type.name} gives no directional derivatives")
+
+    def trial_steps(self, t: float, h: float, in_idx, held, end, out_idx) -> np.ndarray:
+        """Steps tried from the current state, one per column of ``held``
+        (``(len(in_idx), k)``): the inputs ``in_idx`` set to the column, a step of ``h``
+        from ``t``, the same inputs set to ``end``, the outputs ``out_idx`` read:
+        ``(len(out_idx), k)``, what :meth:`set_inputs`, :meth:`do_step`, :meth:`set_inputs`
+        and :meth:`get_outputs` from a restored state give, in one call. The unit is left as
+        it was found, states and inputs. Only for units whose type says ``trial_steps``
+        (a TITOP FMU: its vendor function ``titopGetTrialSteps``)."""
+        self.steps += np.shape(held)[1]
+        return self._timed(self._trial_steps, t, h, in_idx, held, end, out_idx)
+
+    def _trial_steps(self, t, h, in_idx, held, end, out_idx):
+        raise NotImplementedError(f"{self.type.name} gives no trial steps")
 
     def do_step(self, t: float, h: float):
         self.calls += 1

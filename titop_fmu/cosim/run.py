@@ -145,8 +145,9 @@ class Run:
 
     def measure_P(self, saved, ubar, t, h, Y):
         """Step sensitivities: per unit and coupling input, one step of that unit with the
-        input perturbed from the saved state, outputs read with the current end inputs.
-        Every unit is left as it was found: stepped, with the end inputs."""
+        input perturbed from the saved state, outputs read with the current end inputs (in
+        one call where the unit gives trial steps). Every unit is left as it was found:
+        stepped, with the end inputs."""
         st = self.st
         n = st.n_cin
         self.solver.refresh_M(full=True)         # the feedthrough at the end of the step, all columns
@@ -158,20 +159,30 @@ class Run:
                 continue
             y0 = Y[st.out_offset[j] + lay.outputs][inv]
             end = Ucur[ks].copy()
-            stepped = u.get_state()
+            held, d = np.empty((len(ks), len(ks))), np.empty(len(ks))
             for c, k in enumerate(ks):
                 if lay.chart_in.in_triple[c]:             # along a rotation-vector axis
-                    d = 1e-4
-                    v = lay.chart_in.plus(ubar[ks], d * np.eye(len(ks))[c])
+                    d[c] = 1e-4
+                    held[:, c] = lay.chart_in.plus(ubar[ks], d[c] * np.eye(len(ks))[c])
                 else:
-                    d = 1e-4 * max(1.0, abs(ubar[k]))
-                    v = ubar[ks].copy()
-                    v[c] += d
-                u.set_state(saved[j])
-                u.set_inputs(lay.local_in, v)
-                u.do_step(t, h)
-                u.set_inputs(lay.local_in, end)
-                P[rows, k] = lay.chart_out.minus(u.get_outputs(lay.outputs)[inv], y0) / d
+                    d[c] = 1e-4 * max(1.0, abs(ubar[k]))
+                    held[:, c] = ubar[ks]
+                    held[c, c] += d[c]
+            stepped = u.get_state()
+            u.set_state(saved[j])
+            if st.types[j].trial_steps:
+                Yp = u.trial_steps(t, h, lay.local_in, held, end, lay.outputs)
+            else:
+                Yp = np.empty((len(lay.outputs), len(ks)))
+                for c in range(len(ks)):
+                    if c:
+                        u.set_state(saved[j])
+                    u.set_inputs(lay.local_in, held[:, c])
+                    u.do_step(t, h)
+                    u.set_inputs(lay.local_in, end)
+                    Yp[:, c] = u.get_outputs(lay.outputs)
+            for c, k in enumerate(ks):
+                P[rows, k] = lay.chart_out.minus(Yp[inv, c], y0) / d[c]
             u.set_state(stepped)
             u.free_state(stepped)
         self.jac.reset(P, self.sens, h)

@@ -124,12 +124,12 @@ def describe(slave, iface, on_inputs, on_params, guid_parts=(), experiment=None)
     """The ``modelDescription.xml`` (bytes, UTF-8) of the FMU whose pythonfmu slave instance is
     ``slave``: pythonfmu's description completed by :func:`.model_description.finalize`
     (``iface``, the measured dependencies, ``experiment``), with a GUID derived from it
-    and ``guid_parts``; ``providesDirectionalDerivative`` (which pythonfmu does not know) as
-    the slave's ``DERIVATIVES`` says."""
+    and ``guid_parts``; ``providesDirectionalDerivative`` (which pythonfmu does not know) and
+    the vendor function for several seeds as the slave's ``DERIVATIVES`` says."""
     root = slave.to_xml(MODEL_OPTIONS)
     if slave.DERIVATIVES:
         root.find("CoSimulation").set("providesDirectionalDerivative", "true")
-    finalize(root, iface, on_inputs, on_params, experiment)
+    finalize(root, iface, on_inputs, on_params, experiment, derivatives=slave.DERIVATIVES)
     root.set("guid", "{00000000-0000-0000-0000-000000000000}")
     text = tostring(root, "UTF-8")
     root.set("guid", content_guid(text, *guid_parts))

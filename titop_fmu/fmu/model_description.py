@@ -28,6 +28,7 @@ from xml.etree.ElementTree import Element, SubElement
 
 import numpy as np
 
+from ..cosim.fmpy_unit import VENDOR_FUNCTIONS, VENDOR_TOOL
 from .catalog import Interface
 
 #: SI base-unit exponents of every unit used by the FMUs
@@ -170,9 +171,11 @@ def _unknown(parent, index, deps):
                dependenciesKind=" ".join("dependent" for _ in deps))
 
 
-def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=None) -> Element:
+def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=None,
+             derivatives=True) -> Element:
     """Complete the pythonfmu model description ``root`` of the FMU ``iface`` in place
-    (``experiment``: the attributes of ``<DefaultExperiment>``, default :data:`DEFAULT_EXPERIMENT`)."""
+    (``experiment``: the attributes of ``<DefaultExperiment>``, default :data:`DEFAULT_EXPERIMENT`;
+    ``derivatives``: the FMU gives directional derivatives, and declares their vendor function)."""
     root.attrib.pop("generationDateAndTime", None)
     root.set("description", iface.description)
     root.set("generationTool", f"titop-fmu ({root.get('generationTool')})")
@@ -192,8 +195,15 @@ def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=N
     if old is not None:
         root.remove(old)
     log = root.find("LogCategories")
-    root.insert(list(root).index(log) + 1 if log is not None else list(root).index(units) + 1,
-                Element("DefaultExperiment", experiment or DEFAULT_EXPERIMENT))
+    default = Element("DefaultExperiment", experiment or DEFAULT_EXPERIMENT)
+    root.insert(list(root).index(log) + 1 if log is not None else list(root).index(units) + 1, default)
+    # the entry points' vendor functions (shim.c, point 6), for a master that knows them
+    vendor = Element("VendorAnnotations")
+    functions = SubElement(SubElement(vendor, "Tool", name=VENDOR_TOOL), "Functions")    # a Tool has one element
+    for tag, function in VENDOR_FUNCTIONS.items():
+        if derivatives or tag != "DirectionalDerivatives":
+            SubElement(functions, tag, function=function)
+    root.insert(list(root).index(default) + 1, vendor)
 
     model_vars = root.find("ModelVariables")
     svs = list(model_vars)

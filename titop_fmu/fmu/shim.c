@@ -80,6 +80,19 @@
  *    own calls). The few CPython functions needed are found with dlsym in the
  *    process's global scope at the first binding, like Py_IsInitialized in
  *    point 1 (this library does not link libpython).
+ *
+ * 6. Two vendor functions of this project's (declared in the model
+ *    description's VendorAnnotations, tool "titop-fmu"), answered by the
+ *    Python slave as in point 5, each in one call:
+ *    - titopGetTrialSteps: nTrials steps of communicationStepSize tried from
+ *      the current state, the FMU left as it was. For trial j: the inputs
+ *      vKnown_ref set to held[j*nKnown ..], a step, the same inputs set to
+ *      end[], the outputs vUnknown_ref read into values[j*nUnknown ..]: what
+ *      fmi2SetFMUstate, fmi2SetReal, fmi2DoStep, fmi2SetReal and fmi2GetReal
+ *      give per trial (slave method _titop_trial_steps);
+ *    - titopGetDirectionalDerivatives: fmi2GetDirectionalDerivative for nSeeds
+ *      seeds, dvKnown[j*nKnown ..] giving dvUnknown[j*nUnknown ..] (slave
+ *      method _titop_directional_derivatives).
  */
 
 #define _GNU_SOURCE
@@ -520,31 +533,29 @@ FORWARD(GetIntegerStatus, (fmi2Component c, const fmi2StatusKind kind, fmi2Integ
 FORWARD(GetBooleanStatus, (fmi2Component c, const fmi2StatusKind kind, fmi2Boolean *value), (s->inner, kind, value))
 FORWARD(GetStringStatus, (fmi2Component c, const fmi2StatusKind kind, fmi2String *value), (s->inner, kind, value))
 
-/* point 5 above */
-EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference vUnknown_ref[],
-                                               size_t nUnknown, const fmi2ValueReference vKnown_ref[],
-                                               size_t nKnown, const fmi2Real dvKnown[], fmi2Real dvUnknown[]) {
-    BEGIN(c);
+/* the slave is bound and the arrays given (points 5, 6); else an error reported */
+static int slave_ready(Instance *s, const char *what, int arrays_given) {
     if (!s->slave) {
-        report(s, fmi2Error, "fmi2GetDirectionalDerivative: the Python model did not bind to the FMU's binary "
-                     "(it binds to <fmu>/binaries/linux64/<modelIdentifier>.so next to its resources folder: "
-                     "was the binary loaded from elsewhere?)");
-        return fmi2Error;
+        report(s, fmi2Error, "%s: the Python model did not bind to the FMU's binary (it binds to "
+                     "<fmu>/binaries/linux64/<modelIdentifier>.so next to its resources folder: was the binary "
+                     "loaded from elsewhere?)", what);
+        return 0;
     }
-    if ((nUnknown && (!vUnknown_ref || !dvUnknown)) || (nKnown && (!vKnown_ref || !dvKnown))) {
-        report(s, fmi2Error, "fmi2GetDirectionalDerivative: a NULL array");
-        return fmi2Error;
+    if (!arrays_given) {
+        report(s, fmi2Error, "%s: a NULL array", what);
+        return 0;
     }
-    int g = py.GILState_Ensure();
-    PyObject *messages = py.CallMethod(s->slave, "_fmi2_directional_derivative", "(KnKnKK)",
-                                       (unsigned long long)(size_t)vUnknown_ref, (ptrdiff_t)nUnknown,
-                                       (unsigned long long)(size_t)vKnown_ref, (ptrdiff_t)nKnown,
-                                       (unsigned long long)(size_t)dvKnown, (unsigned long long)(size_t)dvUnknown);
+    return 1;
+}
+
+/* the messages a slave's method returned ([(status, category, message)]; NULL: the call failed)
+   relayed, and the call's status; with the GIL */
+static fmi2Status relay_messages(Instance *s, const char *what, PyObject *messages) {
     ptrdiff_t n = messages ? py.List_Size(messages) : -1;
     if (n < 0) {
         py.Err_Clear();
         s->worst = fmi2Error;
-        report(s, fmi2Error, "fmi2GetDirectionalDerivative: the Python model's call failed");
+        report(s, fmi2Error, "%s: the Python model's call failed", what);
     }
     for (ptrdiff_t i = 0; i < n; i++) {
         int status;
@@ -557,8 +568,62 @@ EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueR
         }
     }
     if (messages) py.DecRef(messages);
-    py.GILState_Release(g);
     return finish(s, fmi2OK);
+}
+
+#define ADDRESS(p) ((unsigned long long)(size_t)(p))
+
+/* point 5 above */
+EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference vUnknown_ref[],
+                                               size_t nUnknown, const fmi2ValueReference vKnown_ref[],
+                                               size_t nKnown, const fmi2Real dvKnown[], fmi2Real dvUnknown[]) {
+    BEGIN(c);
+    if (!slave_ready(s, __func__, !(nUnknown && (!vUnknown_ref || !dvUnknown)) && !(nKnown && (!vKnown_ref || !dvKnown))))
+        return fmi2Error;
+    int g = py.GILState_Ensure();
+    PyObject *messages = py.CallMethod(s->slave, "_fmi2_directional_derivative", "(KnKnKK)", ADDRESS(vUnknown_ref),
+                                       (ptrdiff_t)nUnknown, ADDRESS(vKnown_ref), (ptrdiff_t)nKnown, ADDRESS(dvKnown),
+                                       ADDRESS(dvUnknown));
+    fmi2Status status = relay_messages(s, __func__, messages);
+    py.GILState_Release(g);
+    return status;
+}
+
+/* point 6 above */
+EXPORT fmi2Status titopGetDirectionalDerivatives(fmi2Component c, const fmi2ValueReference vUnknown_ref[],
+                                                 size_t nUnknown, const fmi2ValueReference vKnown_ref[],
+                                                 size_t nKnown, size_t nSeeds, const fmi2Real dvKnown[],
+                                                 fmi2Real dvUnknown[]) {
+    BEGIN(c);
+    if (!slave_ready(s, __func__, !(nUnknown && (!vUnknown_ref || (nSeeds && !dvUnknown))) &&
+                                      !(nKnown && (!vKnown_ref || (nSeeds && !dvKnown)))))
+        return fmi2Error;
+    int g = py.GILState_Ensure();
+    PyObject *messages = py.CallMethod(s->slave, "_titop_directional_derivatives", "(KnKnnKK)", ADDRESS(vUnknown_ref),
+                                       (ptrdiff_t)nUnknown, ADDRESS(vKnown_ref), (ptrdiff_t)nKnown, (ptrdiff_t)nSeeds,
+                                       ADDRESS(dvKnown), ADDRESS(dvUnknown));
+    fmi2Status status = relay_messages(s, __func__, messages);
+    py.GILState_Release(g);
+    return status;
+}
+
+/* point 6 above */
+EXPORT fmi2Status titopGetTrialSteps(fmi2Component c, fmi2Real currentCommunicationPoint,
+                                     fmi2Real communicationStepSize, const fmi2ValueReference vKnown_ref[],
+                                     size_t nKnown, size_t nTrials, const fmi2Real held[], const fmi2Real end[],
+                                     const fmi2ValueReference vUnknown_ref[], size_t nUnknown, fmi2Real values[]) {
+    BEGIN(c);
+    if (!slave_ready(s, __func__, !(nKnown && (!vKnown_ref || !end || (nTrials && !held))) &&
+                                      !(nUnknown && (!vUnknown_ref || (nTrials && !values)))))
+        return fmi2Error;
+    int g = py.GILState_Ensure();
+    PyObject *messages = py.CallMethod(s->slave, "_titop_trial_steps", "(ddKnnKKKnK)", currentCommunicationPoint,
+                                       communicationStepSize, ADDRESS(vKnown_ref), (ptrdiff_t)nKnown,
+                                       (ptrdiff_t)nTrials, ADDRESS(held), ADDRESS(end), ADDRESS(vUnknown_ref),
+                                       (ptrdiff_t)nUnknown, ADDRESS(values));
+    fmi2Status status = relay_messages(s, __func__, messages);
+    py.GILState_Release(g);
+    return status;
 }
 
 EXPORT fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,

@@ -34,6 +34,16 @@ slave (``fmi2Instantiate``, ``fmi2Reset``), ``__init__`` hands ``self`` to the
 entry points' ``titop_fmu_bind``, found in the FMU's own binary
 (``<fmu>/binaries/linux64/<model identifier>.so`` next to the resources
 folder; the library the host loaded, so the same copy).
+
+Vendor functions. The entry points also export two functions of this project's
+(declared in the model description's ``VendorAnnotations``, tool ``titop-fmu``):
+``titopGetTrialSteps``, several steps tried from the current state with given
+inputs, the FMU left as it was (:meth:`TitopSlave.trial_steps`), and
+``titopGetDirectionalDerivatives``, ``fmi2GetDirectionalDerivative`` for several
+seeds (:meth:`TitopSlave.directional_derivatives`), each in one call. A master
+measures a unit's step sensitivities and feedthrough with them at the cost of the
+computation alone, instead of several FMI calls per step tried or per column
+(:meth:`titop_fmu.cosim.run.Run.measure_P`).
 """
 
 from __future__ import annotations
@@ -372,54 +382,100 @@ class TitopSlave(Fmi2Slave):
     def terminate(self):
         self._mode = TERMINATED
 
-    # -- directional derivatives (called by the entry points, shim.c) -------------------------
-    def directional_derivative(self, unknown_vrs, known_vrs, seed) -> list:
-        """``dv_unknown = (d outputs / d inputs)[unknown_vrs, known_vrs] @ seed``: the outputs
-        ``unknown_vrs`` w.r.t. the inputs ``known_vrs`` (FMI 2.0 co-simulation), at the current
-        states and inputs. Raises :class:`_FmiUsageError` for other value references or
-        before the outputs are available."""
-        if not self.DERIVATIVES:
-            raise _FmiUsageError("this FMU gives no directional derivatives (providesDirectionalDerivative "
-                                 "is false)")
-        unknown = [int(vr) for vr in unknown_vrs]
-        known = [int(vr) for vr in known_vrs]
-        seed = np.asarray(seed, dtype=float).reshape(-1)
-        if seed.size != len(known):
-            raise _FmiUsageError(f"{len(known)} known value references but {seed.size} seed values")
-        out_idx, in_idx = (self._positions(vrs, lo, hi) if vrs else np.zeros(0, dtype=np.int64)
-                           for vrs, lo, hi in ((unknown, self._out0, self._end), (known, self._in0, self._out0)))
+    # -- directional derivatives and trial steps (called by the entry points, shim.c) ---------
+    def _in_out(self, known_vrs, unknown_vrs, why):
+        """``(input positions, output positions)`` of the value references ``known_vrs`` and
+        ``unknown_vrs``; :class:`_FmiUsageError` naming one that is not an input, resp.
+        an output (``why`` says what the call takes)."""
+        known, unknown = [int(vr) for vr in known_vrs], [int(vr) for vr in unknown_vrs]
+        in_idx, out_idx = (self._positions(vrs, lo, hi) if vrs else np.zeros(0, dtype=np.int64)
+                           for vrs, lo, hi in ((known, self._in0, self._out0), (unknown, self._out0, self._end)))
         for vrs, idx, lo, hi, what in ((unknown, out_idx, self._out0, self._end, "an output"),
                                        (known, in_idx, self._in0, self._out0, "an input")):
             if idx is None:
                 bad = next(vr for vr in vrs if not lo <= vr < hi)
-                raise _FmiUsageError(f"{self._name(bad)} is not {what}: directional derivatives are "
-                                     "given of outputs with respect to inputs")
-        if not np.isfinite(seed).all():
+                raise _FmiUsageError(f"{self._name(bad)} is not {what}: {why}")
+        return in_idx, out_idx
+
+    def directional_derivatives(self, unknown_vrs, known_vrs, seeds) -> np.ndarray:
+        """``(d outputs / d inputs)[unknown_vrs, known_vrs] @ seeds`` (``(len(known_vrs), k)``):
+        the outputs ``unknown_vrs`` w.r.t. the inputs ``known_vrs`` (FMI 2.0 co-simulation),
+        at the current states and inputs, ``(len(unknown_vrs), k)``. Raises
+        :class:`_FmiUsageError` for other value references or before the outputs are available."""
+        if not self.DERIVATIVES:
+            raise _FmiUsageError("this FMU gives no directional derivatives (providesDirectionalDerivative "
+                                 "is false)")
+        seeds = np.asarray(seeds, dtype=float)
+        if seeds.shape[0] != len(known_vrs):
+            raise _FmiUsageError(f"{len(known_vrs)} known value references but {seeds.shape[0]} seed values")
+        in_idx, out_idx = self._in_out(known_vrs, unknown_vrs, "directional derivatives are given of outputs "
+                                                                  "with respect to inputs")
+        if not np.isfinite(seeds).all():
             raise _FmiUsageError("non-finite seed value(s)")
-        if not unknown:
-            return []
+        if not len(out_idx):
+            return np.zeros((0, seeds.shape[1]))
         self._outputs()                     # the unit, or the error of a mode without outputs
-        if not known:
-            return [0.0] * len(unknown)
-        return self._unit.directional_derivatives(out_idx, in_idx, seed[:, None])[:, 0].tolist()
+        if not len(in_idx):
+            return np.zeros((len(out_idx), seeds.shape[1]))
+        return self._unit.directional_derivatives(out_idx, in_idx, seeds)
 
     def _fmi2_directional_derivative(self, unknown_addr, n_unknown, known_addr, n_known, seed_addr, out_addr):
         """``fmi2GetDirectionalDerivative`` for the entry points: the C arrays at the given
-        addresses are read (value references, seed) and written (``dvUnknown``); the messages
-        logged during the call are taken from the log queue and returned
-        (``[(status, category, message)]``), for the entry points to relay. Never raises."""
+        addresses are read (value references, seed) and written (``dvUnknown``); returns the
+        messages logged during the call (:meth:`_entry_point`)."""
+        return self._titop_directional_derivatives(unknown_addr, n_unknown, known_addr, n_known, 1, seed_addr,
+                                                   out_addr, "fmi2GetDirectionalDerivative")
+
+    def _titop_directional_derivatives(self, unknown_addr, n_unknown, known_addr, n_known, n_seeds, seed_addr,
+                                       out_addr, what="titopGetDirectionalDerivatives"):
+        """The vendor function ``titopGetDirectionalDerivatives``: ``n_seeds`` seeds of
+        ``n_known`` values one after the other, their derivatives (``n_unknown`` each) likewise."""
+        def call():
+            seeds = np.array(_c_array(ctypes.c_double, seed_addr, n_known * n_seeds)).reshape(n_seeds, n_known).T
+            dv = self.directional_derivatives(_c_array(ctypes.c_uint, unknown_addr, n_unknown),
+                                              _c_array(ctypes.c_uint, known_addr, n_known), seeds)
+            if n_unknown * n_seeds:
+                (ctypes.c_double * (n_unknown * n_seeds)).from_address(out_addr)[:] = dv.T.ravel().tolist()
+        return self._entry_point(what, call)
+
+    def trial_steps(self, t, h, known_vrs, held, end, unknown_vrs) -> np.ndarray:
+        """:meth:`titop_fmu.cosim.protocol.Unit.trial_steps` by value references: per column
+        of ``held`` (``(len(known_vrs), k)``), from the current state, the inputs ``known_vrs``
+        set to it, a step of ``h`` from ``t``, the inputs set to ``end``, the outputs
+        ``unknown_vrs`` read; the FMU left as it was. Raises :class:`_FmiUsageError` for
+        other value references, outside step mode or for an invalid step."""
+        if self._mode != STEP:
+            raise _FmiUsageError(f"trial steps are only allowed after fmi2ExitInitializationMode (mode: {self._mode})")
+        if not (math.isfinite(h) and h >= 0):
+            raise _FmiUsageError(f"invalid communication step size {h!r}")
+        in_idx, out_idx = self._in_out(known_vrs, unknown_vrs, "trial steps set inputs and read outputs")
+        return self._unit.trial_steps(float(t), h, in_idx, held, end, out_idx)
+
+    def _titop_trial_steps(self, t, h, known_addr, n_known, n_trials, held_addr, end_addr, unknown_addr, n_unknown,
+                           out_addr):
+        """The vendor function ``titopGetTrialSteps``: ``held`` (``n_known`` values per trial,
+        trial after trial), ``end`` and the value references are read at the given addresses,
+        the outputs (``n_unknown`` per trial) written; returns the messages logged."""
+        def call():
+            held = np.array(_c_array(ctypes.c_double, held_addr, n_known * n_trials)).reshape(n_trials, n_known).T
+            Y = self.trial_steps(t, h, _c_array(ctypes.c_uint, known_addr, n_known), held,
+                                 _c_array(ctypes.c_double, end_addr, n_known),
+                                 _c_array(ctypes.c_uint, unknown_addr, n_unknown))
+            if n_unknown * n_trials:
+                (ctypes.c_double * (n_unknown * n_trials)).from_address(out_addr)[:] = Y.T.ravel().tolist()
+        return self._entry_point("titopGetTrialSteps", call)
+
+    def _entry_point(self, what, call):
+        """``call()`` for one of the entry points' own functions: an exception is logged as
+        an error of ``what``; returns the messages logged during the call, taken from the log
+        queue (``[(status, category, message)]``), for the entry points to relay. Never raises."""
         queue = self._get_log_queue()
         start = len(queue)
         try:
-            unknown = (ctypes.c_uint * n_unknown).from_address(unknown_addr)[:] if n_unknown else []
-            known = (ctypes.c_uint * n_known).from_address(known_addr)[:] if n_known else []
-            seed = (ctypes.c_double * n_known).from_address(seed_addr)[:] if n_known else []
-            dv = self.directional_derivative(unknown, known, seed)
-            if n_unknown:
-                (ctypes.c_double * n_unknown).from_address(out_addr)[:] = dv
+            call()
         except Exception as e:
             try:
-                self._error("fmi2GetDirectionalDerivative", e)
+                self._error(what, e)
             except Exception:
                 pass
         try:
@@ -427,8 +483,7 @@ class TitopSlave(Fmi2Slave):
             del queue[start:]
             return msgs
         except Exception:
-            return [(int(Fmi2Status.error), "logStatusError",
-                     "fmi2GetDirectionalDerivative: the messages could not be read")]
+            return [(int(Fmi2Status.error), "logStatusError", f"{what}: the messages could not be read")]
 
     # -- FMU state --------------------------------------------------------------------------
     def _get_fmu_state(self):
@@ -477,6 +532,11 @@ class TitopSlave(Fmi2Slave):
             return _Snapshot.from_json(d)
         except Exception as e:
             return _InvalidState(f"the bytes are not a serialized TITOP FMU state ({type(e).__name__}: {e})")
+
+
+def _c_array(ctype, addr, n) -> list:
+    """The ``n`` values of type ``ctype`` at the address ``addr`` of a C array."""
+    return (ctype * n).from_address(addr)[:] if n else []
 
 
 class _FmiUsageError(Exception):

@@ -77,7 +77,7 @@ def titop_unit_type(model_id: str) -> UnitType:
     on_inputs, _ = measure_dependencies(iface)
     deps = [np.flatnonzero(row) for row in on_inputs]
     return with_titop_ports(UnitType(model_id, variables, list(iface.input_names), list(iface.output_names), deps,
-                                     derivatives=True))
+                                     derivatives=True, trial_steps=True))
 
 
 def default_fmu_dir() -> Path:

@@ -7,6 +7,8 @@
  *   -> fmi2EnterInitializationMode -> fmi2SetReal (inputs)
  *   -> fmi2ExitInitializationMode -> fmi2GetReal (outputs)
  *   -> n x (fmi2DoStep, fmi2GetReal) -> fmi2GetDirectionalDerivative (with -u)
+ *   -> titopGetTrialSteps (with -u, -k: one step tried with the knowns moved by 1e-3 seed,
+ *      against fmi2GetFMUstate, fmi2SetReal, fmi2DoStep, fmi2SetReal, fmi2GetReal, fmi2SetFMUstate)
  *   -> fmi2GetFMUstate, fmi2DoStep, fmi2SetFMUstate, fmi2DoStep (same outputs?)
  *   -> fmi2Terminate -> fmi2FreeInstance
  *
@@ -19,7 +21,8 @@
  *   -u, -k    the unknowns and the knowns (with the seed) of a directional derivative
  *
  * Output lines: "log STATUS CATEGORY: MESSAGE" (the FMU's logger),
- * "call NAME STATUS", "y TIME VR VALUE", "dy VR VALUE", "state_roundtrip ok|FAILED".
+ * "call NAME STATUS", "y TIME VR VALUE", "dy VR VALUE", "trial_steps ok|FAILED",
+ * "state_roundtrip ok|FAILED".
  * Exit status: 0 if every call returned fmi2OK or fmi2Warning, 1 if a call
  * failed (the instance is then freed), 2 if the FMU could not be loaded.
  */
@@ -46,7 +49,7 @@ static void logger(void *env, const char *instance, fmi2Status status, const cha
 
 #define MAXN 256
 static fmi2ValueReference pvr[MAXN], ivr[MAXN], ovr[MAXN], uvr[MAXN], kvr[MAXN];
-static double pval[MAXN], ival[MAXN], y[MAXN], y_again[MAXN], kseed[MAXN], dy[MAXN];
+static double pval[MAXN], ival[MAXN], y[MAXN], y_again[MAXN], kseed[MAXN], dy[MAXN], held[MAXN], end[MAXN];
 static size_t np, ni, no, nu, nk;
 
 static int parse_pair(const char *arg, fmi2ValueReference *vr, double *value) {
@@ -126,6 +129,9 @@ int main(int argc, char **argv) {
     LOAD(GetReal, "fmi2GetReal") LOAD(DoStep, "fmi2DoStep") LOAD(GetFMUstate, "fmi2GetFMUstate")
     LOAD(SetFMUstate, "fmi2SetFMUstate") LOAD(FreeFMUstate, "fmi2FreeFMUstate")
     LOAD(GetDirectionalDerivative, "fmi2GetDirectionalDerivative")
+    fmi2Status (*GetTrialSteps)(fmi2Component, double, double, const fmi2ValueReference *, size_t, size_t,
+                                const double *, const double *, const fmi2ValueReference *, size_t, double *);
+    LOAD(GetTrialSteps, "titopGetTrialSteps")
 
     static fmi2CallbackFunctions cb = {logger, calloc, free, NULL, NULL};
     fmi2Component c = Instantiate("harness", 1 /* fmi2CoSimulation */, guid, resources, &cb, 0, 0);
@@ -151,6 +157,19 @@ int main(int argc, char **argv) {
     if (nu) {
         CALL("fmi2GetDirectionalDerivative", GetDirectionalDerivative(c, uvr, nu, kvr, nk, kseed, dy));
         for (size_t j = 0; j < nu; j++) printf("dy %u %.17g\n", uvr[j], dy[j]);
+    }
+    if (nu && nk) {     /* one trial step, then the same by the standard calls */
+        CALL("fmi2GetReal(knowns)", GetReal(c, kvr, nk, end));
+        for (size_t j = 0; j < nk; j++) held[j] = end[j] + 1e-3 * kseed[j];
+        CALL("titopGetTrialSteps", GetTrialSteps(c, t, step, kvr, nk, 1, held, end, uvr, nu, y));
+        CALL("fmi2GetFMUstate", GetFMUstate(c, &state));
+        CALL("fmi2SetReal(held)", SetReal(c, kvr, nk, held));
+        CALL("fmi2DoStep", DoStep(c, t, step, 0));
+        CALL("fmi2SetReal(end)", SetReal(c, kvr, nk, end));
+        CALL("fmi2GetReal", GetReal(c, uvr, nu, y_again));
+        CALL("fmi2SetFMUstate", SetFMUstate(c, state));
+        CALL("fmi2FreeFMUstate", FreeFMUstate(c, &state));
+        printf("trial_steps %s\n", memcmp(y, y_again, nu * sizeof(double)) ? "FAILED" : "ok");
     }
     /* state round trip: save, step, restore, step again: the same outputs */
     CALL("fmi2GetFMUstate", GetFMUstate(c, &state));
