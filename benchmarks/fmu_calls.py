@@ -16,13 +16,22 @@ after initialization with the default parameters, times:
   wrenches, joint efforts: the loop's), what one exact column of the master's
   loop Jacobian costs (a finite-difference column costs a ``setReal`` and a
   ``getReal``; along twist and pose inputs the FMU differences its outputs);
-* ``getFMUstate`` / ``setFMUstate``: save and restore of the complete state.
+* ``getFMUstate`` / ``setFMUstate``: save and restore of the complete state;
+* ``P standard`` / ``P vendor``: what one step-sensitivity measurement costs a
+  unit, one step tried per input from a saved state (all inputs held moved, the
+  outputs read with the inputs set back): by the standard calls (``setFMUstate``,
+  ``setReal``, ``doStep``, ``setReal``, ``getReal`` per step) and by one call of
+  the vendor function ``titopGetTrialSteps``;
+* ``M standard`` / ``M vendor``: the directional derivatives of all outputs along
+  every acceleration-level input, one ``fmi2GetDirectionalDerivative`` per column
+  and one call of the vendor function ``titopGetDirectionalDerivatives``.
 
 Each figure is the median over ``--repeat`` calls, in the current Python
 process (the FMU then runs in this interpreter, as with any FMPy host).
 """
 
 import argparse
+import ctypes
 import re
 import statistics
 import sys
@@ -85,6 +94,7 @@ def bench(path, repeat, h):
         seed = list(rng.standard_normal(len(acc)))
         row["dirDerivative"] = median_us(lambda: fmu.getDirectionalDerivative(outs, acc, seed), repeat) \
             if md.coSimulation.providesDirectionalDerivative and acc and outs else float("nan")
+        row.update(vendor_rows(fmu, md, ins, outs, acc, h, repeat, rng))
         state = fmu.getFMUstate()
         row["getFMUstate"] = median_us(lambda: fmu.freeFMUstate(fmu.getFMUstate()), repeat)
         row["setFMUstate"] = median_us(lambda: fmu.setFMUstate(state), repeat)
@@ -93,6 +103,54 @@ def bench(path, repeat, h):
     finally:
         fmu.freeInstance()
     return row
+
+
+def vendor_rows(fmu, md, ins, outs, acc, h, repeat, rng):
+    """The ``P`` and ``M`` columns (see the module docstring), NaN without inputs or outputs."""
+    if not ins or not outs:
+        return dict.fromkeys(["P standard", "P vendor", "M standard", "M vendor"], float("nan"))
+    vp, sz = ctypes.c_void_p, ctypes.c_size_t
+    trial = ctypes.CFUNCTYPE(ctypes.c_int, vp, ctypes.c_double, ctypes.c_double, vp, sz, sz, vp, vp, vp, sz, vp)(
+        ("titopGetTrialSteps", fmu.dll))
+    many = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp, sz, vp, sz, sz, vp, vp)(("titopGetDirectionalDerivatives", fmu.dll))
+    n = len(ins)
+    end = np.array(fmu.getReal(ins))
+    held = end[None, :] + 1e-4 * np.eye(n)                     # trial after trial
+    in_vr, out_vr, acc_vr = (np.array(v, dtype=np.uint32) for v in (ins, outs, acc))
+    values = np.empty((n, len(outs)))
+    t = 1.0
+    saved = fmu.getFMUstate()
+
+    def standard_P():
+        for j in range(n):
+            fmu.setFMUstate(saved)
+            fmu.setReal(ins, list(held[j]))
+            fmu.doStep(t, h)
+            fmu.setReal(ins, list(end))
+            values[j] = fmu.getReal(outs)
+        fmu.setFMUstate(saved)
+
+    def vendor_P():
+        assert trial(fmu.component, t, h, in_vr.ctypes.data, n, n, held.ctypes.data, end.ctypes.data,
+                     out_vr.ctypes.data, len(outs), values.ctypes.data) == 0
+
+    seeds = np.eye(len(acc))
+    dv = np.empty((len(acc), len(outs)))
+
+    def standard_M():
+        for j in range(len(acc)):
+            fmu.getDirectionalDerivative(outs, acc, list(seeds[j]))
+
+    def vendor_M():
+        assert many(fmu.component, out_vr.ctypes.data, len(outs), acc_vr.ctypes.data, len(acc), len(acc),
+                    seeds.ctypes.data, dv.ctypes.data) == 0
+
+    rows = {"P standard": median_us(standard_P, max(5, repeat // 10)),
+            "P vendor": median_us(vendor_P, max(5, repeat // 10))}
+    rows["M standard"] = median_us(standard_M, max(5, repeat // 10)) if acc else float("nan")
+    rows["M vendor"] = median_us(vendor_M, max(5, repeat // 10)) if acc else float("nan")
+    fmu.freeFMUstate(saved)
+    return rows
 
 
 def main():
@@ -109,7 +167,8 @@ def main():
             paths = sorted(build_all(tmp))
         if not paths:
             sys.exit(f"no FMU in {args.dir}")
-        cols = ["setReal", "getReal", "getReal (cached)", "doStep", "dirDerivative", "getFMUstate", "setFMUstate"]
+        cols = ["setReal", "getReal", "getReal (cached)", "doStep", "dirDerivative", "getFMUstate", "setFMUstate",
+                "P standard", "P vendor", "M standard", "M vendor"]
         print(f"median us per call through FMPy ({args.repeat} calls; doStep of {args.step:g} s; "
               "getReal after a setReal of every input, minus the setReal)")
         print(f"{'FMU':<24} {'in':>4} {'out':>4} " + " ".join(f"{c:>16}" for c in cols))
