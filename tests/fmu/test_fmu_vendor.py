@@ -9,17 +9,21 @@ outputs, and its next ``fmi2DoStep`` the same as without the call. A batch of se
 what ``fmi2GetDirectionalDerivative`` gives seed by seed, bit for bit. Bad calls (a value
 reference that is not an input or an output, a non-finite held value, a NULL array, a
 trial step before initialization) are an ``fmi2Error`` with a message, and change nothing.
+The master's FMU units use the derivatives for several seeds in one call, and a declared
+function the binary lacks is an error when the unit is made.
 """
 
-from xml.etree import ElementTree
+import zipfile
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
 
 from fmu_fixtures import (IDS, H, Host, derivatives, fmu_dir, fmu_paths, random_inputs, random_setup,  # noqa: F401
                           trial_function, trial_steps, unzipped, vrs)
-from titop_fmu.cosim.fmpy_unit import VENDOR_FUNCTIONS, VENDOR_TOOL, fmu_unit_type
+from titop_fmu.cosim.fmpy_unit import VENDOR_FUNCTIONS, VENDOR_TOOL, FMUUnit, fmu_unit_type
+from titop_fmu.errors import ConnectionError_
 
 STEPS = 3
 
@@ -146,3 +150,38 @@ def test_trial_steps_before_initialization_are_an_error(fmu_paths):
         host.fmu.exitInitializationMode()
     finally:
         host.free()
+
+
+def test_the_master_units_call_the_vendor_function_for_several_seeds(fmu_paths):
+    """An FMU unit of the master gives all the columns of its directional derivatives in one
+    vendor call, bit for bit what one fmi2GetDirectionalDerivative per column gives."""
+    unit = FMUUnit("b", fmu_paths["revolute_c1"])
+    try:
+        unit.setup({}, 0.0)
+        unit.set_inputs(np.arange(25), np.random.default_rng(2).standard_normal(25) * 0.3)
+        unit.do_step(0.0, H)
+        seeds = np.eye(25)[:, :13]
+        standard = unit._dd
+        unit._dd = None                         # not called: one vendor call for all
+        got = unit.directional_derivatives(np.arange(27), np.arange(25), seeds)
+        unit._dd = standard
+        del unit._vendor["DirectionalDerivatives"]          # one fmi2GetDirectionalDerivative per column
+        assert np.array_equal(got, unit.directional_derivatives(np.arange(27), np.arange(25), seeds))
+    finally:
+        unit.terminate()
+
+
+def test_a_declared_vendor_function_missing_from_the_binary_is_an_error(fmu_paths, tmp_path):
+    """An FMU whose model description declares a vendor function its binary lacks: a connection
+    error naming it when the unit is made (not a crash at the first measurement)."""
+    src = fmu_paths["revolute_c1"]
+    bad = tmp_path / "revolute_c1.fmu"
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(bad, "w") as zout:
+        for item in zin.infolist():
+            data = zin.read(item)
+            if item.filename == "modelDescription.xml":
+                data = data.replace(b'function="titopGetTrialSteps"', b'function="titopNoSuchFunction"')
+            zout.writestr(item, data)
+    assert fmu_unit_type(bad).trial_steps
+    with pytest.raises(ConnectionError_, match="declares the vendor function titopNoSuchFunction but its binary"):
+        FMUUnit("b", bad)

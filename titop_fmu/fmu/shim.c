@@ -64,7 +64,7 @@
  *
  * 5. fmi2GetDirectionalDerivative, which pythonfmu lacks (its function returns
  *    an error). This layer calls the Python slave's method
- *    _fmi2_directional_derivative itself, so it needs the slave object, which
+ *    _titop_directional_derivatives itself, so it needs the slave object, which
  *    pythonfmu keeps to itself. The slave hands it over: while this layer
  *    runs the inner fmi2Instantiate (and fmi2Reset, where pythonfmu makes a
  *    new slave object), it holds bind_lock and points `binding` at the
@@ -91,8 +91,8 @@
  *      fmi2SetFMUstate, fmi2SetReal, fmi2DoStep, fmi2SetReal and fmi2GetReal
  *      give per trial (slave method _titop_trial_steps);
  *    - titopGetDirectionalDerivatives: fmi2GetDirectionalDerivative for nSeeds
- *      seeds, dvKnown[j*nKnown ..] giving dvUnknown[j*nUnknown ..] (slave
- *      method _titop_directional_derivatives).
+ *      seeds, dvKnown[j*nKnown ..] giving dvUnknown[j*nUnknown ..] (the same
+ *      slave method as point 5).
  */
 
 #define _GNU_SOURCE
@@ -573,20 +573,29 @@ static fmi2Status relay_messages(Instance *s, const char *what, PyObject *messag
 
 #define ADDRESS(p) ((unsigned long long)(size_t)(p))
 
+/* the derivatives of the outputs vUnknown_ref along nSeeds seeds over the inputs vKnown_ref, for the
+   function `what` (points 5, 6) */
+static fmi2Status directional_derivatives(Instance *s, const char *what, const fmi2ValueReference vUnknown_ref[],
+                                          size_t nUnknown, const fmi2ValueReference vKnown_ref[], size_t nKnown,
+                                          size_t nSeeds, const fmi2Real dvKnown[], fmi2Real dvUnknown[]) {
+    if (!slave_ready(s, what, !(nUnknown && (!vUnknown_ref || (nSeeds && !dvUnknown))) &&
+                                  !(nKnown && (!vKnown_ref || (nSeeds && !dvKnown)))))
+        return fmi2Error;
+    int g = py.GILState_Ensure();
+    PyObject *messages = py.CallMethod(s->slave, "_titop_directional_derivatives", "(KnKnnKKs)", ADDRESS(vUnknown_ref),
+                                       (ptrdiff_t)nUnknown, ADDRESS(vKnown_ref), (ptrdiff_t)nKnown, (ptrdiff_t)nSeeds,
+                                       ADDRESS(dvKnown), ADDRESS(dvUnknown), what);
+    fmi2Status status = relay_messages(s, what, messages);
+    py.GILState_Release(g);
+    return status;
+}
+
 /* point 5 above */
 EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference vUnknown_ref[],
                                                size_t nUnknown, const fmi2ValueReference vKnown_ref[],
                                                size_t nKnown, const fmi2Real dvKnown[], fmi2Real dvUnknown[]) {
     BEGIN(c);
-    if (!slave_ready(s, __func__, !(nUnknown && (!vUnknown_ref || !dvUnknown)) && !(nKnown && (!vKnown_ref || !dvKnown))))
-        return fmi2Error;
-    int g = py.GILState_Ensure();
-    PyObject *messages = py.CallMethod(s->slave, "_fmi2_directional_derivative", "(KnKnKK)", ADDRESS(vUnknown_ref),
-                                       (ptrdiff_t)nUnknown, ADDRESS(vKnown_ref), (ptrdiff_t)nKnown, ADDRESS(dvKnown),
-                                       ADDRESS(dvUnknown));
-    fmi2Status status = relay_messages(s, __func__, messages);
-    py.GILState_Release(g);
-    return status;
+    return directional_derivatives(s, __func__, vUnknown_ref, nUnknown, vKnown_ref, nKnown, 1, dvKnown, dvUnknown);
 }
 
 /* point 6 above */
@@ -595,16 +604,8 @@ EXPORT fmi2Status titopGetDirectionalDerivatives(fmi2Component c, const fmi2Valu
                                                  size_t nKnown, size_t nSeeds, const fmi2Real dvKnown[],
                                                  fmi2Real dvUnknown[]) {
     BEGIN(c);
-    if (!slave_ready(s, __func__, !(nUnknown && (!vUnknown_ref || (nSeeds && !dvUnknown))) &&
-                                      !(nKnown && (!vKnown_ref || (nSeeds && !dvKnown)))))
-        return fmi2Error;
-    int g = py.GILState_Ensure();
-    PyObject *messages = py.CallMethod(s->slave, "_titop_directional_derivatives", "(KnKnnKK)", ADDRESS(vUnknown_ref),
-                                       (ptrdiff_t)nUnknown, ADDRESS(vKnown_ref), (ptrdiff_t)nKnown, (ptrdiff_t)nSeeds,
-                                       ADDRESS(dvKnown), ADDRESS(dvUnknown));
-    fmi2Status status = relay_messages(s, __func__, messages);
-    py.GILState_Release(g);
-    return status;
+    return directional_derivatives(s, __func__, vUnknown_ref, nUnknown, vKnown_ref, nKnown, nSeeds, dvKnown,
+                                   dvUnknown);
 }
 
 /* point 6 above */

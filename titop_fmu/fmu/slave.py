@@ -28,7 +28,7 @@ registered variables). The snapshot serializes to JSON (floats written with
 
 Directional derivatives. pythonfmu has no ``fmi2GetDirectionalDerivative``: the
 FMU's entry points (``shim.c``) answer it by calling
-:meth:`TitopSlave._fmi2_directional_derivative` on the slave instance they are
+:meth:`TitopSlave._titop_directional_derivatives` on the slave instance they are
 bound to. The binding is made here: while the entry points instantiate the
 slave (``fmi2Instantiate``, ``fmi2Reset``), ``__init__`` hands ``self`` to the
 entry points' ``titop_fmu_bind``, found in the FMU's own binary
@@ -419,17 +419,13 @@ class TitopSlave(Fmi2Slave):
             return np.zeros((len(out_idx), seeds.shape[1]))
         return self._unit.directional_derivatives(out_idx, in_idx, seeds)
 
-    def _fmi2_directional_derivative(self, unknown_addr, n_unknown, known_addr, n_known, seed_addr, out_addr):
-        """``fmi2GetDirectionalDerivative`` for the entry points: the C arrays at the given
-        addresses are read (value references, seed) and written (``dvUnknown``); returns the
-        messages logged during the call (:meth:`_entry_point`)."""
-        return self._titop_directional_derivatives(unknown_addr, n_unknown, known_addr, n_known, 1, seed_addr,
-                                                   out_addr, "fmi2GetDirectionalDerivative")
-
     def _titop_directional_derivatives(self, unknown_addr, n_unknown, known_addr, n_known, n_seeds, seed_addr,
-                                       out_addr, what="titopGetDirectionalDerivatives"):
-        """The vendor function ``titopGetDirectionalDerivatives``: ``n_seeds`` seeds of
-        ``n_known`` values one after the other, their derivatives (``n_unknown`` each) likewise."""
+                                       out_addr, what):
+        """``fmi2GetDirectionalDerivative`` (one seed) and the vendor function
+        ``titopGetDirectionalDerivatives`` (``what``) for the entry points: the C arrays at the
+        given addresses are read (value references, ``n_seeds`` seeds of ``n_known`` values one
+        after the other) and written (their derivatives, ``n_unknown`` each, likewise); returns
+        the messages logged during the call (:meth:`_entry_point`)."""
         def call():
             seeds = np.array(_c_array(ctypes.c_double, seed_addr, n_known * n_seeds)).reshape(n_seeds, n_known).T
             dv = self.directional_derivatives(_c_array(ctypes.c_uint, unknown_addr, n_unknown),
