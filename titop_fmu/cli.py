@@ -220,7 +220,10 @@ def cmd_simulate(args):
 
 
 def cmd_build(args):
-    from .fmu.build import build_all
+    if args.standalone:
+        from .fmu.standalone import build_all
+    else:
+        from .fmu.build import build_all
     if not (0 <= args.children <= MAX_CHILDREN):
         raise TitopError(f"--children must be between 0 and {MAX_CHILDREN}, got {args.children}")
     out = writable_folder("--out", args.out)
@@ -302,6 +305,9 @@ def parser() -> argparse.ArgumentParser:
                    help=f"number of child ports (default 2, at most {MAX_CHILDREN})")
     p.add_argument("--all-counts", action="store_true", default=None,
                    help="build every count from 0 to --children (the default when --children is not given)")
+    p.add_argument("--standalone", action="store_true",
+                   help="binaries in C only (no Python at run time), for linux64 and, with the MinGW-w64 "
+                        "cross compiler, win64 (fmus/README.md)")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("export", help="write a system as one FMU (the loop solved inside) for any FMI host, "

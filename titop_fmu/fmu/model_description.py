@@ -29,7 +29,7 @@ from xml.etree.ElementTree import Element, SubElement
 import numpy as np
 
 from ..cosim.fmpy_unit import VENDOR_FUNCTIONS, VENDOR_TOOL
-from .catalog import Interface
+from .catalog import TOLERANCES, Interface
 
 #: SI base-unit exponents of every unit used by the FMUs
 UNITS = {
@@ -53,7 +53,9 @@ UNITS = {
     "N.m.s/rad": {"kg": 1, "m": 2, "s": -1, "rad": -1},
 }
 
-DEFAULT_EXPERIMENT = {"startTime": "0", "stopTime": "1", "stepSize": "0.01"}
+#: ``tolerance``: the default of the FMUs' rtol (a host's tolerance replaces rtol and atol)
+DEFAULT_EXPERIMENT = {"startTime": "0", "stopTime": "1", "tolerance": repr(float(TOLERANCES[0].default)),
+                      "stepSize": "0.01"}
 
 #: number of random parameter sets whose dependencies are united
 N_PARAMETER_SETS = 3

@@ -1,0 +1,517 @@
+/* The model of a standalone TITOP FMU (model.h): the kernel's tree of the FMU's blocks,
+ * their data computed from the FMI parameters with the Python blocks' checks and messages
+ * (titop_fmu/blocks/: body.py, floating_base.py, joints.py, closure.py; the catalog's
+ * ext_frame, rtol and atol), the kernel's evaluation and DOPRI5 step.
+ *
+ * kernel.c is included as it is (one translation unit: its spatial algebra serves here too);
+ * its tables are laid out as kernel.py's _Tree lays them. */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "kernel.c"
+
+struct TitopModel {
+    const TitopModelSpec *spec;
+    int *ints;             /* NI per block, then 2 per child (kernel.c) */
+    double *par;           /* the blocks' data (kernel.c's D_ layout) */
+    const double **ptr;    /* the constant inputs: into u */
+    double *u;             /* the inputs the kernel reads */
+    double *ws, *K, *xi;   /* the kernel's workspace, titop_step's scratch */
+};
+
+const char *titop_kernel_message(int code, int max_steps, char *buf)
+{
+    switch (code) {                                             /* kernel.py's _error */
+    case 1: return "the block's joint acceleration is singular";
+    case 2: return "the block's accelerations are not finite";
+    case 3: return "non-finite state derivative during a step";
+    case 4: return "step size underflow (below 1e-14 of the step) in a communication step";
+    case 5:
+        sprintf(buf, "more than %d internal steps in one communication step", max_steps);
+        return buf;
+    default: return "unknown kernel error";
+    }
+}
+
+/* --- messages --------------------------------------------------------------------------- */
+
+typedef struct {
+    char *err;
+    size_t n;
+} Err;
+
+static int fail(Err *e, const char *parameter, const char *detail)
+{
+    snprintf(e->err, e->n, "parameter '%s': %s", parameter, detail);
+    return 1;
+}
+
+/* "[a, b, c]": a Python list of floats */
+static char *list_repr(const double *v, int n, char *buf)
+{
+    char r[32], *o = buf;
+    *o++ = '[';
+    for (int i = 0; i < n; i++)
+        o += sprintf(o, "%s%s", i ? ", " : "", titop_repr(v[i], r));
+    strcpy(o, "]");
+    return buf;
+}
+
+/* --- the checks of body.py --------------------------------------------------------------- */
+
+static int as_scalar(Err *e, const char *name, double v, int has_minimum, double minimum)
+{
+    char d[128], a[32], b[32];
+    if (!isfinite(v)) {
+        snprintf(d, sizeof d, "must be finite, got %s", titop_repr(v, a));
+        return fail(e, name, d);
+    }
+    if (has_minimum && v < minimum) {
+        snprintf(d, sizeof d, "must be >= %s, got %s", titop_repr(minimum, a), titop_repr(v, b));
+        return fail(e, name, d);
+    }
+    return 0;
+}
+
+static int as_vector(Err *e, const char *name, const double *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!isfinite(v[i])) {
+            char d[400], l[300];
+            snprintf(d, sizeof d, "must be finite, got %s", list_repr(v, n, l));
+            return fail(e, name, d);
+        }
+    return 0;
+}
+
+/* the eigenvalues w (ascending) of the symmetric n x n matrix S (cyclic Jacobi) */
+static void eigvalsh(int n, const double *S, double *w)
+{
+    double A[36];
+    memcpy(A, S, n * n * sizeof(double));
+    for (int sweep = 0; sweep < 100; sweep++) {
+        double off = 0.0, all = 0.0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                all += A[n * i + j] * A[n * i + j];
+                if (i != j)
+                    off += A[n * i + j] * A[n * i + j];
+            }
+        if (off <= 1e-36 * all || off == 0.0)
+            break;
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++) {
+                double apq = A[n * p + q];
+                if (apq == 0.0)
+                    continue;
+                double theta = (A[n * q + q] - A[n * p + p]) / (2.0 * apq);
+                double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
+                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (int k = 0; k < n; k++) {             /* A <- A J */
+                    double akp = A[n * k + p], akq = A[n * k + q];
+                    A[n * k + p] = c * akp - s * akq;
+                    A[n * k + q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < n; k++) {             /* A <- J^T A */
+                    double apk = A[n * p + k], aqk = A[n * q + k];
+                    A[n * p + k] = c * apk - s * aqk;
+                    A[n * q + k] = s * apk + c * aqk;
+                }
+            }
+    }
+    for (int i = 0; i < n; i++)
+        w[i] = A[n * i + i];
+    for (int i = 1; i < n; i++)                           /* ascending */
+        for (int j = i; j > 0 && w[j] < w[j - 1]; j--) {
+            double t = w[j]; w[j] = w[j - 1]; w[j - 1] = t;
+        }
+}
+
+static double max_abs(const double *A, int n)
+{
+    double m = 0.0;
+    for (int i = 0; i < n; i++)
+        m = fmax(m, fabs(A[i]));
+    return m;
+}
+
+/* check_inertia: finite, symmetric, positive semi-definite; J symmetrised; a warning if the
+ * principal moments violate the triangle inequality */
+static int check_inertia(Err *e, const char *name, const double *in, double *J, double *eig,
+                         void (*warn)(void *, const char *), void *env)
+{
+    char d[700];
+    for (int i = 0; i < 9; i++)
+        if (!isfinite(in[i]))
+            return fail(e, name, "must be finite");
+    double scale = fmax(1.0, max_abs(in, 9)), asym = 0.0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            asym = fmax(asym, fabs(in[3 * i + j] - in[3 * j + i]));
+    if (asym > 1e-9 * scale) {
+        char r[3][200];
+        for (int i = 0; i < 3; i++)
+            list_repr(in + 3 * i, 3, r[i]);
+        snprintf(d, sizeof d, "inertia must be symmetric, got [%s, %s, %s]", r[0], r[1], r[2]);
+        return fail(e, name, d);
+    }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            J[3 * i + j] = 0.5 * (in[3 * i + j] + in[3 * j + i]);
+    eigvalsh(3, J, eig);
+    if (eig[0] < -1e-9 * scale) {
+        char l[120];
+        snprintf(d, sizeof d, "inertia must be positive semi-definite, eigenvalues %s", list_repr(eig, 3, l));
+        return fail(e, name, d);
+    }
+    if (eig[2] > eig[0] + eig[1] + 1e-9 * scale && warn) {
+        double r6[3];
+        char l[120];
+        for (int i = 0; i < 3; i++)                            /* np.round(eig, 6) */
+            r6[i] = nearbyint(eig[i] * 1e6) / 1e6;
+        snprintf(d, sizeof d, "%s: principal moments %s violate the triangle inequality (no real mass "
+                 "distribution has them); accepted as given", name, list_repr(r6, 3, l));
+        warn(env, d);
+    }
+    return 0;
+}
+
+static int unit_axis(Err *e, const char *name, const double *v, double *axis)
+{
+    if (as_vector(e, name, v, 3))
+        return 1;
+    double n = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    if (n < 1e-12)
+        return fail(e, name, "joint axis must be a non-zero vector");
+    for (int i = 0; i < 3; i++)
+        axis[i] = v[i] / n;
+    return 0;
+}
+
+static int psd6(Err *e, const char *name, const double *M)
+{
+    for (int i = 0; i < 36; i++)
+        if (!isfinite(M[i]))
+            return fail(e, name, "expected a finite 6x6 matrix, got shape (6, 6)");
+    double scale = fmax(1.0, max_abs(M, 36)), asym = 0.0, S[36], w[6];
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+            asym = fmax(asym, fabs(M[6 * i + j] - M[6 * j + i]));
+            S[6 * i + j] = 0.5 * (M[6 * i + j] + M[6 * j + i]);
+        }
+    if (asym > 1e-9 * scale)
+        return fail(e, name, "must be symmetric");
+    eigvalsh(6, S, w);
+    if (w[0] < -1e-9 * scale)
+        return fail(e, name, "must be positive semi-definite");
+    return 0;
+}
+
+/* --- the blocks' data -------------------------------------------------------------------- */
+
+/* D_P = tau_BP^T diag(m 1, I_B) tau_BP, BP = -[PB] (spatial.dynamic_model, eq. (4)) */
+static void dynamic_model(double m, const double *J, const double *com, double *D)
+{
+    double DB[36] = {0}, t[36] = {0}, tTD[36];
+    double x = -com[0], y = -com[1], z = -com[2];
+    for (int i = 0; i < 3; i++) {
+        DB[7 * i] = m;
+        for (int j = 0; j < 3; j++)
+            DB[6 * (3 + i) + 3 + j] = J[3 * i + j];
+    }
+    for (int i = 0; i < 6; i++)
+        t[7 * i] = 1.0;
+    t[4] = -z; t[5] = y; t[9] = z; t[11] = -x; t[15] = -y; t[16] = x;   /* tau(BP), spatial.tau */
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+            double s = 0.0;
+            for (int k = 0; k < 6; k++)
+                s += t[6 * k + i] * DB[6 * k + j];
+            tTD[6 * i + j] = s;
+        }
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+            double s = 0.0;
+            for (int k = 0; k < 6; k++)
+                s += tTD[6 * i + k] * t[6 * k + j];
+            D[6 * i + j] = s;
+        }
+}
+
+/* the inverse of the 6 x 6 matrix D (LU with partial pivoting, kernel.c's solve) */
+static int inverse6(const double *D, double *Dinv)
+{
+    double A[36];
+    memcpy(A, D, sizeof A);
+    memset(Dinv, 0, 36 * sizeof(double));
+    for (int i = 0; i < 6; i++)
+        Dinv[7 * i] = 1.0;
+    return solve(6, 6, A, Dinv);
+}
+
+/* spatial.quat_from_dcm: Shepperd's method, w >= 0 */
+static void quat_from_dcm(const double *P, double *q)
+{
+    double tr = P[0] + P[4] + P[8], c[4] = {tr, P[0], P[4], P[8]};
+    int i = 0;
+    for (int k = 1; k < 4; k++)
+        if (c[k] > c[i])
+            i = k;
+    if (i == 0) {
+        double w = 0.5 * sqrt(1.0 + tr);
+        q[0] = w; q[1] = (P[7] - P[5]) / (4 * w); q[2] = (P[2] - P[6]) / (4 * w); q[3] = (P[3] - P[1]) / (4 * w);
+    } else if (i == 1) {
+        double x = 0.5 * sqrt(1.0 + 2 * P[0] - tr);
+        q[0] = (P[7] - P[5]) / (4 * x); q[1] = x; q[2] = (P[1] + P[3]) / (4 * x); q[3] = (P[2] + P[6]) / (4 * x);
+    } else if (i == 2) {
+        double y = 0.5 * sqrt(1.0 + 2 * P[4] - tr);
+        q[0] = (P[2] - P[6]) / (4 * y); q[1] = (P[1] + P[3]) / (4 * y); q[2] = y; q[3] = (P[5] + P[7]) / (4 * y);
+    } else {
+        double z = 0.5 * sqrt(1.0 + 2 * P[8] - tr);
+        q[0] = (P[3] - P[1]) / (4 * z); q[1] = (P[2] + P[6]) / (4 * z); q[2] = (P[5] + P[7]) / (4 * z); q[3] = z;
+    }
+    if (q[0] < 0)
+        for (int k = 0; k < 4; k++)
+            q[k] = -q[k];
+}
+
+/* the kernel's data of block b (D_ layout of kernel.c) from the parameters, checked in the order
+ * the Python block checks them (catalog.KINDS' build, then the block's __init__) */
+static int block_data(const TitopBlockSpec *b, const double *par, double *d, Err *e,
+                      void (*warn)(void *, const char *), void *env)
+{
+    const int *f = b->par;
+#define P(field) (par + f[TITOP_P_##field])
+    if (b->kind == TITOP_CLOSURE) {
+        if (psd6(e, "K", P(KMAT)) || psd6(e, "D", P(DMAT)))
+            return 1;
+        memcpy(d + D_D, P(KMAT), 36 * sizeof(double));
+        memcpy(d + D_DINV, P(DMAT), 36 * sizeof(double));
+        return 0;
+    }
+    double mass = *P(MASS), J[9], eig[3];
+    /* RigidBody */
+    if (as_scalar(e, "mass", mass, 1, 0.0) || check_inertia(e, "inertia", P(INERTIA), J, eig, warn, env) ||
+        as_vector(e, "com", P(COM), 3))
+        return 1;
+    for (int i = 0; i < b->n_children; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "c%d.r", i + 1);
+        if (as_vector(e, name, P(CHILDREN) + 3 * i, 3))
+            return 1;
+        memcpy(d + D_PC + 3 * i, P(CHILDREN) + 3 * i, 3 * sizeof(double));
+    }
+    dynamic_model(mass, J, P(COM), d + D_D);
+    if (b->kind == TITOP_BASE) {                                   /* catalog._ext_frame */
+        double v = *P(EXT_FRAME);
+        if (v != 0 && v != 1) {
+            char detail[80];
+            snprintf(detail, sizeof detail, "must be 0 (inertial) or 1 (body), got %d", (int)v);
+            return fail(e, "ext_frame", detail);
+        }
+    }
+    if (as_vector(e, "gravity", P(GRAVITY), 3))
+        return 1;
+    memcpy(d + D_G, P(GRAVITY), 3 * sizeof(double));
+    if (b->kind == TITOP_BASE || b->kind == TITOP_IMPOSED) {     /* _Base */
+        if (as_vector(e, "r0", P(R0), 3) || as_vector(e, "Theta0", P(THETA0), 3) ||
+            as_vector(e, "twist0", P(TWIST0), 6))
+            return 1;
+        for (int i = 0; i < 3; i++)
+            d[D_MOUNT + 4 * i] = 1.0;                              /* no mounting */
+        if (b->kind == TITOP_BASE) {                               /* FloatingBase */
+            char detail[80], r[32];
+            if (mass <= 0) {
+                snprintf(detail, sizeof detail, "a floating base needs a positive mass, got %s", titop_repr(mass, r));
+                return fail(e, "mass", detail);
+            }
+            if (eig[0] <= 0)
+                return fail(e, "inertia", "a floating base needs a positive definite inertia");
+            inverse6(d + D_D, d + D_DINV);
+        }
+        return 0;
+    }
+    if (as_vector(e, "mount", P(MOUNT), 3))                        /* _MountedBody */
+        return 1;
+    dcm_from_euler(P(MOUNT), d + D_MOUNT);
+    if (b->kind == TITOP_WELDED)
+        return 0;
+    double *axis = d + D_AXIS;                                     /* _JointBody */
+    if (unit_axis(e, "axis", P(AXIS), axis) || as_scalar(e, "q0", *P(Q0), 0, 0) ||
+        as_scalar(e, "qd0", *P(QD0), 0, 0) || as_scalar(e, "k", *P(K), 1, 0.0) || as_scalar(e, "d", *P(D), 1, 0.0))
+        return 1;
+    d[D_K] = *P(K);
+    d[D_DAMP] = *P(D);
+    if (b->kind == TITOP_REVOLUTE) {                               /* J_r = r6^T D_P r6, eq. (20) */
+        double Jr = 0.0;
+        for (int j = 0; j < 3; j++) {
+            double s = 0.0;
+            for (int i = 0; i < 3; i++)
+                s += axis[i] * d[D_D + 6 * (3 + i) + 3 + j];
+            Jr += s * axis[j];
+        }
+        if (Jr <= 1e-12 * fmax(1.0, mass))
+            return fail(e, "inertia", "the apparent inertia J_r about the revolute axis is zero: the joint "
+                        "acceleration is undefined");
+        d[D_J] = Jr;
+    } else {
+        if (mass <= 0)
+            return fail(e, "mass", "a prismatic body needs a positive mass (eq. (28) divides by it)");
+        d[D_J] = mass;
+    }
+    return 0;
+#undef P
+}
+
+static int positive(Err *e, const char *name, double v)          /* catalog.positive */
+{
+    if (!(isfinite(v) && v > 0)) {
+        char d[80], r[32];
+        snprintf(d, sizeof d, "must be a finite positive number, got %s", titop_repr(v, r));
+        return fail(e, name, d);
+    }
+    return 0;
+}
+
+/* --- the model ---------------------------------------------------------------------------- */
+
+static int n_data(const TitopBlockSpec *b)
+{
+    return b->kind == TITOP_CLOSURE ? 72 : D_PC + 3 * b->n_children;
+}
+
+TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *err, size_t n_err,
+                            void (*warn)(void *, const char *), void *env)
+{
+    Err e = {err, n_err};
+    int nb = s->n_blocks, n_children = 0, n_par = 0, n_ptr = 0;
+    for (int k = 0; k < nb; k++) {
+        const TitopBlockSpec *b = s->blocks + k;
+        n_children += b->n_children;
+        n_par += n_data(b);
+        n_ptr += b->n_children + 4;
+    }
+    TitopModel *m = calloc(1, sizeof *m);
+    if (!m || !(m->ints = calloc(NI * nb + 2 * n_children + 1, sizeof(int))) ||
+        !(m->par = calloc(n_par + 1, sizeof(double))) || !(m->ptr = calloc(n_ptr + 1, sizeof(double *))) ||
+        !(m->u = calloc(s->n_inputs + 1, sizeof(double))) || !(m->K = calloc(7 * s->n_states + 1, sizeof(double))) ||
+        !(m->xi = calloc(s->n_states + 1, sizeof(double)))) {
+        titop_model_free(m);
+        snprintf(err, n_err, "out of memory");
+        return NULL;
+    }
+    m->spec = s;
+    int *child = m->ints + NI * nb, off = 0, np = 0;
+#define POINTER(pos) ((pos) < 0 ? -1 : (m->ptr[np] = m->u + (pos), np++))
+    for (int k = 0; k < nb; k++) {
+        const TitopBlockSpec *b = s->blocks + k;
+        int *B = m->ints + NI * k;
+        if (block_data(b, par, m->par + off, &e, warn, env)) {
+            titop_model_free(m);
+            return NULL;
+        }
+        B[I_CHILD] = (int)(child - m->ints);
+        for (int i = 0; i < b->n_children; i++, child += 2) {
+            child[0] = b->child[i] >= 0 ? b->child[i] : -1;
+            child[1] = b->child[i] >= 0 ? -1 : POINTER(-1 - b->child[i]);
+        }
+        B[I_TYPE] = b->kind;
+        B[I_PARENT] = b->parent;
+        B[I_SLOT] = b->slot;
+        B[I_STATE] = b->state;
+        B[I_NC] = b->n_children;
+        B[I_DPAR] = off;
+        B[I_INERTIAL] = b->kind == TITOP_BASE && par[b->par[TITOP_P_EXT_FRAME]] == 0;
+        B[I_MCONST] = POINTER(b->m_in);
+        B[I_EXT] = POINTER(b->ext_in);
+        B[I_TAU] = POINTER(b->tau_in);
+        B[I_INVERSE] = b->inverse;
+        B[I_PARENT_R] = b->parent_r;
+        B[I_SLOT_R] = b->slot_r;
+        B[I_MCONST_R] = POINTER(b->m_in_r);
+        off += n_data(b);
+    }
+#undef POINTER
+    if ((s->rtol >= 0 && positive(&e, "rtol", par[s->rtol])) || (s->atol >= 0 && positive(&e, "atol", par[s->atol]))) {
+        titop_model_free(m);
+        return NULL;
+    }
+    if (!(m->ws = calloc(titop_workspace(nb, m->ints) + 1, sizeof(double)))) {
+        titop_model_free(m);
+        snprintf(err, n_err, "out of memory");
+        return NULL;
+    }
+    return m;
+}
+
+void titop_model_free(TitopModel *m)
+{
+    if (!m)
+        return;
+    free(m->ints);
+    free(m->par);
+    free((void *)m->ptr);
+    free(m->u);
+    free(m->ws);
+    free(m->K);
+    free(m->xi);
+    free(m);
+}
+
+void titop_model_initial_state(const TitopModel *m, const double *par, double *x)
+{
+    const TitopModelSpec *s = m->spec;
+    for (int k = 0; k < s->n_blocks; k++) {
+        const TitopBlockSpec *b = s->blocks + k;
+        double *xb = x + b->state;
+        if (b->kind == TITOP_BASE || b->kind == TITOP_IMPOSED) {     /* _Base.initial_state */
+            double P[9];
+            memcpy(xb, par + b->par[TITOP_P_TWIST0], 6 * sizeof(double));
+            memcpy(xb + 6, par + b->par[TITOP_P_R0], 3 * sizeof(double));
+            dcm_from_euler(par + b->par[TITOP_P_THETA0], P);
+            quat_from_dcm(P, xb + 9);
+        } else if (b->kind == TITOP_REVOLUTE || b->kind == TITOP_PRISMATIC) {
+            xb[0] = par[b->par[TITOP_P_Q0]];
+            xb[1] = par[b->par[TITOP_P_QD0]];
+        }
+    }
+}
+
+int titop_model_outputs(TitopModel *m, const double *x, const double *u, double *y)
+{
+    const TitopModelSpec *s = m->spec;
+    memcpy(m->u, u, s->n_inputs * sizeof(double));
+    return titop_evaluate(s->n_blocks, m->ints, m->par, m->ptr, m->ws, x, NULL, y);
+}
+
+int titop_model_step(TitopModel *m, double *x, const double *u, double h, double rtol, double atol,
+                     double *h_guess)
+{
+    const TitopModelSpec *s = m->spec;
+    int n = s->n_states;
+    if (n == 0)
+        return 0;
+    double y[n];
+    memcpy(m->u, u, s->n_inputs * sizeof(double));
+    memcpy(y, x, n * sizeof(double));
+    double hg = *h_guess;
+    int code = titop_step(s->n_blocks, m->ints, m->par, m->ptr, m->ws, n, y, h, rtol, atol, &hg,
+                          s->max_steps, s->tableau_a, s->tableau_e, m->K, m->xi);
+    if (code)
+        return code;
+    for (int k = 0; k < s->n_blocks; k++) {                          /* _Base.project_state */
+        const TitopBlockSpec *b = s->blocks + k;
+        if (b->kind == TITOP_BASE || b->kind == TITOP_IMPOSED) {
+            double *q = y + b->state + 9, norm = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+            for (int i = 0; i < 4; i++)
+                q[i] /= norm;
+        }
+    }
+    memcpy(x, y, n * sizeof(double));
+    *h_guess = hg;
+    return 0;
+}
