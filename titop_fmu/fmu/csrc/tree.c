@@ -88,7 +88,9 @@ static int as_vector(Err *e, const char *name, const double *v, int n)
     return 0;
 }
 
-/* the eigenvalues w (ascending) of the symmetric n x n matrix S (cyclic Jacobi) */
+/* the eigenvalues w (ascending) of the symmetric n x n matrix S: cyclic Jacobi, each rotation
+ * applied in the accurate form (a_pp - t a_pq, a_qq + t a_pq, the others through tau = s / (1 + c);
+ * Numerical Recipes, 11.1), exact on the small integer matrices of the tests */
 static void eigvalsh(int n, const double *S, double *w)
 {
     double A[36];
@@ -101,7 +103,7 @@ static void eigvalsh(int n, const double *S, double *w)
                 if (i != j)
                     off += A[n * i + j] * A[n * i + j];
             }
-        if (off <= 1e-36 * all || off == 0.0)
+        if (off == 0.0 || off <= 1e-36 * all)
             break;
         for (int p = 0; p < n; p++)
             for (int q = p + 1; q < n; q++) {
@@ -110,16 +112,16 @@ static void eigvalsh(int n, const double *S, double *w)
                     continue;
                 double theta = (A[n * q + q] - A[n * p + p]) / (2.0 * apq);
                 double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
-                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
-                for (int k = 0; k < n; k++) {             /* A <- A J */
-                    double akp = A[n * k + p], akq = A[n * k + q];
-                    A[n * k + p] = c * akp - s * akq;
-                    A[n * k + q] = s * akp + c * akq;
-                }
-                for (int k = 0; k < n; k++) {             /* A <- J^T A */
-                    double apk = A[n * p + k], aqk = A[n * q + k];
-                    A[n * p + k] = c * apk - s * aqk;
-                    A[n * q + k] = s * apk + c * aqk;
+                double c = 1.0 / sqrt(t * t + 1.0), s = t * c, tau = s / (1.0 + c);
+                A[n * p + p] -= t * apq;
+                A[n * q + q] += t * apq;
+                A[n * p + q] = A[n * q + p] = 0.0;
+                for (int r = 0; r < n; r++) {
+                    if (r == p || r == q)
+                        continue;
+                    double g = A[n * r + p], h = A[n * r + q];
+                    A[n * r + p] = A[n * p + r] = g - s * (h + g * tau);
+                    A[n * r + q] = A[n * q + r] = h + s * (g - h * tau);
                 }
             }
     }
