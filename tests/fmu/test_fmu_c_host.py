@@ -7,19 +7,28 @@ for a directional derivative (every output w.r.t. a seed over every input),
 tries a step with the vendor function ``titopGetTrialSteps`` (it must give what
 the standard calls give), saves and restores the FMU state. Its environment is
 the one the FMU documentation asks for: the Python library on the loader path,
-numpy on ``PYTHONPATH``.
-The printed outputs and derivatives must equal the in-process block's.
+numpy on ``PYTHONPATH``; for the standalone FMUs, none at all (started by ``env -i``: no
+Python anywhere on any path).
+The printed outputs and derivatives must equal the in-process block's, and over one
+second those of a standalone FMU equal the pythonfmu FMU's.
 """
 
 import numpy as np
 import pytest
 
 from c_host import H, STEPS, harness, host_env, run  # noqa: F401
-from fmu_fixtures import IDS, fmu_dir, fmu_paths  # noqa: F401
+from fmu_fixtures import (IDS, Host, fmu_dir, fmu_paths, kind, kind_paths, random_inputs,  # noqa: F401
+                          random_setup, standalone_paths)
 from titop_fmu.fmu import catalog
 
+
+@pytest.fixture
+def kind_env(kind, request):
+    """The environment of the C host for the kind: the documented one, or none (``env -i``)."""
+    return request.getfixturevalue("host_env") if kind == "pythonfmu" else None
+
 @pytest.mark.parametrize("mid", IDS)
-def test_fmu_loads_and_steps_in_a_c_host(harness, host_env, fmu_paths, tmp_path, mid):
+def test_fmu_loads_and_steps_in_a_c_host(harness, kind_env, kind_paths, tmp_path, mid):
     kind, n = catalog.parse_identifier(mid)
     iface = catalog.interface(kind, n)
     vr = {v.name: k for k, v in enumerate(iface.variables)}
@@ -30,7 +39,7 @@ def test_fmu_loads_and_steps_in_a_c_host(harness, host_env, fmu_paths, tmp_path,
     outputs = [vr[o] for o in iface.output_names]
     seed = np.random.default_rng(len(outputs)).standard_normal(len(iface.input_names))
     knowns = list(zip([vr[i] for i in iface.input_names], seed.tolist()))
-    r = run(harness, host_env, fmu_paths[mid], tmp_path, [(vr[first], values[0])], inputs, outputs,
+    r = run(harness, kind_env, kind_paths[mid], tmp_path, [(vr[first], values[0])], inputs, outputs,
             unknowns=outputs if knowns else (), knowns=knowns)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "state_roundtrip ok" in r.stdout
@@ -58,11 +67,39 @@ def test_fmu_loads_and_steps_in_a_c_host(harness, host_env, fmu_paths, tmp_path,
         np.testing.assert_allclose(dy, want, rtol=0, atol=1e-12 * max(1, np.abs(want).max()))
 
 
-def test_bad_directional_derivative_in_a_c_host_is_an_error(harness, host_env, fmu_paths, tmp_path):
+@pytest.mark.parametrize("mid", IDS)
+def test_standalone_fmu_runs_one_second_in_an_empty_environment(harness, standalone_paths, fmu_paths, tmp_path,
+                                                                  mid):
+    """At random parameters and inputs, 100 steps of 0.01 s in the C host started by ``env -i``:
+    the outputs are the pythonfmu FMU's (through FMPy) to 1e-13."""
+    iface, params, _ = random_setup(mid, seed=IDS.index(mid))
+    params.pop("ext_frame", None)                 # an Integer, which the harness does not set: the default
+    u = random_inputs(iface, np.random.default_rng(500 + IDS.index(mid)))
+    vr = {v.name: k for k, v in enumerate(iface.variables)}
+    outputs = [vr[o] for o in iface.output_names]
+    r = run(harness, None, standalone_paths[mid], tmp_path, [(vr[n], float(v)) for n, v in params.items()],
+            list(zip([vr[n] for n in iface.input_names], u.tolist())), outputs, steps=100)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = np.array([float(line.split()[3]) for line in r.stdout.splitlines() if line.startswith("y ")])
+    host = Host(fmu_paths[mid])
+    try:
+        host.initialize(params, dict(zip(iface.input_names, u)))
+        want = [host.get(iface.output_names)]
+        for k in range(100):
+            host.fmu.doStep(k * H, H)
+            want.append(host.get(iface.output_names))
+    finally:
+        host.free()
+    want = np.concatenate(want)
+    assert got.shape == want.shape
+    assert np.abs(got - want).max(initial=0.0) <= 1e-13 * max(1.0, np.abs(want).max(initial=0.0))
+
+
+def test_bad_directional_derivative_in_a_c_host_is_an_error(harness, kind_env, kind_paths, tmp_path):
     """An input as unknown: an error status and a message, no crash, the instance freed."""
     iface = catalog.interface("revolute", 1)
     vr = {v.name: k for k, v in enumerate(iface.variables)}
-    r = run(harness, host_env, fmu_paths["revolute_c1"], tmp_path, unknowns=[vr["p.m[1]"]],
+    r = run(harness, kind_env, kind_paths["revolute_c1"], tmp_path, unknowns=[vr["p.m[1]"]],
             knowns=[(vr["p.m[1]"], 1.0)])
     assert r.returncode == 1, r.stdout + r.stderr
     assert "call fmi2GetDirectionalDerivative Error" in r.stdout
@@ -75,20 +112,20 @@ def test_bad_directional_derivative_in_a_c_host_is_an_error(harness, host_env, f
     ("revolute_c1", "mass", -1.0, "parameter 'mass'"),
     ("floating_base_c1", "c1.r[3]", float("nan"), "parameter 'c1.r'"),
 ])
-def test_bad_parameter_in_a_c_host_is_an_error(harness, host_env, fmu_paths, tmp_path, mid, name, value, expect):
+def test_bad_parameter_in_a_c_host_is_an_error(harness, kind_env, kind_paths, tmp_path, mid, name, value, expect):
     iface = catalog.interface(*catalog.parse_identifier(mid))
     vr = {v.name: k for k, v in enumerate(iface.variables)}
-    r = run(harness, host_env, fmu_paths[mid], tmp_path, params=[(vr[name], value)])
+    r = run(harness, kind_env, kind_paths[mid], tmp_path, params=[(vr[name], value)])
     assert r.returncode == 1, r.stdout + r.stderr         # an error status, the instance freed, no crash
     assert "call fmi2ExitInitializationMode Error" in r.stdout
     assert any(line.startswith("log Error") and expect in line for line in r.stdout.splitlines()), r.stdout
     assert "call fmi2FreeInstance done" in r.stdout
 
 
-def test_nan_input_in_a_c_host_is_an_error(harness, host_env, fmu_paths, tmp_path):
+def test_nan_input_in_a_c_host_is_an_error(harness, kind_env, kind_paths, tmp_path):
     iface = catalog.interface("welded", 1)
     vr = {v.name: k for k, v in enumerate(iface.variables)}
-    r = run(harness, host_env, fmu_paths["welded_c1"], tmp_path, inputs=[(vr["c1.w[2]"], float("nan"))])
+    r = run(harness, kind_env, kind_paths["welded_c1"], tmp_path, inputs=[(vr["c1.w[2]"], float("nan"))])
     assert r.returncode == 1, r.stdout + r.stderr
     assert "call fmi2SetReal(inputs) Error" in r.stdout
     assert any(line.startswith("log Error") and "c1.w[2]" in line for line in r.stdout.splitlines()), r.stdout

@@ -15,7 +15,7 @@ after fmi2Reset and after another instance is freed.
 import numpy as np
 import pytest
 
-from fmu_fixtures import IDS, H, Host, fmu_dir, fmu_paths, random_inputs, random_setup, unzipped  # noqa: F401
+from fmu_fixtures import IDS, H, Host, fmu_dir, fmu_paths, kind, kind_paths, standalone_paths, random_inputs, random_setup, unzipped  # noqa: F401
 from titop_fmu.cosim.numerics import wrap
 
 from fmpy.fmi1 import FMICallException  # noqa: E402  (fmu_fixtures skips the module without FMPy)
@@ -47,10 +47,10 @@ def derivative(host, unknowns, knowns, seed):
 
 
 @pytest.mark.parametrize("mid", IDS)
-def test_derivatives_equal_differences(fmu_paths, mid):
-    md, _ = unzipped(fmu_paths[mid])
+def test_derivatives_equal_differences(kind_paths, kind, mid):
+    md, _ = unzipped(kind_paths[mid])
     assert md.coSimulation.providesDirectionalDerivative
-    host, iface, ref = stepped(fmu_paths[mid], mid, IDS.index(mid))
+    host, iface, ref = stepped(kind_paths[mid], mid, IDS.index(mid))
     ins, outs = list(iface.input_names), list(iface.output_names)
     try:
         u0, y0 = host.get(ins), host.get(outs)
@@ -73,8 +73,14 @@ def test_derivatives_equal_differences(fmu_paths, mid):
             host.set({name: u0[j]})
             assert np.abs(J[:, j] - diff).max() <= tol * scale, (mid, name)
         assert np.array_equal(host.get(outs), y0)
-        # the in-process unit's numbers
-        assert np.abs(J - ref.directional_derivatives(ref.ALL, ref.ALL, np.eye(len(ins)))).max() <= 1e-12 * scale
+        # the in-process unit's numbers: to rounding along the acceleration-level inputs; along the
+        # twist/pose inputs the same central differences, which turn a difference of the states in
+        # their last bits (the standalone kind computes the blocks' data in C, not with numpy's
+        # BLAS) into one of about eps |y| / 1e-6 (their own accuracy, 1e-10): bit for bit for
+        # the pythonfmu kind, which runs the in-process unit
+        diff = np.abs(J - ref.directional_derivatives(ref.ALL, ref.ALL, np.eye(len(ins))))
+        assert diff[:, sorted(affine)].max(initial=0.0) <= 1e-12 * scale
+        assert diff.max() <= (1e-12 if kind == "pythonfmu" else 1e-9) * scale, diff.max() / scale
         # a seed over every input, and over subsets in any order
         rng = np.random.default_rng(7)
         seed = rng.standard_normal(len(ins))
@@ -95,8 +101,8 @@ def test_derivatives_equal_differences(fmu_paths, mid):
     ("c1.m[1]", "mass", "mass is not an input"),                # a parameter
     ("c1.m[1]", 10 ** 6, "<value reference 1000000> is not an input"),
 ])
-def test_bad_references_are_errors(fmu_paths, unknown, known, expect):
-    host, iface, _ = stepped(fmu_paths["revolute_c1"], "revolute_c1", 1)
+def test_bad_references_are_errors(kind_paths, unknown, known, expect):
+    host, iface, _ = stepped(kind_paths["revolute_c1"], "revolute_c1", 1)
     try:
         vr = lambda n: n if isinstance(n, int) else host.vr[n]                     # noqa: E731
         with pytest.raises(FMICallException, match="status 3"):
@@ -111,8 +117,8 @@ def test_bad_references_are_errors(fmu_paths, unknown, known, expect):
         host.free()
 
 
-def test_before_initialization_is_an_error(fmu_paths):
-    host = Host(fmu_paths["revolute_c1"])
+def test_before_initialization_is_an_error(kind_paths):
+    host = Host(kind_paths["revolute_c1"])
     try:
         with pytest.raises(FMICallException, match="status 3"):
             derivative(host, ["c1.m[1]"], ["p.m[1]"], [1.0])
@@ -126,11 +132,11 @@ def test_before_initialization_is_an_error(fmu_paths):
         host.free()
 
 
-def test_instances_of_several_fmus_answer_independently(fmu_paths):
+def test_instances_of_several_fmus_answer_independently(kind_paths):
     """Interleaved instances of two FMUs each give their own unit's derivatives, also after
     fmi2Reset of one (pythonfmu makes a new Python object) and after another one is freed."""
     mids = ["revolute_c1", "revolute_c1", "floating_base_c1"]
-    runs = [stepped(fmu_paths[m], m, 60 + i) for i, m in enumerate(mids)]
+    runs = [stepped(kind_paths[m], m, 60 + i) for i, m in enumerate(mids)]
 
     def check(host, iface, ref):
         ins, outs = list(iface.input_names), list(iface.output_names)

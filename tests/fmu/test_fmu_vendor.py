@@ -20,7 +20,7 @@ from xml.etree import ElementTree
 import numpy as np
 import pytest
 
-from fmu_fixtures import (IDS, H, Host, derivatives, fmu_dir, fmu_paths, random_inputs, random_setup,  # noqa: F401
+from fmu_fixtures import (IDS, H, Host, derivatives, fmu_dir, fmu_paths, kind, kind_paths, standalone_paths, random_inputs, random_setup,  # noqa: F401
                           trial_function, trial_steps, unzipped, vrs)
 from titop_fmu.cosim.fmpy_unit import VENDOR_FUNCTIONS, VENDOR_TOOL, FMUUnit, fmu_unit_type
 from titop_fmu.errors import ConnectionError_
@@ -40,8 +40,8 @@ def stepped(path, mid, seed):
     return host, iface
 
 
-def test_every_fmu_declares_and_exports_them(fmu_paths):
-    for mid, path in fmu_paths.items():
+def test_every_fmu_declares_and_exports_them(kind_paths):
+    for mid, path in kind_paths.items():
         md, unzipdir = unzipped(path)
         root = ElementTree.parse(Path(unzipdir) / "modelDescription.xml").getroot()
         tool = root.find(f"VendorAnnotations/Tool[@name='{VENDOR_TOOL}']/Functions")
@@ -56,8 +56,8 @@ def test_every_fmu_declares_and_exports_them(fmu_paths):
 
 
 @pytest.mark.parametrize("mid", IDS)
-def test_trial_steps_are_the_standard_calls(fmu_paths, mid):
-    host, iface = stepped(fmu_paths[mid], mid, IDS.index(mid))
+def test_trial_steps_are_the_standard_calls(kind_paths, mid):
+    host, iface = stepped(kind_paths[mid], mid, IDS.index(mid))
     ins, outs = list(iface.input_names), list(iface.output_names)
     rng = np.random.default_rng(11)
     try:
@@ -90,8 +90,8 @@ def test_trial_steps_are_the_standard_calls(fmu_paths, mid):
 
 
 @pytest.mark.parametrize("mid", ["revolute_c1", "floating_base_c2", "loop_closure", "prismatic_c0"])
-def test_derivatives_for_several_seeds_are_the_standard_ones(fmu_paths, mid):
-    host, iface = stepped(fmu_paths[mid], mid, 40 + IDS.index(mid))
+def test_derivatives_for_several_seeds_are_the_standard_ones(kind_paths, mid):
+    host, iface = stepped(kind_paths[mid], mid, 40 + IDS.index(mid))
     ins, outs = list(iface.input_names), list(iface.output_names)
     rng = np.random.default_rng(5)
     try:
@@ -111,8 +111,8 @@ def test_derivatives_for_several_seeds_are_the_standard_ones(fmu_paths, mid):
         host.free()
 
 
-def test_bad_calls_are_errors_and_change_nothing(fmu_paths):
-    host, iface = stepped(fmu_paths["revolute_c1"], "revolute_c1", 3)
+def test_bad_calls_are_errors_and_change_nothing(kind_paths):
+    host, iface = stepped(kind_paths["revolute_c1"], "revolute_c1", 3)
     ins, outs = list(iface.input_names), list(iface.output_names)
     try:
         u0, y0 = host.get(ins), host.get(outs)
@@ -139,8 +139,8 @@ def test_bad_calls_are_errors_and_change_nothing(fmu_paths):
         host.free()
 
 
-def test_trial_steps_before_initialization_are_an_error(fmu_paths):
-    host = Host(fmu_paths["revolute_c1"])
+def test_trial_steps_before_initialization_are_an_error(kind_paths):
+    host = Host(kind_paths["revolute_c1"])
     try:
         host.fmu.setupExperiment(startTime=0.0)
         host.fmu.enterInitializationMode()
@@ -152,10 +152,10 @@ def test_trial_steps_before_initialization_are_an_error(fmu_paths):
         host.free()
 
 
-def test_the_master_units_call_the_vendor_function_for_several_seeds(fmu_paths):
+def test_the_master_units_call_the_vendor_function_for_several_seeds(kind_paths):
     """An FMU unit of the master gives all the columns of its directional derivatives in one
     vendor call, bit for bit what one fmi2GetDirectionalDerivative per column gives."""
-    unit = FMUUnit("b", fmu_paths["revolute_c1"])
+    unit = FMUUnit("b", kind_paths["revolute_c1"])
     try:
         unit.setup({}, 0.0)
         unit.set_inputs(np.arange(25), np.random.default_rng(2).standard_normal(25) * 0.3)

@@ -1,5 +1,6 @@
-"""The TITOP FMUs, built once per test session, a small FMPy host that keeps the log,
-and what the C hosts need (a C compiler, the environment of the FMU documentation).
+"""The TITOP FMUs of both kinds (pythonfmu, the reference, and standalone, C only), built once
+per test session, a small FMPy host that keeps the log, and what the C hosts need (a C
+compiler, the environment of the FMU documentation).
 
 Imported by ``test_fmus.py``, ``test_fmu_c_host.py`` and ``test_fmu_unload.py``;
 the build is cached at module level, so all use the same freshly built FMUs.
@@ -92,6 +93,34 @@ def fmu_dir(tmp_path_factory):
 def fmu_paths(fmu_dir):
     """``{model identifier: path}`` of the built FMUs."""
     return _BUILT["paths"]
+
+
+#: the two kinds of TITOP block FMUs: the same contract, checked by the same tests
+FMU_KINDS = ("pythonfmu", "standalone")
+
+
+@pytest.fixture(scope="session")
+def standalone_paths(tmp_path_factory):
+    """``{model identifier: path}`` of every standalone FMU (``titop_fmu.fmu.standalone.build_all``),
+    built once."""
+    if "standalone" not in _BUILT:
+        if not c_compiler():
+            pytest.skip("no C compiler (cc): the FMUs cannot be built")
+        from titop_fmu.fmu.standalone import build_all
+        _BUILT["standalone"] = {p.stem: p for p in build_all(tmp_path_factory.mktemp("standalone"))}
+    return _BUILT["standalone"]
+
+
+@pytest.fixture(scope="session", params=FMU_KINDS)
+def kind(request):
+    """Each kind of FMU in turn."""
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def kind_paths(kind, request):
+    """``{model identifier: path}`` of the FMUs of the kind :func:`kind`."""
+    return request.getfixturevalue("fmu_paths" if kind == "pythonfmu" else "standalone_paths")
 
 
 _EXTRACTED = {}

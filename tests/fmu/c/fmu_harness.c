@@ -1,7 +1,8 @@
 /*
  * A minimal FMI 2.0 co-simulation host in C, to prove that the TITOP FMUs load
  * and run outside Python. It loads the FMU binary the way FMI tools do
- * (dlopen with RTLD_NOW | RTLD_LOCAL) and runs
+ * (dlopen with RTLD_NOW | RTLD_LOCAL on Linux, binaries/linux64/<id>.so; LoadLibrary on
+ * Windows, built with MinGW-w64, binaries/win64/<id>.dll) and runs
  *
  *   fmi2Instantiate -> fmi2SetupExperiment -> fmi2SetReal (parameters)
  *   -> fmi2EnterInitializationMode -> fmi2SetReal (inputs)
@@ -13,7 +14,7 @@
  *   -> fmi2Terminate -> fmi2FreeInstance
  *
  * usage: fmu_harness DIR MODEL_ID GUID [-p VR=VALUE]... [-i VR=VALUE]... [-o VR]... [-n STEPS] [-h STEP]
- *                    [-u VR]... [-k VR=SEED]...
+ *                    [-u VR]... [-k VR=SEED]... [-- DIR MODEL_ID GUID ...]...
  *   DIR       the unzipped FMU; MODEL_ID its model identifier; GUID its guid
  *   -p        a Real parameter, set before initialization
  *   -i        a Real input, set in initialization mode ("nan" is accepted)
@@ -23,17 +24,44 @@
  * Output lines: "log STATUS CATEGORY: MESSAGE" (the FMU's logger),
  * "call NAME STATUS", "y TIME VR VALUE", "dy VR VALUE", "trial_steps ok|FAILED",
  * "state_roundtrip ok|FAILED".
+ * Several FMUs, separated by "--", run one after the other in one process (each
+ * introduced by a line "fmu MODEL_ID"): one start of the host (under Wine, slow) for all.
+ * "fmu_harness @FILE" reads the arguments from FILE, one a line (a Windows command line
+ * holds at most 32767 characters).
  * Exit status: 0 if every call returned fmi2OK or fmi2Warning, 1 if a call
- * failed (the instance is then freed), 2 if the FMU could not be loaded.
+ * failed (the instance is then freed), 2 if the FMU could not be loaded; the
+ * largest over the FMUs.
  */
 
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fmi2_host.h"
+
+/* loading a shared library: the one difference between the platforms */
+#ifdef _WIN32
+#include <windows.h>
+#define PLATFORM "win64"
+#define SUFFIX ".dll"
+typedef HMODULE library;
+static library open_library(const char *path) { return LoadLibraryA(path); }
+static void *symbol(library h, const char *name) { return (void *)GetProcAddress(h, name); }
+static const char *library_error(void) {
+    static char buf[64];
+    snprintf(buf, sizeof buf, "Windows error %lu", (unsigned long)GetLastError());
+    return buf;
+}
+#else
+#include <dlfcn.h>
+#define PLATFORM "linux64"
+#define SUFFIX ".so"
+typedef void *library;
+static library open_library(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
+static void *symbol(library h, const char *name) { return dlsym(h, name); }
+static const char *library_error(void) { return dlerror(); }
+#endif
 
 static void logger(void *env, const char *instance, fmi2Status status, const char *category, const char *message,
                    ...) {
@@ -62,9 +90,9 @@ static int parse_pair(const char *arg, fmi2ValueReference *vr, double *value) {
 }
 
 #define LOAD(var, name)                                                      \
-    *(void **)&var = dlsym(h, name);                                         \
+    *(void **)&var = symbol(h, name);                                        \
     if (!var) {                                                              \
-        printf("missing %s: %s\n", name, dlerror());                         \
+        printf("missing %s: %s\n", name, library_error());                   \
         return 2;                                                            \
     }
 
@@ -79,15 +107,18 @@ static int parse_pair(const char *arg, fmi2ValueReference *vr, double *value) {
         }                                                     \
     } while (0)
 
-int main(int argc, char **argv) {
-    if (argc < 4) {
-        fprintf(stderr, "usage: %s DIR MODEL_ID GUID [-p VR=V] [-i VR=V] [-o VR] [-n N] [-h H]\n", argv[0]);
+/* one FMU: argv[0..argc) = DIR MODEL_ID GUID options */
+static int run(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: fmu_harness DIR MODEL_ID GUID [-p VR=V] [-i VR=V] [-o VR] [-n N] [-h H]\n");
         return 2;
     }
-    const char *dir = argv[1], *id = argv[2], *guid = argv[3];
+    const char *dir = argv[0], *id = argv[1], *guid = argv[2];
     int steps = 3;
     double step = 1e-3;
-    for (int k = 4; k < argc; k++) {
+    np = ni = no = nu = nk = 0;
+    printf("fmu %s\n", id);
+    for (int k = 3; k < argc; k++) {
         int ok = k + 1 < argc && np < MAXN && ni < MAXN && no < MAXN && nu < MAXN && nk < MAXN;
         if (ok && !strcmp(argv[k], "-p")) ok = parse_pair(argv[++k], &pvr[np], &pval[np]), np++;
         else if (ok && !strcmp(argv[k], "-i")) ok = parse_pair(argv[++k], &ivr[ni], &ival[ni]), ni++;
@@ -104,11 +135,11 @@ int main(int argc, char **argv) {
     }
 
     char path[4096], resources[4096];
-    snprintf(path, sizeof path, "%s/binaries/linux64/%s.so", dir, id);
+    snprintf(path, sizeof path, "%s/binaries/" PLATFORM "/%s" SUFFIX, dir, id);
     snprintf(resources, sizeof resources, "file://%s/resources", dir);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    library h = open_library(path);
     if (!h) {
-        printf("dlopen failed: %s\n", dlerror());
+        printf("loading %s failed: %s\n", path, library_error());
         return 2;
     }
     fmi2Component (*Instantiate)(const char *, int, const char *, const char *, const fmi2CallbackFunctions *, int,
@@ -185,4 +216,39 @@ cleanup:
     FreeInstance(c);
     printf("call fmi2FreeInstance done\n");
     return failed;
+}
+
+/* the arguments in the file path, one a line, as argv[1..] (argv[0] NULL), their number in *argc */
+static char **read_arguments(const char *path, int *argc) {
+    FILE *f = fopen(path, "rb");
+    static char line[4096];
+    char **argv = NULL;
+    int n = 1;
+    if (!f) return NULL;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        char **more = realloc(argv, (n + 1) * sizeof(char *));
+        if (!more || !(more[n] = malloc(strlen(line) + 1))) exit(2);
+        argv = more;
+        argv[0] = NULL;
+        strcpy(argv[n++], line);
+    }
+    fclose(f);
+    *argc = n;
+    return argv;
+}
+
+int main(int argc, char **argv) {
+    int worst = 0;
+    if (argc == 2 && argv[1][0] == '@' && !(argv = read_arguments(argv[1] + 1, &argc))) {
+        fprintf(stderr, "cannot read the arguments\n");
+        return 2;
+    }
+    for (int start = 1, k = 1; k <= argc; k++)
+        if (k == argc || !strcmp(argv[k], "--")) {
+            int status = run(k - start, argv + start);
+            worst = status > worst ? status : worst;
+            start = k + 1;
+        }
+    return worst;
 }

@@ -1,0 +1,296 @@
+"""What is the standalone FMUs' own (``titop-fmu build --standalone``; their common contract with
+the pythonfmu FMUs is checked for both kinds in test_fmus.py, test_fmu_vendor.py,
+test_fmu_derivatives.py and test_fmu_c_host.py).
+
+Checked: the command writes the 22 block FMUs, deterministically, each with its C sources;
+the binaries need no library beyond libc and libm (linux64) or the C runtime and KERNEL32
+(win64); bad parameters and inputs give the pythonfmu FMU's very messages (floats as
+Python writes them); an unusual parameter is logged with status OK; the tolerance of
+fmi2SetupExperiment replaces rtol and atol; a serialized state is checked when read back;
+calls in the wrong mode are errors that leave the instance usable; under Wine, the win64
+binary of every FMU gives the linux64 binary's outputs.
+"""
+
+import os
+import shutil
+import subprocess
+import zipfile
+
+import numpy as np
+import pytest
+
+from c_host import HARNESS, harness, harness_args  # noqa: F401
+from fmu_fixtures import (IDS, H, Host, compile_c, fmu_dir, fmu_paths, random_inputs, random_setup,  # noqa: F401
+                          standalone_paths)
+from titop_fmu.fmu import catalog
+from titop_fmu.fmu.standalone import mingw_compiler
+
+from fmpy.fmi1 import FMICallException  # noqa: E402  (fmu_fixtures skips the module without FMPy)
+
+
+def test_the_cli_writes_the_22_block_fmus_deterministically(standalone_paths, tmp_path):
+    from titop_fmu.cli import main
+    assert main(["build", "--standalone", "--out", str(tmp_path)]) == 0
+    built = sorted(tmp_path.glob("*.fmu"))
+    assert [p.stem for p in built] == sorted(IDS) and len(built) == 22
+    for p in built:
+        assert p.read_bytes() == standalone_paths[p.stem].read_bytes(), p.name
+    with zipfile.ZipFile(tmp_path / "revolute_c1.fmu") as z:
+        names = set(z.namelist())
+        md = z.read("modelDescription.xml").decode()
+    assert {"modelDescription.xml", "binaries/linux64/revolute_c1.so", "sources/kernel.c", "sources/fmi2.c",
+            "sources/tree.c", "sources/format.c", "sources/model.h", "sources/model.c"} <= names
+    assert ("binaries/win64/revolute_c1.dll" in names) == bool(mingw_compiler())
+    assert not any(n.startswith("resources/") and n.endswith(".py") for n in names)     # no Python
+    assert 'needsExecutionTool="false"' in md and 'tolerance="1e-10"' in md
+
+
+def test_the_model_description_is_the_pythonfmu_fmus(standalone_paths, fmu_paths):
+    """The same description but for the execution tool and the GUID."""
+    for mid in ("floating_base_c2", "revolute_inverse_c1", "loop_closure"):
+        texts = []
+        for path in (standalone_paths[mid], fmu_paths[mid]):
+            with zipfile.ZipFile(path) as z:
+                md = z.read("modelDescription.xml").decode()
+            texts.append(md.replace('needsExecutionTool="false"', 'needsExecutionTool="true"').split('guid="')[0])
+        assert texts[0] == texts[1], mid
+
+
+def test_binaries_need_only_libc_and_libm(standalone_paths, tmp_path):
+    readelf = shutil.which("readelf")
+    if not readelf:
+        pytest.skip("no readelf (binutils)")
+    objdump = shutil.which("x86_64-w64-mingw32-objdump")
+    for mid, path in standalone_paths.items():
+        with zipfile.ZipFile(path) as z:
+            z.extractall(tmp_path / mid)
+        so = tmp_path / mid / "binaries" / "linux64" / f"{mid}.so"
+        needed = [line.split("[")[1].rstrip("]") for line in
+                  subprocess.run([readelf, "-d", str(so)], capture_output=True, text=True).stdout.splitlines()
+                  if "(NEEDED)" in line]
+        assert set(needed) == {"libc.so.6", "libm.so.6"}, (mid, needed)
+        dll = tmp_path / mid / "binaries" / "win64" / f"{mid}.dll"
+        if dll.exists() and objdump:
+            dlls = [line.split(":")[1].strip() for line in
+                    subprocess.run([objdump, "-p", str(dll)], capture_output=True, text=True).stdout.splitlines()
+                    if "DLL Name:" in line]
+            assert set(dlls) == {"KERNEL32.dll", "msvcrt.dll"}, (mid, dlls)
+
+
+# -- the same messages -------------------------------------------------------------------------
+
+NAN, INF = float("nan"), float("inf")
+#: (FMU, parameters, inputs): each one an error of fmi2ExitInitializationMode or fmi2SetReal
+BAD = [
+    ("revolute_c1", {"mass": -1.0}, {}),
+    ("revolute_c1", {"mass": -1.5e-07}, {}),
+    ("welded_c0", {"mass": -1e16}, {}),
+    ("welded_c0", {"mass": -0.0001}, {}),
+    ("welded_c0", {"mass": -123456.789}, {}),
+    ("revolute_c1", {"inertia[1,2]": 0.5}, {}),
+    ("revolute_c1", {"inertia[1,1]": -1.0}, {}),
+    ("revolute_c1", {"inertia[3,3]": NAN}, {}),
+    ("welded_c1", {"inertia[1,2]": 2.0, "inertia[2,1]": 2.0}, {}),          # eigenvalues -1, 1, 3
+    ("revolute_c0", {"axis[1]": 0.0, "axis[2]": 0.0, "axis[3]": 0.0}, {}),
+    ("revolute_c0", {"mass": 0.0, "inertia[1,1]": 0.0, "inertia[2,2]": 0.0, "inertia[3,3]": 0.0}, {}),
+    ("revolute_c1", {"q0": INF}, {}),
+    ("prismatic_c1", {"k": -3.0}, {}),
+    ("prismatic_inverse_c0", {"mass": 0.0}, {}),
+    ("welded_c2", {"c2.r[2]": NAN}, {}),
+    ("welded_c1", {"mount[3]": -INF}, {}),
+    ("floating_base_c0", {"ext_frame": 3}, {}),
+    ("floating_base_c1", {"mass": 0.0}, {}),
+    ("floating_base_c1", {"inertia[1,1]": 0.0}, {}),
+    ("floating_base_c0", {"twist0[5]": NAN}, {}),
+    ("imposed_motion_base_c1", {"gravity[2]": INF}, {}),
+    ("revolute_inverse_c1", {"rtol": 0.0}, {}),
+    ("imposed_motion_base_c0", {"atol": -1.5e-7}, {}),
+    ("loop_closure", {"K[1,1]": -5.0}, {}),
+    ("loop_closure", {"D[1,2]": 1.0}, {}),
+    ("loop_closure", {"K[6,6]": NAN}, {}),
+    ("welded_c2", {}, {"c1.w[2]": NAN, "c2.w[1]": INF}),
+    ("revolute_c1", {}, {"p.m[17]": -INF}),
+]
+
+
+def messages(path, params, inputs):
+    host = Host(path)
+    try:
+        host.fmu.setupExperiment(startTime=0.0)
+        host.set(params)
+        host.fmu.enterInitializationMode()
+        try:
+            host.fmu.exitInitializationMode()
+            host.set(inputs)
+        except FMICallException as e:
+            assert e.status == 3
+        return host.errors()
+    finally:
+        host.free()
+
+
+@pytest.mark.parametrize("mid,params,inputs", BAD)
+def test_errors_are_the_pythonfmu_messages(standalone_paths, fmu_paths, mid, params, inputs):
+    got = messages(standalone_paths[mid], params, inputs)
+    assert len(got) == 1 and got == messages(fmu_paths[mid], params, inputs), got
+
+
+def test_unusual_parameter_is_logged_with_status_ok(standalone_paths):
+    """Principal moments violating the triangle inequality: accepted, fmi2OK, the message logged
+    (category logStatusWarning) when logging is on."""
+    for logging in (False, True):
+        host = Host(standalone_paths["welded_c0"])
+        try:
+            host.fmu.setDebugLogging(logging, [])
+            host.fmu.setupExperiment(startTime=0.0)
+            host.set({"inertia[1,1]": 1.0, "inertia[2,2]": 1.0, "inertia[3,3]": 5.0})
+            host.fmu.enterInitializationMode()
+            assert host.fmu.fmi2ExitInitializationMode(host.fmu.component) == 0
+            want = [(0, "logStatusWarning", "parameter warning: inertia: principal moments [1.0, 1.0, 5.0] violate "
+                     "the triangle inequality (no real mass distribution has them); accepted as given")]
+            assert host.log == (want if logging else [])
+        finally:
+            host.free()
+
+
+def stepped(path, mid, params, tolerance=None, steps=10):
+    host = Host(path)
+    try:
+        host.fmu.setupExperiment(tolerance=tolerance, startTime=0.0)
+        host.set(params)
+        host.fmu.enterInitializationMode()
+        host.fmu.exitInitializationMode()
+        for k in range(steps):
+            host.fmu.doStep(k * 0.1, 0.1)
+        return host.get(catalog.interface_of(mid).output_names)
+    finally:
+        host.free()
+
+
+def test_the_host_tolerance_replaces_rtol_and_atol(standalone_paths):
+    mid = "floating_base_c1"
+    _, params, _ = random_setup(mid, seed=3)
+    params.update({"twist0[4]": 2.0, "twist0[6]": 1.0, "rtol": 1e-10, "atol": 1e-10})
+    loose = stepped(standalone_paths[mid], mid, params, tolerance=1e-4)
+    assert np.array_equal(loose, stepped(standalone_paths[mid], mid, dict(params, rtol=1e-4, atol=1e-4)))
+    tight = stepped(standalone_paths[mid], mid, params)
+    assert 1e-9 < np.abs(loose - tight).max() < 1e-2       # the tolerance acted, and is loose
+    host = Host(standalone_paths[mid])
+    try:
+        for bad, text in ((0.0, "0.0"), (-1e-5, "-1e-05"), (NAN, "nan")):
+            with pytest.raises(FMICallException):
+                host.fmu.setupExperiment(tolerance=bad, startTime=0.0)
+            assert host.errors()[-1] == f"fmi2SetupExperiment: tolerance must be a finite positive number, got {text}"
+        host.initialize()                                   # still usable
+    finally:
+        host.free()
+
+
+def test_a_serialized_state_is_checked(standalone_paths):
+    def refused(host, data, expect):
+        with pytest.raises(FMICallException):
+            host.fmu.deSerializeFMUstate(data)
+        assert expect in host.errors()[-1], host.errors()
+
+    a = Host(standalone_paths["revolute_c1"], "a")
+    try:
+        a.initialize()
+        a.fmu.doStep(0.0, H)
+        blob = bytes(a.fmu.serializeFMUstate(a.fmu.getFMUstate()))
+        assert blob[:8] == b"TITOPFMU"
+        refused(a, b"{}", "not a serialized TITOP FMU state")
+        refused(a, blob[:8] + (2).to_bytes(4, "little") + blob[12:], "version 2, this FMU reads version 1")
+        refused(a, blob[:-8], "bytes")
+        y = a.get(["c1.m[1]", "joint.q[3]"])
+        a.fmu.doStep(H, H)
+        a.fmu.setFMUstate(a.fmu.deSerializeFMUstate(blob))          # a good one still reads back
+        assert np.array_equal(a.get(["c1.m[1]", "joint.q[3]"]), y)
+    finally:
+        a.free()
+    b = Host(standalone_paths["floating_base_c1"], "b")      # (FMPy logs to the last instance made)
+    try:
+        refused(b, blob, "belongs to another FMU")
+    finally:
+        b.free()
+
+
+def test_calls_in_the_wrong_mode_are_errors_and_the_instance_stays_usable(standalone_paths):
+    host = Host(standalone_paths["revolute_c0"])
+    try:
+        for call, expect in ((host.fmu.exitInitializationMode, "fmi2ExitInitializationMode: not allowed in mode "
+                              "instantiated"), (lambda: host.fmu.doStep(0.0, H), "fmi2DoStep: not allowed in mode "
+                              "instantiated"), (host.fmu.terminate, "fmi2Terminate: not allowed in mode instantiated")):
+            with pytest.raises(FMICallException):
+                call()
+            assert host.errors()[-1] == expect
+        host.initialize()
+        with pytest.raises(FMICallException):
+            host.fmu.setupExperiment(startTime=0.0)
+        assert host.errors()[-1] == "fmi2SetupExperiment: not allowed in mode step"
+        host.fmu.doStep(0.0, H)
+        host.fmu.terminate()
+        with pytest.raises(FMICallException):
+            host.fmu.doStep(H, H)
+        assert host.errors()[-1] == "fmi2DoStep: not allowed in mode terminated"
+        host.fmu.reset()
+        host.initialize()
+        host.fmu.doStep(0.0, H)
+        assert np.isfinite(host.get(["joint.q[1]"])).all()
+    finally:
+        host.free()
+
+
+# -- win64 under Wine -------------------------------------------------------------------------
+
+def wine():
+    """``wine`` and a MinGW-w64 compiler, or the test skips saying which is missing."""
+    cc, w = mingw_compiler(), shutil.which("wine64") or shutil.which("wine")
+    if not cc:
+        pytest.skip("no MinGW-w64 cross compiler (Debian: gcc-mingw-w64-x86-64): no win64 binaries")
+    if not w:
+        pytest.skip("no Wine (Debian: wine) to run the win64 binaries")
+    return cc, w
+
+
+def test_win64_binaries_under_wine_give_the_linux64_outputs(harness, standalone_paths, tmp_path):
+    """Every FMU, at random parameters and inputs, 100 steps in the C host, its win64 binary in the
+    host built with MinGW-w64 under Wine (one launch for all) and its linux64 binary in the host
+    built here: the same outputs, directional derivatives and error messages."""
+    cc, w = wine()
+    exe = tmp_path / "fmu_harness.exe"
+    r = subprocess.run([cc, "-O1", "-D__USE_MINGW_ANSI_STDIO=1", "-o", str(exe), str(HARNESS)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    groups = []
+    for mid in IDS:
+        iface, params, _ = random_setup(mid, seed=IDS.index(mid))
+        params.pop("ext_frame", None)
+        u = random_inputs(iface, np.random.default_rng(700 + IDS.index(mid)))
+        vr = {v.name: k for k, v in enumerate(iface.variables)}
+        outputs = [vr[o] for o in iface.output_names]
+        ins = [vr[n] for n in iface.input_names]
+        groups.append(harness_args(standalone_paths[mid], tmp_path, [(vr[n], float(v)) for n, v in params.items()],
+                                   list(zip(ins, u.tolist())), outputs, outputs if ins else (),
+                                   list(zip(ins, (0.1 * u).tolist())), steps=100))
+    bad = harness_args(standalone_paths["revolute_c1"], tmp_path, [(0, -1.5e-07)])        # an error message
+    # the FMU folders relative to tmp_path, the hosts' working folder (Wine reads no Unix path there)
+    args = [a.replace(f"{tmp_path}{os.sep}", "") for g in groups + [bad] for a in [*g, "--"]][:-1]
+    (tmp_path / "args.txt").write_text("\n".join(args) + "\n")                 # too long for a command line
+    linux = subprocess.run(["env", "-i", str(harness), "@args.txt"], capture_output=True, text=True, timeout=300,
+                           cwd=tmp_path)
+    env = dict(os.environ, WINEPREFIX=str(tmp_path / "wineprefix"), WINEDEBUG="-all")
+    win = subprocess.run([w, str(exe), "@args.txt"], capture_output=True, text=True, env=env, timeout=600,
+                         cwd=tmp_path)
+    assert linux.returncode == win.returncode == 1, win.stdout[-2000:] + win.stderr[-2000:]
+    lines = {k: [line.rstrip("\r") for line in r.stdout.splitlines()] for k, r in (("linux", linux), ("win", win))}
+    # the values parsed: a value printed with %.17g may end in a 0, which glibc keeps and MinGW drops
+    values = {k: np.array([float(line.split()[-1]) for line in v if line.startswith(("y ", "dy "))])
+              for k, v in lines.items()}
+    other = {k: [line for line in v if not line.startswith(("y ", "dy "))] for k, v in lines.items()}
+    assert other["win"] == other["linux"]
+    assert values["win"].shape == values["linux"].shape
+    diff = np.abs(values["win"] - values["linux"]).max() / max(1.0, np.abs(values["linux"]).max())
+    assert diff <= 1e-12, diff      # 2.3e-13 here, 191 values of 66096 differ: the C libraries' sin, cos, ...
+    assert sum(line.startswith("fmu ") for line in lines["linux"]) == len(IDS) + 1
+    assert any("invalid parameter 'mass': must be >= 0.0, got -1.5e-07" in line for line in lines["linux"])
+    assert sum(line.startswith("y ") for line in lines["linux"]) > 100 * len(IDS)
