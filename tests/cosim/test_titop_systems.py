@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from balloon_runs import run_balloon
-from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per session)
+from fmu_fixtures import fmu_dir, standalone_dir, standalone_paths  # noqa: F401  (every TITOP FMU, built once)
 from loop_checks import check_loops
 
 from titop_fmu.cli import main
@@ -131,15 +131,23 @@ def test_exact_loop_jacobian_equals_finite_differences():
     assert calls_exact < calls_fd / 2
 
 
-@pytest.mark.parametrize("engine", ["inprocess", "fmu"])
-def test_step_sensitivities_by_trial_steps_are_the_perturbed_steps(engine, fmu_dir):
-    """Units that give trial steps (TITOP blocks, in process and as FMUs through their vendor
-    function) have their step sensitivities measured in one call each: the run is bit for bit
-    the one made with a perturbed step per coupling input, with fewer unit calls."""
+def titop_units(engine, request):
+    """The TITOP units of ``engine``: ``"inprocess"``, ``"fmu"`` (the pythonfmu FMUs) or
+    ``"standalone"`` (the master's engine "fmu" on the standalone FMUs)."""
+    if engine == "standalone":
+        return TitopUnits("fmu", request.getfixturevalue("standalone_dir"), fmu_kind="standalone")
+    return TitopUnits(engine, request.getfixturevalue("fmu_dir") if engine == "fmu" else None)
+
+
+@pytest.mark.parametrize("engine", ["inprocess", "fmu", "standalone"])
+def test_step_sensitivities_by_trial_steps_are_the_perturbed_steps(engine, request):
+    """Units that give trial steps (TITOP blocks, in process and as FMUs of both kinds through
+    their vendor function) have their step sensitivities measured in one call each: the run is
+    bit for bit the one made with a perturbed step per coupling input, with fewer unit calls."""
     cs = generate.cosystem(3, 1)
     runs = []
     for trial in (True, False):
-        units = TitopUnits(engine, fmu_dir=fmu_dir)
+        units = titop_units(engine, request)
         types = units.unit_types
         units.unit_types = lambda s, types=types, trial=trial: {
             n: dataclasses.replace(t, trial_steps=trial and t.trial_steps) for n, t in types(s).items()}
@@ -297,6 +305,30 @@ def test_unknown_model_or_engine(no_units):
         build(s, TitopUnits("inprocess"))
     with pytest.raises(ConnectionError_, match=r"unknown engine 'fmi'"):
         build(tree(), TitopUnits("fmi"))
+    with pytest.raises(ConnectionError_, match=r"unknown kind of FMU 'python'; kinds: pythonfmu, standalone"):
+        TitopUnits("fmu", fmu_kind="python")
+
+
+def test_the_fmu_cache_keys_the_kind(tmp_path, monkeypatch):
+    """The master builds the FMUs it lacks into the cache, one folder per kind and sources: a run on
+    the standalone FMUs builds standalone FMUs (no Python inside) and not the others."""
+    import zipfile
+    from titop_fmu.titop.units import default_fmu_dir
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    py, sa = default_fmu_dir(), default_fmu_dir("standalone")
+    assert py.parent == sa.parent == tmp_path / "titop-fmu"
+    assert sa.name == "fmus-standalone-" + py.name.split("-")[1]
+    s = CoSystem()
+    s.add("body", "floating_base_c0", gravity=[0.0, 0.0, -9.81])
+    s.set_input("body.ext.w", np.zeros(6))
+    s.record("body.p.m")
+    res = simulate(s, 0.1, TitopUnits("fmu", fmu_kind="standalone"), output_interval=0.05,
+                   options=Options(workers=0))
+    assert res.values[-1][res.labels.index("body.p.m[15]")] == pytest.approx(-0.5 * 9.81 * 0.1 ** 2, abs=1e-12)
+    with zipfile.ZipFile(sa / "floating_base_c0.fmu") as z:
+        names = z.namelist()
+    assert "binaries/linux64/floating_base_c0.so" in names and not any(n.startswith("resources/") for n in names)
+    assert not py.exists()
 
 def test_an_fmu_failing_a_call_is_an_error_quoting_its_log(fmu_dir):
     """A status above fmi2Warning from an FMU is a SolverError naming the unit, the call and
@@ -507,12 +539,11 @@ def test_two_branch_file_and_its_twin(two_branch):
     check_loops(st)
 
 
-@pytest.mark.parametrize("engine", ["inprocess", "fmu"])
+@pytest.mark.parametrize("engine", ["inprocess", "fmu", "standalone"])
 def test_two_branch_through_the_master(engine, two_branch, request):
     sf, angles, (t, truth) = two_branch
-    fmus = request.getfixturevalue("fmu_dir") if engine == "fmu" else None
     start = time.perf_counter()
-    res = simulate(sf.system, TWO_BRANCH_STOP, TitopUnits(engine, fmus), output_interval=0.01,
+    res = simulate(sf.system, TWO_BRANCH_STOP, titop_units(engine, request), output_interval=0.01,
                    options=Options(workers=0))
     wall = time.perf_counter() - start
     assert res.labels == sf.system.recorded and np.allclose(res.t, t, rtol=0, atol=1e-12)

@@ -111,6 +111,12 @@ def standalone_paths(tmp_path_factory):
     return _BUILT["standalone"]
 
 
+@pytest.fixture(scope="session")
+def standalone_dir(standalone_paths):
+    """The folder of every standalone FMU."""
+    return next(iter(standalone_paths.values())).parent
+
+
 @pytest.fixture(scope="session", params=FMU_KINDS)
 def kind(request):
     """Each kind of FMU in turn."""

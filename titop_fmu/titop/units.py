@@ -6,8 +6,10 @@ absent) or the same blocks in process, and what the master must know of their po
 ``engine="inprocess"`` (the :class:`~titop_fmu.unit.BlockUnit` each FMU wraps, no FMI:
 what separates coupling error from FMI overhead); ``.fmu`` paths and
 :class:`~titop_fmu.cosim.FunctionSpec` s as :class:`~titop_fmu.cosim.FileUnits` does.
-The default ``fmu_dir`` is a cache keyed by the sources the FMUs embed, so a
-changed package never runs stale FMUs.
+The FMUs are of either kind (``fmu_kind``): ``"pythonfmu"`` (:mod:`titop_fmu.fmu.build`, the
+reference) or ``"standalone"`` (:mod:`titop_fmu.fmu.standalone`, C only). The default
+``fmu_dir`` is a cache keyed by the kind and the sources the FMUs embed, so a changed
+package never runs stale FMUs.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from ..fmu import catalog
 from ..kernel import cache_root
 
 ENGINES = ("fmu", "inprocess")
+#: the kinds of TITOP FMU the engine "fmu" runs
+FMU_KINDS = ("pythonfmu", "standalone")
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 _PARENT_PORT = re.compile(r"^(p|l|r)\.m\[\d+\]$")
@@ -80,23 +84,27 @@ def titop_unit_type(model_id: str) -> UnitType:
                                      derivatives=True, trial_steps=True))
 
 
-def default_fmu_dir() -> Path:
-    """``$XDG_CACHE_HOME/titop-fmu/fmus-<hash of the titop_fmu sources>``."""
+def default_fmu_dir(kind: str = "pythonfmu") -> Path:
+    """``$XDG_CACHE_HOME/titop-fmu/fmus-<hash of the titop_fmu sources>`` for the pythonfmu FMUs,
+    ``fmus-standalone-<hash>`` for the standalone ones."""
     h = hashlib.sha256()
     for p in sorted(PACKAGE_ROOT.rglob("*")):
-        if p.suffix in (".py", ".c") and "__pycache__" not in p.parts:
+        if p.suffix in (".py", ".c", ".h") and "__pycache__" not in p.parts:
             h.update(p.relative_to(PACKAGE_ROOT).as_posix().encode())
             h.update(p.read_bytes())
-    return cache_root() / f"fmus-{h.hexdigest()[:16]}"
+    return cache_root() / f"fmus-{'' if kind == 'pythonfmu' else kind + '-'}{h.hexdigest()[:16]}"
 
 
-def ensure_fmus(model_ids, fmu_dir) -> dict:
-    """``{model id: path}``, building the missing TITOP FMUs into ``fmu_dir``."""
+def ensure_fmus(model_ids, fmu_dir, kind: str = "pythonfmu") -> dict:
+    """``{model id: path}``, building the missing TITOP FMUs of ``kind`` into ``fmu_dir``."""
     fmu_dir = Path(fmu_dir)
     paths = {m: fmu_dir / f"{m}.fmu" for m in model_ids}
     missing = [m for m, p in paths.items() if not p.is_file()]
     if missing:
-        from ..fmu.build import build_all
+        if kind == "standalone":
+            from ..fmu.standalone import build_all
+        else:
+            from ..fmu.build import build_all
         counts = set()
         for m in missing:
             try:
@@ -112,16 +120,18 @@ class TitopUnits(FileUnits):
     """The unit factory of systems of TITOP blocks (see the module docstring); ``paths``
     are the FMU files resolved by :meth:`unit_types` (they go to the worker processes)."""
 
-    def __init__(self, engine: str = "fmu", fmu_dir=None):
+    def __init__(self, engine: str = "fmu", fmu_dir=None, fmu_kind: str = "pythonfmu"):
         if engine not in ENGINES:
             raise ConnectionError_(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
-        self.engine, self.fmu_dir = engine, fmu_dir
+        if fmu_kind not in FMU_KINDS:
+            raise ConnectionError_(f"unknown kind of FMU {fmu_kind!r}; kinds: {', '.join(FMU_KINDS)}")
+        self.engine, self.fmu_dir, self.fmu_kind = engine, fmu_dir, fmu_kind
         self.paths: dict = {}
 
     def unit_types(self, system) -> dict:
         titop = sorted({s.model for s in system.units.values() if isinstance(s.model, str) and not is_fmu_path(s.model)})
         if self.engine == "fmu" and titop:
-            self.paths = ensure_fmus(titop, self.fmu_dir or default_fmu_dir())
+            self.paths = ensure_fmus(titop, self.fmu_dir or default_fmu_dir(self.fmu_kind), self.fmu_kind)
         return super().unit_types(system)
 
     def unit_type(self, name, model):
