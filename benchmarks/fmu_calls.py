@@ -1,9 +1,12 @@
 """Cost of the FMI calls of each TITOP FMU through FMPy (median microseconds per call).
 
-    python benchmarks/fmu_calls.py [--dir fmus] [--repeat 200] [--step 0.01]
+    python benchmarks/fmu_calls.py [--kind pythonfmu|standalone|both] [--dir fmus]
+                                   [--standalone-dir DIR] [--repeat 200] [--step 0.01]
 
-Builds the FMUs into a temporary folder (or uses ``--dir``), then, per FMU,
-after initialization with the default parameters, times:
+Builds the FMUs of the kind asked for (``pythonfmu``, the default; ``standalone``, C only;
+``both``, a row of each per FMU, in one run, and their ratio) into a temporary folder (or
+uses ``--dir``, ``--standalone-dir``), then, per FMU, after initialization with the default
+parameters, times:
 
 * ``setReal``: all inputs in one call;
 * ``getReal``: all outputs in one call (right after a ``setReal``, so the
@@ -153,29 +156,47 @@ def vendor_rows(fmu, md, ins, outs, acc, h, repeat, rng):
     return rows
 
 
+def fmus(kind, folder, tmp):
+    """``{model identifier: path}`` of the FMUs of ``kind``, in ``folder`` or built into ``tmp``."""
+    if folder:
+        paths = sorted(Path(folder).glob("*.fmu"))
+    elif kind == "standalone":
+        from titop_fmu.fmu.standalone import build_all
+        paths = build_all(Path(tmp) / kind)
+    else:
+        from titop_fmu.fmu.build import build_all
+        paths = build_all(Path(tmp) / kind)
+    if not paths:
+        sys.exit(f"no FMU in {folder}")
+    return {p.stem: p for p in paths}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dir", help="folder of built FMUs (default: build them into a temporary folder)")
+    ap.add_argument("--kind", choices=["pythonfmu", "standalone", "both"], default="pythonfmu",
+                    help="the kind of FMUs timed (both: a row of each per FMU, and their ratio)")
+    ap.add_argument("--dir", help="folder of built pythonfmu FMUs (default: build them into a temporary folder)")
+    ap.add_argument("--standalone-dir", help="folder of built standalone FMUs (default: build them likewise)")
     ap.add_argument("--repeat", type=int, default=200)
     ap.add_argument("--step", type=float, default=0.01, help="communication step of doStep [s]")
     args = ap.parse_args()
+    kinds = ["pythonfmu", "standalone"] if args.kind == "both" else [args.kind]
     with tempfile.TemporaryDirectory() as tmp:
-        if args.dir:
-            paths = sorted(Path(args.dir).glob("*.fmu"))
-        else:
-            from titop_fmu.fmu.build import build_all
-            paths = sorted(build_all(tmp))
-        if not paths:
-            sys.exit(f"no FMU in {args.dir}")
+        paths = {k: fmus(k, args.dir if k == "pythonfmu" else args.standalone_dir, tmp) for k in kinds}
         cols = ["setReal", "getReal", "getReal (cached)", "doStep", "dirDerivative", "getFMUstate", "setFMUstate",
                 "P standard", "P vendor", "M standard", "M vendor"]
         print(f"median us per call through FMPy ({args.repeat} calls; doStep of {args.step:g} s; "
               "getReal after a setReal of every input, minus the setReal)")
-        print(f"{'FMU':<24} {'in':>4} {'out':>4} " + " ".join(f"{c:>16}" for c in cols))
-        for p in paths:
-            r = bench(p, args.repeat, args.step)
-            print(f"{p.stem:<24} {r['inputs']:>4} {r['outputs']:>4} "
-                  + " ".join(f"{r[c]:>16.1f}" for c in cols))
+        print(f"{'FMU':<24} {'kind':<10} {'in':>4} {'out':>4} " + " ".join(f"{c:>16}" for c in cols))
+        for mid in sorted(paths[kinds[0]]):
+            rows = {k: bench(paths[k][mid], args.repeat, args.step) for k in kinds}
+            for k, r in rows.items():
+                print(f"{mid:<24} {k:<10} {r['inputs']:>4} {r['outputs']:>4} "
+                      + " ".join(f"{r[c]:>16.1f}" for c in cols))
+            if len(rows) == 2:
+                a, b = rows.values()
+                print(f"{mid:<24} {'ratio':<10} {'':>4} {'':>4} "
+                      + " ".join(f"{a[c] / b[c]:>16.1f}" for c in cols))
 
 
 if __name__ == "__main__":
