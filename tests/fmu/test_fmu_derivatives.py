@@ -95,6 +95,18 @@ def test_derivatives_equal_differences(kind_paths, kind, mid):
         host.free()
 
 
+def test_euler_angle_outputs_are_differenced_on_the_circle(kind_paths):
+    """A parent at psi just below pi: the central difference along p.m[18] crosses pi in the child's
+    angle c1.m[18], and is taken on the circle (the derivative 1, not -1e6)."""
+    host = Host(kind_paths["revolute_c1"])
+    try:
+        host.initialize(inputs={"p.m[18]": np.pi - 1e-9})
+        assert host.get(["c1.m[18]"])[0] == pytest.approx(np.pi - 1e-9, abs=1e-12)
+        assert derivative(host, ["c1.m[18]"], ["p.m[18]"], [1.0])[0] == pytest.approx(1.0, abs=1e-6)
+    finally:
+        host.free()
+
+
 @pytest.mark.parametrize("unknown,known,expect", [
     ("p.m[1]", "p.m[1]", "p.m[1] is not an output"),            # an input as unknown
     ("c1.m[1]", "c1.m[2]", "c1.m[2] is not an input"),          # an output as known

@@ -153,6 +153,31 @@ def test_unusual_parameter_is_logged_with_status_ok(standalone_paths):
             host.free()
 
 
+def test_logging_filters_by_status_and_category_and_escapes_percent(standalone_paths):
+    """Messages below fmi2Warning only with logging on and their category enabled; errors always;
+    '%' doubled (the host's logger takes the message as a format); a wrong GUID is refused."""
+    from fmpy import extract, read_model_description
+    from fmpy.fmi2 import FMU2Slave, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
+    host = Host(standalone_paths["welded_c0"])
+    try:
+        host.fmu.setDebugLogging(True, ["logStatusError"])
+        host.set({"inertia[3,3]": 5.0})
+        host.initialize()
+        assert host.log == []                                   # the warning's category is off
+    finally:
+        host.free()
+    path = str(standalone_paths["welded_c0"])
+    md = read_model_description(path)
+    log = []
+    fmu = FMU2Slave(guid="{50%d}", unzipDirectory=extract(path), modelIdentifier="welded_c0", instanceName="w")
+    callbacks = fmi2CallbackFunctions()
+    callbacks.logger = fmi2CallbackLoggerTYPE(lambda env, name, status, category, message: log.append(message))
+    with pytest.raises(Exception):
+        fmu.instantiate(callbacks=callbacks)
+    assert log == [f"fmi2Instantiate: the GUID {{50%%d}} is not this FMU's ({md.guid}): its model description "
+                   "and binary do not match".encode()]
+
+
 def stepped(path, mid, params, tolerance=None, steps=10):
     host = Host(path)
     try:
@@ -168,13 +193,19 @@ def stepped(path, mid, params, tolerance=None, steps=10):
 
 
 def test_the_host_tolerance_replaces_rtol_and_atol(standalone_paths):
+    """A base far from the origin (rtol sets its position's error scale) spinning fast (atol sets
+    its quaternion's): the tolerance 1e-6 of fmi2SetupExperiment gives the run with rtol = atol =
+    1e-6, not one with either left at 1e-10."""
     mid = "floating_base_c1"
     _, params, _ = random_setup(mid, seed=3)
-    params.update({"twist0[4]": 2.0, "twist0[6]": 1.0, "rtol": 1e-10, "atol": 1e-10})
-    loose = stepped(standalone_paths[mid], mid, params, tolerance=1e-4)
-    assert np.array_equal(loose, stepped(standalone_paths[mid], mid, dict(params, rtol=1e-4, atol=1e-4)))
-    tight = stepped(standalone_paths[mid], mid, params)
-    assert 1e-9 < np.abs(loose - tight).max() < 1e-2       # the tolerance acted, and is loose
+    params.update({"twist0[1]": 300.0, "twist0[4]": 6.0, "twist0[5]": -5.0, "twist0[6]": 6.0, "r0[1]": 1e5,
+                   "rtol": 1e-10, "atol": 1e-10})
+    path, tol = standalone_paths[mid], 1e-6
+    host_tol = stepped(path, mid, params, tolerance=tol)
+    assert np.array_equal(host_tol, stepped(path, mid, dict(params, rtol=tol, atol=tol)))
+    for rtol, atol in ((1e-10, tol), (tol, 1e-10), (1e-10, 1e-10)):
+        other = stepped(path, mid, dict(params, rtol=rtol, atol=atol))
+        assert 1e-15 < np.abs(host_tol - other).max() / np.abs(other).max() < 1e-3, (rtol, atol)
     host = Host(standalone_paths[mid])
     try:
         for bad, text in ((0.0, "0.0"), (-1e-5, "-1e-05"), (NAN, "nan")):
@@ -184,6 +215,17 @@ def test_the_host_tolerance_replaces_rtol_and_atol(standalone_paths):
         host.initialize()                                   # still usable
     finally:
         host.free()
+
+
+def test_a_fast_spinning_base_at_a_loose_tolerance_is_the_pythonfmu_fmu(standalone_paths, fmu_paths):
+    """A base spinning at 10 rad/s about an oblique axis, its integrator at 1e-4: the quaternion
+    drifts off the unit sphere within each step and is brought back after it (the states the
+    step control weighs), as in the pythonfmu FMU: the same outputs over 1 s to 1e-13."""
+    mid = "floating_base_c1"
+    _, params, _ = random_setup(mid, seed=8)
+    params.update({"twist0[4]": 6.0, "twist0[5]": -5.0, "twist0[6]": 6.0, "rtol": 1e-4, "atol": 1e-4})
+    got, want = (stepped(p[mid], mid, params, steps=10) for p in (standalone_paths, fmu_paths))
+    assert np.abs(got - want).max() <= 1e-13 * max(1.0, np.abs(want).max())
 
 
 def test_a_serialized_state_is_checked(standalone_paths):
