@@ -139,16 +139,21 @@ def compile_c(source: Path, dest: Path, cc: str, flags: list, libs: list, what: 
     ``what`` if the compiler cannot run or fails."""
     with tempfile.TemporaryDirectory(prefix="titop_cc_") as tmp:
         shutil.copyfile(source, Path(tmp) / source.name)
-        cmd = [*cc.split(), *flags, "-o", "out.so", source.name, *libs]
-        try:
-            r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
-        except OSError as e:
-            raise CompileError(f"cannot run the C compiler {cc!r} ({e}); install one or set CC") from None
-        if r.returncode:
-            raise CompileError(f"compiling {what} failed ({' '.join(cmd)}):\n{r.stderr}")
+        run_compiler([*cc.split(), *flags, "-o", "out.so", source.name, *libs], tmp, what)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(Path(tmp) / "out.so", dest)
     return dest
+
+
+def run_compiler(cmd: list, cwd, what: str):
+    """Run the C compiler command ``cmd`` in the folder ``cwd``; :class:`CompileError` naming
+    ``what`` if the compiler cannot run or fails."""
+    try:
+        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    except OSError as e:
+        raise CompileError(f"cannot run the C compiler {cmd[0]!r} ({e}); install one or set CC") from None
+    if r.returncode:
+        raise CompileError(f"compiling {what} failed ({' '.join(cmd)}):\n{r.stderr}")
 
 
 class _Entry:

@@ -39,7 +39,8 @@ def test_the_cli_writes_the_22_block_fmus_deterministically(standalone_paths, tm
         names = set(z.namelist())
         md = z.read("modelDescription.xml").decode()
     assert {"modelDescription.xml", "binaries/linux64/revolute_c1.so", "sources/kernel.c", "sources/fmi2.c",
-            "sources/tree.c", "sources/format.c", "sources/model.h", "sources/model.c"} <= names
+            "sources/tree.c", "sources/format.c", "sources/model.h", "sources/fmi2_types.h",
+            "sources/model.c"} <= names
     assert ("binaries/win64/revolute_c1.dll" in names) == bool(mingw_compiler())
     assert not any(n.startswith("resources/") and n.endswith(".py") for n in names)     # no Python
     assert 'needsExecutionTool="false"' in md and 'tolerance="1e-10"' in md

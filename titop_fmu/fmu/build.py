@@ -36,6 +36,8 @@ from .model_description import content_guid, finalize, measure_dependencies
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]      # titop_fmu/
 SHIM_SOURCE = Path(__file__).with_name("shim.c")
+#: the FMI 2.0 types, which shim.c shares with the standalone FMUs' C layer
+FMI2_TYPES = Path(__file__).with_name("csrc") / "fmi2_types.h"
 INNER_LIBRARY = "libpythonfmu-export.so"
 MODEL_OPTIONS = {
     "needsExecutionTool": True,          # a Python interpreter with numpy
@@ -83,20 +85,27 @@ def _pythonfmu():
     return here, lib
 
 
-def compile_shim(dest: Path) -> Path:
-    """Compile the FMI entry points (``shim.c``) to ``dest``."""
+def linux_c_compiler(where: str = "") -> str:
+    """The C compiler of this Linux x86-64 machine, the one the FMUs are built on; else
+    :class:`FmuBuildError` (``where``: what to do elsewhere)."""
     if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
-        raise FmuBuildError(f"the FMUs are built for Linux x86-64 only (this is {platform.system()} "
-                            f"{platform.machine()})")
+        raise FmuBuildError(f"the FMUs are built on Linux x86-64 only (this is {platform.system()} "
+                            f"{platform.machine()}){where}")
     cc = c_compiler()
     if not cc:
         raise FmuBuildError("building the FMUs needs a C compiler: install one (cc/gcc) or set CC")
+    return cc
+
+
+def compile_shim(dest: Path) -> Path:
+    """Compile the FMI entry points (``shim.c``) to ``dest``."""
+    cc = linux_c_compiler()
     if not SHIM_SOURCE.is_file():
         raise FmuBuildError(f"{SHIM_SOURCE.name} is missing from the installed titop_fmu.fmu package")
     # -z nodelete: dlclose never unloads the entry points, so the Python interpreter outlives every
     # FMU freed before the process exits (see point 3 of shim.c's header)
     flags = ["-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wl,-Bsymbolic", "-Wl,-z,nodelete",
-             f'-DTITOP_LIBPYTHON="{libpython_soname()}"']
+             f'-DTITOP_LIBPYTHON="{libpython_soname()}"', f"-I{FMI2_TYPES.parent}"]
     try:
         return compile_c(SHIM_SOURCE, dest, cc, flags, ["-ldl", "-lpthread"], "the FMU entry points")
     except CompileError as e:

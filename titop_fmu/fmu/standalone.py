@@ -23,20 +23,20 @@ The build is deterministic: same sources and compilers, same bytes.
 
 from __future__ import annotations
 
+import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
 from ..archive import write_zip
 from ..integrators import MAX_STEPS, _A, _E
-from ..kernel import SOURCE as KERNEL_SOURCE, TYPES, _extra, c_compiler
-from .build import MODEL_OPTIONS, FmuBuildError, model_description
+from ..kernel import SOURCE as KERNEL_SOURCE, TYPES, CompileError, _extra, run_compiler
+from .build import MODEL_OPTIONS, FmuBuildError, linux_c_compiler, model_description
 from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
 
 CSRC = Path(__file__).with_name("csrc")
 #: the C sources of every standalone FMU, and the one each FMU has of its own
-SOURCES = ("model.h", "fmi2.c", "tree.c", "format.c")
+SOURCES = ("fmi2_types.h", "model.h", "fmi2.c", "tree.c", "format.c")
 TABLE = "model.c"
 #: the capability flags: those of the pythonfmu FMUs, with no execution tool
 OPTIONS = dict(MODEL_OPTIONS, needsExecutionTool=False)
@@ -56,21 +56,13 @@ CFLAGS = ["-O2", "-std=c99"]
 def mingw_compiler():
     """The MinGW-w64 cross compiler (``$TITOP_FMU_MINGW``, else ``x86_64-w64-mingw32-gcc`` on
     the path), or None."""
-    import os
     return os.environ.get("TITOP_FMU_MINGW") or shutil.which("x86_64-w64-mingw32-gcc")
 
 
 def compilers() -> dict:
     """``{platform: C compiler}`` of the platforms the FMUs can be built for here (linux64 needs
     the C compiler of this Linux x86-64 machine; :class:`FmuBuildError` without it)."""
-    import platform
-    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "AMD64"):
-        raise FmuBuildError(f"the standalone FMUs are built on Linux x86-64 (this is {platform.system()} "
-                            f"{platform.machine()}); fmus/README.md says how to compile the sources elsewhere")
-    cc = c_compiler()
-    if not cc:
-        raise FmuBuildError("building the FMUs needs a C compiler: install one (cc/gcc) or set CC")
-    out = {"linux64": cc}
+    out = {"linux64": linux_c_compiler("; fmus/README.md says how to compile the sources elsewhere")}
     if mingw_compiler():
         out["win64"] = mingw_compiler()
     return out
@@ -158,11 +150,9 @@ const TitopModelSpec titop_model_spec = {{
 
 def _run(cmd, cwd, what):
     try:
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    except OSError as e:
-        raise FmuBuildError(f"cannot run the C compiler {cmd[0]!r} ({e})") from None
-    if r.returncode:
-        raise FmuBuildError(f"compiling {what} failed ({' '.join(cmd)}):\n{r.stderr}")
+        run_compiler(cmd, cwd, what)
+    except CompileError as e:
+        raise FmuBuildError(str(e)) from None
 
 
 class Compiler:

@@ -215,6 +215,18 @@ static int psd6(Err *e, const char *name, const double *M)
 
 /* --- the blocks' data -------------------------------------------------------------------- */
 
+/* C = op(A) B, 6 x 6, op(A) = A^T if transposed, else A */
+static void mat6_mul(const double *A, int transposed, const double *B, double *C)
+{
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+            double s = 0.0;
+            for (int k = 0; k < 6; k++)
+                s += (transposed ? A[6 * k + i] : A[6 * i + k]) * B[6 * k + j];
+            C[6 * i + j] = s;
+        }
+}
+
 /* D_P = tau_BP^T diag(m 1, I_B) tau_BP, BP = -[PB] (spatial.dynamic_model, eq. (4)) */
 static void dynamic_model(double m, const double *J, const double *com, double *D)
 {
@@ -228,20 +240,8 @@ static void dynamic_model(double m, const double *J, const double *com, double *
     for (int i = 0; i < 6; i++)
         t[7 * i] = 1.0;
     t[4] = -z; t[5] = y; t[9] = z; t[11] = -x; t[15] = -y; t[16] = x;   /* tau(BP), spatial.tau */
-    for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) {
-            double s = 0.0;
-            for (int k = 0; k < 6; k++)
-                s += t[6 * k + i] * DB[6 * k + j];
-            tTD[6 * i + j] = s;
-        }
-    for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) {
-            double s = 0.0;
-            for (int k = 0; k < 6; k++)
-                s += tTD[6 * i + k] * t[6 * k + j];
-            D[6 * i + j] = s;
-        }
+    mat6_mul(t, 1, DB, tTD);
+    mat6_mul(tTD, 0, t, D);
 }
 
 /* the inverse of the 6 x 6 matrix D (LU with partial pivoting, kernel.c's solve) */
