@@ -8,7 +8,6 @@ with one line and exit code 130.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -18,34 +17,13 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from .cosim import Options
 from .errors import ParameterWarning, TitopError
-from .io import parse_set, write_csv
+from .io import write_csv
 from .scenarios import balloon
-
-#: defaults of ``simulate`` options (a system file's [simulation] table replaces those not given)
-DEFAULTS = dict(stop=20.0, dt=0.01, rtol=1e-12, tol=Options.tol, dt_max=Options.h_max, workers=2,
-                sequence="1,2,3")
-#: the smallest tolerances that can be reached: the in-process integrator works in double
-#: precision; the master's coupling iteration has a noise floor (units integrating at >= 1e-13,
-#: loop residuals at 1e-13) that tolerances below 1e-10 do not clear
-RTOL_MIN, TOL_MIN = 1e-14, 1e-10
-#: most output rows of one run, most child ports of a built FMU, most processes
-MAX_ROWS, MAX_CHILDREN, MAX_WORKERS = 10_000_000, 64, 64
-
+from .simulation import DEFAULTS, MAX_CHILDREN, RTOL_MIN, TOL_MIN, Target, _number, resolve_options
 
 class Interrupted(TitopError):
     """Ctrl-C: the run stopped at the end of a macro step, nothing written."""
-
-
-def _number(option, value, lo=0.0, hi=math.inf, lo_open=True):
-    if not (isinstance(value, (int, float)) and math.isfinite(value)):
-        raise TitopError(f"{option} must be a finite number, got {value}")
-    if value < lo or (lo_open and value == lo) or value > hi:
-        bound = f"> {lo:g}" if lo_open else f">= {lo:g}"
-        raise TitopError(f"{option} must be {bound}" + (f" and <= {hi:g}" if math.isfinite(hi) else "")
-                         + f", got {value:g}")
-    return float(value)
 
 
 def writable_file(option, path) -> Path:
@@ -111,106 +89,40 @@ def cooperative_interrupt():
         signal.signal(signal.SIGINT, previous)
 
 
-def master_options(args, **kw) -> Options:
-    """The master's :class:`Options` from the checked ``simulate`` arguments."""
-    return Options(tol=args.tol, h_max=args.dt_max, sequence=args.sequence, workers=args.workers, **kw)
-
-
-def _sequence(text) -> tuple:
-    try:
-        seq = tuple(int(x) for x in str(text).replace(" ", "").split(","))
-    except ValueError:
-        raise TitopError(f"--sequence: expected comma-separated integers, got {text!r}") from None
-    if not seq or any(n <= 0 for n in seq) or list(seq) != sorted(set(seq)) or len(seq) > 6:
-        raise TitopError(f"--sequence: expected up to 6 increasing positive integers, got {text}")
-    return seq
-
-
-def resolve_options(args, simulation: dict):
-    """Command-line options given explicitly win; then the system file's [simulation] values;
-    then the defaults. Every value is checked (one-line error)."""
-    for name, key in (("stop", "stop"), ("dt", "output_interval"), ("tol", "tolerance")):
-        if getattr(args, name) is None and key in simulation:
-            setattr(args, name, simulation[key])
-    for name, value in DEFAULTS.items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-    args.stop = _number("--stop", args.stop)
-    args.dt = _number("--dt", args.dt, hi=args.stop)
-    if args.stop / args.dt > MAX_ROWS:
-        raise TitopError(f"--stop / --dt = {args.stop / args.dt:.3g} output rows; at most {MAX_ROWS:g}")
-    args.rtol = _number("--rtol", args.rtol, lo=RTOL_MIN, hi=0.1, lo_open=False)
-    args.tol = _number("--tol", args.tol, lo=TOL_MIN, hi=1.0, lo_open=False)
-    args.dt_max = _number("--dt-max", args.dt_max)
-    if not (0 <= args.workers <= MAX_WORKERS):
-        raise TitopError(f"--workers must be between 0 and {MAX_WORKERS}, got {args.workers}")
-    args.sequence = _sequence(args.sequence)
-
-
-def run_master(args, system, observe=None):
-    """The co-simulation master on ``system`` (FMUs, or in-process units); returns
-    ``(result, options, engine)``."""
-    from .cosim import build
+def run_master(args, target, overrides):
+    """The co-simulation master on ``target`` with ``overrides`` (FMUs, or in-process units);
+    returns ``(result, engine)``. Ctrl-C stops it at the end of a macro step."""
     from .titop import TitopUnits
     engine = "inprocess" if args.inprocess_units else "fmu"
-    opt = master_options(args, **(observe or {}))
-    master = build(system, TitopUnits(engine, args.fmu_dir), opt)
-    try:
-        with cooperative_interrupt() as asked:
-            res = master.simulate(args.stop, args.dt, progress=not args.quiet, stop_requested=asked)
-    except KeyboardInterrupt:
-        raise Interrupted(f"interrupted at t = {master.t:.6g} s; nothing written") from None
-    finally:
-        master.terminate()
-    return res, opt, engine
+    with cooperative_interrupt() as asked:
+        try:
+            _, _, res = target.run(overrides, args, "fmu", TitopUnits(engine, args.fmu_dir), progress=not args.quiet,
+                                   stop_requested=asked)
+        except KeyboardInterrupt as e:
+            raise Interrupted(f"interrupted {e}; nothing written") from None
+    return res, engine
 
 
 def cmd_simulate(args):
     start = time.perf_counter()
-    from .cosim import ssp, systemfile
-    from .titop import monolithic
-    if args.system == "balloon":
-        sim = {}
-        overrides = balloon.checked(parse_set(args.set, balloon.DEFAULTS))
-    else:
-        path = Path(args.system)
-        if not path.is_file():
-            raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file")
-        if args.set:
-            raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
-        sf = (ssp.read if path.suffix == ".ssp" else systemfile.read)(path)
-        if not sf.system.recorded:
-            raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
-        sim = sf.simulation
-    resolve_options(args, sim)
+    target = Target(args.system)
+    overrides = target.overrides(args.set)
+    resolve_options(args, target.simulation)
     out = writable_file("--out", args.out)
     if args.engine == "fmu" or args.inprocess_units:
-        if args.system == "balloon":
-            system = balloon.system(overrides)
-            observe = balloon.observed(overrides)
-        else:
-            system, observe = sf.system, None
-        res, opt, engine = run_master(args, system, observe)
+        res, engine = run_master(args, target, overrides)
         write_result(out, res.t, res.values, ["t"] + res.labels)
         rows = len(res.t)
         if res.warning:                             # printed even with --quiet
             print(f"titop-fmu: {res.warning}", file=sys.stderr)
         if not args.quiet and args.stats:
-            print(f"co-simulation ({engine} units, sequence {opt.sequence}, tol {opt.tol:g}): "
+            print(f"co-simulation ({engine} units, sequence {args.sequence}, tol {args.tol:g}): "
                   f"{args.stop:g} s simulated in {time.perf_counter() - start:.2f} s", file=sys.stderr)
             print(res.stats.summary(), file=sys.stderr)
     else:
-        if args.system == "balloon":
-            s = balloon.build(overrides)
-            tr = s.simulate(args.stop, args.dt, rtol=args.rtol, atol=args.rtol, progress=not args.quiet,
-                            kernel=args.kernel)
-            values, header = balloon.columns(s, tr.y), balloon.COLUMNS
-        else:
-            tr, values = monolithic.run(sf.system, args.stop, args.dt, args.rtol, args.rtol, progress=not args.quiet,
-                                        kernel=args.kernel)
-            header = ["t"] + list(sf.system.recorded)
-        write_result(out, tr.t, values, header)
-        rows = len(tr.t)
+        t, values, tr = target.run(overrides, args, progress=not args.quiet)
+        write_result(out, t, values, target.header)
+        rows = len(t)
         if not args.quiet:
             print(f"in-process monolithic run ({'C kernel' if tr.kernel == 'c' else 'NumPy blocks'}): "
                   f"{args.stop:g} s simulated in {tr.wall:.2f} s wall, {tr.nfev} right-hand-side evaluations",

@@ -3,37 +3,90 @@
 from __future__ import annotations
 
 import ast
+import difflib
+import re
 
 import numpy as np
 
 from .errors import ParameterError
 
+_INDEXED = re.compile(r"^(.+?)\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]$")
+
+
+def unknown(name: str, known, what: str = "parameter") -> ParameterError:
+    """The error of an unknown name: the nearest known ones when there are close ones,
+    else every known name (up to 30)."""
+    known = list(known)
+    near = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    if near:
+        return ParameterError(name, f"unknown {what}; did you mean {', '.join(near)}?")
+    listed = ", ".join(known[:30]) + (f", ... ({len(known)} in all)" if len(known) > 30 else "")
+    return ParameterError(name, f"unknown {what}; known: {listed}")
+
+
+def resolve(name: str, defaults: dict) -> tuple:
+    """``"I_B[2,3]"`` -> ``("I_B", (1, 2))`` (FMI-style 1-based indices of a vector or matrix
+    value); ``"m_P1"`` -> ``("m_P1", None)``. Unknown names and bad indices are a
+    :class:`ParameterError` naming them."""
+    if name in defaults:
+        return name, None
+    m = _INDEXED.match(name)
+    if m and m.group(1) in defaults:
+        base = m.group(1)
+        shape = np.shape(defaults[base])
+        index = tuple(int(i) - 1 for i in m.group(2).split(","))
+        if len(index) != len(shape) or not all(0 <= i < n for i, n in zip(index, shape)):
+            raise ParameterError(name, f"no such element: {base} has shape {shape} (indices from 1)")
+        return base, index
+    raise unknown(name, defaults)
+
+
+def parse_value(name: str, text: str) -> np.ndarray:
+    """``"170deg"`` -> radians, ``"[1,0,-1]"`` -> an array; SI units otherwise."""
+    text = text.strip()
+    scale = 1.0
+    if text.endswith("deg"):
+        text, scale = text[:-3], np.pi / 180.0
+    try:
+        return np.asarray(ast.literal_eval(text), dtype=float) * scale
+    except Exception:
+        raise ParameterError(name, f"cannot read the value {text!r}") from None
+
+
+def assign(out: dict, defaults: dict, name: str, value) -> dict:
+    """``out[base] = value`` for ``name`` a key of ``defaults`` (same shape), or one element
+    of it for ``name = "base[i,j]"`` (the others from ``out``, else ``defaults``)."""
+    base, index = resolve(name, defaults)
+    value = np.asarray(value, dtype=float)
+    if index is None:
+        if np.shape(value) != np.shape(defaults[base]):
+            raise ParameterError(name, f"expected shape {np.shape(defaults[base])}, got {np.shape(value)}")
+        out[base] = value.tolist() if value.ndim else float(value)
+        return out
+    if value.ndim:
+        raise ParameterError(name, f"an element takes one number, got shape {value.shape}")
+    whole = np.array(out.get(base, defaults[base]), dtype=float)
+    whole[index] = value
+    out[base] = whole.tolist()
+    return out
+
 
 def parse_set(items, defaults: dict) -> dict:
-    """``["k=60", "theta1_0=170deg"]`` -> ``{"k": 60.0, "theta1_0": 2.967...}``.
+    """``["k=60", "theta1_0=170deg", "I_B[1,1]=6"]`` -> ``{"k": 60.0, "theta1_0": 2.967..., "I_B": [[6, ..]]}``.
 
-    Names must be keys of ``defaults``, values of the same shape. Values are SI; a
-    trailing ``deg`` converts degrees to radians. Vectors and matrices are written as
-    Python lists: ``t=[1,0,-1]``.
+    Names must be keys of ``defaults``, values of the same shape, or one element of a
+    vector or matrix (``name[i]``, ``name[i,j]``, from 1). Values are SI; a trailing
+    ``deg`` converts degrees to radians. Vectors and matrices are written as Python
+    lists: ``t=[1,0,-1]``. Later items win over earlier ones.
     """
     out = {}
     for item in items or ():
         name, sep, text = item.partition("=")
-        name, text = name.strip(), text.strip()
+        name = name.strip()
         if not sep or not name:
             raise ParameterError(item, "expected NAME=VALUE")
-        if name not in defaults:
-            raise ParameterError(name, f"unknown parameter; known: {', '.join(defaults)}")
-        scale = 1.0
-        if text.endswith("deg"):
-            text, scale = text[:-3], np.pi / 180.0
-        try:
-            value = np.asarray(ast.literal_eval(text), dtype=float) * scale
-        except Exception:
-            raise ParameterError(name, f"cannot read the value {text!r}") from None
-        if np.shape(value) != np.shape(defaults[name]):
-            raise ParameterError(name, f"expected shape {np.shape(defaults[name])}, got {np.shape(value)}")
-        out[name] = value.tolist() if value.ndim else float(value)
+        resolve(name, defaults)
+        assign(out, defaults, name, parse_value(name, text))
     return out
 
 

@@ -33,12 +33,7 @@ def twin_and_warnings(cs: CoSystem, solver: str = "recursive") -> tuple:
     for name, spec in cs.units.items():
         if not isinstance(spec.model, str) or spec.model.endswith(".fmu"):
             raise ConnectionError_(f"unit {name!r}: only TITOP model identifiers have a monolithic twin")
-        try:
-            unit, warned = catalog.build_unit(spec.model, spec.parameters)
-        except KeyError as e:
-            raise ConnectionError_(f"unit {name!r}: {e.args[0]}") from None
-        except ParameterError as e:
-            raise e.renamed(f"{name}.{e.parameter}") from None
+        unit, warned = build_titop_unit(name, spec)
         messages += [f"{name}: {w}" for w in warned]
         s.add(name, unit.block)
     linked = set()
@@ -52,6 +47,17 @@ def twin_and_warnings(cs: CoSystem, solver: str = "recursive") -> tuple:
     for ref, value in cs.inputs.items():
         s.set_input(ref, value)
     return s, messages
+
+
+def build_titop_unit(name: str, spec) -> tuple:
+    """``(BlockUnit, [warnings])`` of the unit ``name`` (a :class:`~titop_fmu.cosim.graph.UnitSpec`
+    of a TITOP model); errors name the unit: ``parameter 'arm.mass': ...``."""
+    try:
+        return catalog.build_unit(spec.model, spec.parameters)
+    except KeyError as e:
+        raise ConnectionError_(f"unit {name!r}: {e.args[0]}") from None
+    except ParameterError as e:
+        raise e.renamed(f"{name}.{e.parameter}") from None
 
 
 def recorded(cs: CoSystem, system: System, y) -> np.ndarray:

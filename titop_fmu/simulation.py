@@ -1,0 +1,162 @@
+"""One simulation of a system as the command line names it (``balloon``, a system file, an
+SSP package), with overrides by name, on either engine: what ``simulate`` writes and what
+every run of a ``sweep`` computes, by the same code.
+
+:class:`Target` holds what does not change from run to run (the file read, the names that
+can be set); :meth:`Target.run` makes one run. The option defaults and checks shared by the
+commands are here too (:func:`resolve_options`).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .cosim import Options
+from .errors import ParameterError, TitopError
+from .io import parse_set
+from .scenarios import balloon
+
+#: defaults of ``simulate`` options (a system file's [simulation] table replaces those not given)
+DEFAULTS = dict(stop=20.0, dt=0.01, rtol=1e-12, tol=Options.tol, dt_max=Options.h_max, workers=2,
+                sequence="1,2,3")
+#: the smallest tolerances that can be reached: the in-process integrator works in double
+#: precision; the master's coupling iteration has a noise floor (units integrating at >= 1e-13,
+#: loop residuals at 1e-13) that tolerances below 1e-10 do not clear
+RTOL_MIN, TOL_MIN = 1e-14, 1e-10
+#: most output rows of one run, most child ports of a built FMU, most processes
+MAX_ROWS, MAX_CHILDREN, MAX_WORKERS = 10_000_000, 64, 64
+ENGINES = ("inprocess", "fmu")
+
+
+def _number(option, value, lo=0.0, hi=math.inf, lo_open=True):
+    if not (isinstance(value, (int, float)) and math.isfinite(value)):
+        raise TitopError(f"{option} must be a finite number, got {value}")
+    if value < lo or (lo_open and value == lo) or value > hi:
+        bound = f"> {lo:g}" if lo_open else f">= {lo:g}"
+        raise TitopError(f"{option} must be {bound}" + (f" and <= {hi:g}" if math.isfinite(hi) else "")
+                         + f", got {value:g}")
+    return float(value)
+
+
+def _sequence(text) -> tuple:
+    try:
+        seq = tuple(int(x) for x in str(text).replace(" ", "").split(","))
+    except ValueError:
+        raise TitopError(f"--sequence: expected comma-separated integers, got {text!r}") from None
+    if not seq or any(n <= 0 for n in seq) or list(seq) != sorted(set(seq)) or len(seq) > 6:
+        raise TitopError(f"--sequence: expected up to 6 increasing positive integers, got {text}")
+    return seq
+
+
+def resolve_options(args, simulation: dict):
+    """Command-line options given explicitly win; then the system file's [simulation] values;
+    then the defaults. Every value is checked (one-line error). ``args``: any object with the
+    attributes ``stop, dt, rtol, tol, dt_max, workers, sequence`` (None: not given)."""
+    for name, key in (("stop", "stop"), ("dt", "output_interval"), ("tol", "tolerance")):
+        if getattr(args, name) is None and key in simulation:
+            setattr(args, name, simulation[key])
+    for name, value in DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    args.stop = _number("--stop", args.stop)
+    args.dt = _number("--dt", args.dt, hi=args.stop)
+    if args.stop / args.dt > MAX_ROWS:
+        raise TitopError(f"--stop / --dt = {args.stop / args.dt:.3g} output rows; at most {MAX_ROWS:g}")
+    args.rtol = _number("--rtol", args.rtol, lo=RTOL_MIN, hi=0.1, lo_open=False)
+    args.tol = _number("--tol", args.tol, lo=TOL_MIN, hi=1.0, lo_open=False)
+    args.dt_max = _number("--dt-max", args.dt_max)
+    if not (0 <= args.workers <= MAX_WORKERS):
+        raise TitopError(f"--workers must be between 0 and {MAX_WORKERS}, got {args.workers}")
+    args.sequence = _sequence(args.sequence)
+
+
+def master_options(args, **kw) -> Options:
+    """The master's :class:`Options` from the checked ``simulate`` arguments."""
+    return Options(tol=args.tol, h_max=args.dt_max, sequence=args.sequence, workers=args.workers, **kw)
+
+
+class Target:
+    """The system ``name`` names: ``"balloon"`` (the paper's, its scenario values settable
+    by name) or a system file / SSP package (its units' parameters and free inputs settable,
+    :mod:`titop_fmu.titop.overrides`). Read once; every :meth:`run` starts from it."""
+
+    def __init__(self, name: str):
+        from .cosim import ssp, systemfile
+        self.name = str(name)
+        self._settable = None
+        if self.name == "balloon":
+            self.file, self.simulation, self.header = None, {}, list(balloon.COLUMNS)
+            self._settable = balloon.DEFAULTS
+            return
+        path = Path(name)
+        if not path.is_file():
+            raise TitopError(f"unknown system {name!r}: not 'balloon' and no such system file")
+        self.file = (ssp.read if path.suffix == ".ssp" else systemfile.read)(path)
+        if not self.file.system.recorded:
+            raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
+        self.simulation = self.file.simulation
+        self.header = ["t"] + list(self.file.system.recorded)
+
+    @property
+    def settable(self) -> dict:
+        """``{name: current value}`` of everything ``--set`` can change."""
+        if self._settable is None:
+            from .titop import overrides
+            self._settable = overrides.settable(self.file.system)
+        return self._settable
+
+    def overrides(self, items) -> dict:
+        """``--set NAME=VALUE`` items, checked (one line naming the bad name or value)."""
+        return self.checked(parse_set(items, self.settable) if items else {})
+
+    def checked(self, overrides: dict) -> dict:
+        """``overrides`` once the system they make is valid (:class:`ParameterError` naming the value)."""
+        if self.file is None:
+            return balloon.checked(overrides)
+        self.system(overrides)
+        return overrides
+
+    def system(self, overrides=None):
+        """The co-simulation system with ``overrides``."""
+        if self.file is None:
+            return balloon.system(overrides)
+        if not overrides:
+            return self.file.system
+        from .titop import overrides as ov
+        for name in overrides:
+            if name not in self.settable:
+                raise ParameterError(name, "not a settable value of this system")
+        return ov.apply(self.file.system, overrides)
+
+    def observed(self, overrides=None):
+        """The master's options that make it write :attr:`header` (None: the recorded outputs)."""
+        return balloon.observed(overrides) if self.file is None else None
+
+    def run(self, overrides, args, engine="inprocess", units=None, progress=False, stop_requested=None):
+        """One run: ``(t, values, info)`` with the columns :attr:`header` (``t`` first) as
+        ``simulate`` writes them; ``args`` has the resolved options (:func:`resolve_options`),
+        ``args.kernel`` for the in-process engine; ``units`` (the master's unit factory, default
+        the TITOP FMUs of ``args.fmu_dir``) for ``engine="fmu"``. ``info``: the trajectory
+        (in-process) or the master's result."""
+        if engine == "fmu":
+            from .cosim import build
+            from .titop import TitopUnits
+            units = units or TitopUnits("fmu", getattr(args, "fmu_dir", None))
+            master = build(self.system(overrides), units, master_options(args, **(self.observed(overrides) or {})))
+            try:
+                res = master.simulate(args.stop, args.dt, progress=progress, stop_requested=stop_requested)
+            except KeyboardInterrupt:
+                raise KeyboardInterrupt(f"at t = {master.t:.6g} s") from None
+            finally:
+                master.terminate()
+            return res.t, res.values, res
+        from .titop import monolithic
+        kernel = getattr(args, "kernel", "auto")
+        if self.file is None:
+            s = balloon.build(overrides)
+            tr = s.simulate(args.stop, args.dt, rtol=args.rtol, atol=args.rtol, progress=progress, kernel=kernel)
+            return tr.t, balloon.columns(s, tr.y), tr
+        tr, values = monolithic.run(self.system(overrides), args.stop, args.dt, args.rtol, args.rtol,
+                                    progress=progress, kernel=kernel)
+        return tr.t, values, tr
