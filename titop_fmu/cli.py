@@ -1,4 +1,4 @@
-"""Command line: ``titop-fmu simulate | build | export | validate``.
+"""Command line: ``titop-fmu simulate | sweep | report | build | export | validate``.
 
 Every option is checked before any work (a one-line error, exit code 2); a
 result file is written whole at the end or not at all; Ctrl-C stops a run
@@ -17,14 +17,10 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import ParameterWarning, TitopError
+from .errors import Interrupted, ParameterWarning, TitopError
 from .io import write_csv
 from .scenarios import balloon
-from .simulation import DEFAULTS, MAX_CHILDREN, RTOL_MIN, TOL_MIN, Target, _number, resolve_options
-
-class Interrupted(TitopError):
-    """Ctrl-C: the run stopped at the end of a macro step, nothing written."""
-
+from .simulation import DEFAULTS, MAX_CHILDREN, MAX_WORKERS, RTOL_MIN, TOL_MIN, Target, _number, resolve_options
 
 def writable_file(option, path) -> Path:
     """``path`` can be written as a file: its folder exists and is writable, it is not a folder."""
@@ -172,6 +168,45 @@ def cmd_validate(args):
              engines=args.engines, msl=args.msl)
 
 
+def cmd_sweep(args):
+    """``titop-fmu sweep {SYSTEM | CAMPAIGN.toml} --vary NAME=DISTRIBUTION ... --out STORE``."""
+    from . import campaign
+    from .campaign.spec import is_campaign_file, read_file
+    settings = read_file(args.system) if is_campaign_file(args.system) else {"system": args.system}
+    vary = dict(settings.pop("vary", {}))
+    for item in args.vary or ():
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip() or not text.strip():
+            raise TitopError(f"--vary {item}: expected NAME=DISTRIBUTION, e.g. m_P1=uniform(1.5,2.5)")
+        vary[name.strip()] = text.strip()
+    settings["vary"] = vary
+    settings["set"] = list(settings.get("set", [])) + list(args.set or [])
+    for key in ("samples", "seed", "sampling", "engine", "stop", "dt", "rtol", "tol", "dt_max", "sequence", "kernel"):
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
+    if args.workers is not None and not (0 <= args.workers <= MAX_WORKERS):
+        raise TitopError(f"--workers must be between 0 and {MAX_WORKERS}, got {args.workers}")
+    if args.report:
+        writable_folder("--report", args.report)
+    spec = campaign.Sweep(**settings).resolved()
+    c = campaign.run(spec, writable_folder("--out", args.out), workers=args.workers, scheduler=args.scheduler,
+                     resume=args.resume, progress=not args.quiet)
+    counts = c.samples.status.value_counts()
+    if not args.quiet:
+        print(f"{args.out}: {counts.get('ok', 0)} runs ok, {counts.get('failed', 0)} failed, "
+              f"{counts.get('missing', 0)} missing, of {spec.samples}", file=sys.stderr)
+    if args.report:
+        cmd_report(argparse.Namespace(store=args.out, out=args.report))
+
+
+def cmd_report(args):
+    """``titop-fmu report STORE --out DIR``: a campaign's summaries and figures."""
+    from .campaign import open as open_store
+    from .campaign.report import report
+    out = writable_folder("--out", args.out)
+    print(report(open_store(args.store), out))
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="titop-fmu", description=__doc__.splitlines()[0])
     sub = top.add_subparsers(dest="command", required=True)
@@ -210,6 +245,44 @@ def parser() -> argparse.ArgumentParser:
                    help="the master on the in-process blocks instead of the FMUs (no FMI; implies the master)")
     g.add_argument("--no-stats", dest="stats", action="store_false", help="no statistics summary")
     p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("sweep", help="run a campaign (Monte Carlo, sweep) of a system on Dask; store it as Parquet")
+    p.add_argument("system", help="'balloon', a system file, or a campaign file (TOML with a [sweep] table: the "
+                                  "options below as keys; options given here win)")
+    p.add_argument("--vary", action="append", metavar="NAME=DISTRIBUTION",
+                   help="a varied quantity (a --set name, e.g. m_P1 or link1.inertia[1,1]) and its distribution: "
+                        "uniform(a,b), normal(mu,sigma), truncnormal(mu,sigma,a,b), [v1,v2,..], choice(..), "
+                        "linspace(a,b,n); numbers in SI units or with a deg suffix (repeatable)")
+    p.add_argument("--samples", type=int, help="number of samples (a grid: its combinations)")
+    p.add_argument("--seed", type=int, help="seed of the campaign: sample i depends on it and i alone (default 0)")
+    p.add_argument("--sampling", choices=["random", "lhs", "sobol", "grid"],
+                   help="random (default): independent draws; lhs: Latin hypercube; sobol: scrambled Sobol "
+                        "points; grid: every combination of the listed values")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="a fixed override, as simulate's (repeatable)")
+    p.add_argument("--out", required=True, help="the store (a folder of Parquet files)")
+    p.add_argument("--resume", action="store_true", help="complete the campaign in --out: run only the samples "
+                                                         "it does not hold (the same campaign is required)")
+    p.add_argument("--workers", type=int, help="local worker processes (default: one per core; 0: every run in "
+                                               "this process, no Dask)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler's workers (e.g. "
+                                                          "tcp://host:8786) instead of a local cluster")
+    p.add_argument("--engine", choices=["inprocess", "fmu"], help="as simulate's (default inprocess)")
+    p.add_argument("--stop", type=float, help="stop time [s] (default: the system file's, else 20)")
+    p.add_argument("--dt", type=float, help="output interval [s] (default: the system file's, else 0.01)")
+    p.add_argument("--rtol", type=float, help="in-process integration tolerance (default 1e-12)")
+    p.add_argument("--kernel", choices=["auto", "c", "numpy"], help="as simulate's (default auto)")
+    p.add_argument("--tol", type=float, help="coupling tolerance of the master (--engine fmu)")
+    p.add_argument("--dt-max", type=float, help="largest macro step of the master [s] (--engine fmu)")
+    p.add_argument("--sequence", help="base steps per macro step of the master (--engine fmu; default 1,2,3)")
+    p.add_argument("--report", metavar="DIR", help="also write the campaign's report there (see titop-fmu report)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("report", help="summaries and figures of a campaign store: envelopes, worst samples, "
+                                      "rank correlations")
+    p.add_argument("store", help="the campaign's store (titop-fmu sweep --out)")
+    p.add_argument("--out", default="campaign-report", help="report folder (default campaign-report/)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("build", help="build the TITOP FMUs")
     p.add_argument("--out", default="fmus", help="output folder (default fmus/)")

@@ -27,5 +27,10 @@ class SolverError(TitopError):
     """A simulation could not proceed (singular loop, non-convergence, integrator failure)."""
 
 
+class Interrupted(TitopError):
+    """Ctrl-C: the work stopped cleanly (a run at the end of a macro step, nothing written; a
+    campaign with its store consistent). The command line exits with code 130."""
+
+
 class ParameterWarning(UserWarning):
     """A parameter is accepted but physically unusual (e.g. triangle inequality violated)."""

@@ -1,0 +1,210 @@
+"""Running a campaign: the samples not stored yet, on Dask workers (a local cluster of one
+worker process per core by default, or the cluster of ``scheduler``), or one by one in this
+process (``workers=0``), each result stored as it arrives.
+
+Dask schedules; nothing here does: a sliding window of futures keeps the workers busy,
+``as_completed`` hands back results in the order they finish, a worker that dies has its
+samples run again elsewhere by the scheduler (a sample that kills several is recorded as
+failed), and ``retries`` covers a task that raises. Results do not depend on where or in
+which order samples run: each is a function of its values alone.
+
+Ctrl-C (:class:`KeyboardInterrupt`) stops cleanly: the futures are cancelled, the local
+cluster is shut down with its worker processes, the store holds whole rows only, and
+``resume=True`` runs what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+
+from ..errors import Interrupted
+from .distributions import SweepError
+from .runner import one_line, prepared, record, run_sample
+from .spec import Sweep
+from .store import Campaign, Store
+
+
+#: futures in flight per worker thread: enough to keep every worker busy while results travel
+WINDOW_PER_THREAD = 4
+
+
+def local_cluster(workers=None):
+    """A Dask ``LocalCluster``: ``workers`` processes (default one per core), one thread each
+    (BLAS on one thread: the nanny sets ``OMP_NUM_THREADS=1`` and friends), no dashboard.
+
+    Its worker processes ignore Ctrl-C, which a terminal sends to every process of the
+    command: this process decides, and shuts them down. They start with SIGINT ignored (a
+    disposition a new process inherits), and a worker the nanny restarts later ignores it
+    from its plugin's set-up on."""
+    from dask.distributed import Client, LocalCluster
+    n = workers or os.cpu_count() or 1
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+    client = Client(cluster)
+    client.register_plugin(_ignore_interrupt(), name="titop-ignore-sigint")
+    return cluster, client
+
+
+def _ignore_interrupt():
+    """A worker plugin: the worker process ignores SIGINT (see :func:`local_cluster`)."""
+    from dask.distributed import WorkerPlugin
+
+    class IgnoreInterrupt(WorkerPlugin):
+        def setup(self, worker):
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return IgnoreInterrupt()
+
+
+def run(spec: Sweep, out, workers=None, scheduler=None, client=None, resume=False, progress=True,
+        on_stored=None) -> Campaign:
+    """Run the campaign ``spec`` into the store ``out`` and return it opened.
+
+    ``workers=0``: every sample in this process, one after the other (no Dask); otherwise on
+    ``client`` (a ``dask.distributed.Client``), or a client of ``scheduler`` (an address), or a
+    local cluster of ``workers`` processes (default one per core). ``resume``: keep the
+    samples the store holds (same campaign) and run the others. ``on_stored(record)`` is
+    called after each sample is stored."""
+    spec = spec.resolved()
+    from ..simulation import Target
+    store = Store(out, spec, Target(spec.system).header, resume=resume)
+    try:
+        values = spec.design()
+        todo = [i for i in range(spec.samples) if i not in store.done()]
+        bar = _Progress(spec.samples, spec.samples - len(todo), progress)
+        try:
+            def stored(rec):
+                store.write(rec, values[rec["index"]])
+                bar.update(rec["status"])
+                if on_stored is not None:
+                    on_stored(rec)
+            if workers == 0 and client is None and scheduler is None:
+                _serial(spec, todo, values, stored)
+            else:
+                _distributed(spec, todo, values, stored, workers, scheduler, client)
+        except KeyboardInterrupt:
+            raise Interrupted(f"interrupted: {len(store.done())} of {spec.samples} samples stored in {out}; "
+                              "--resume runs the rest") from None
+        finally:
+            bar.close()
+    finally:
+        store.close()
+    return Campaign(out)
+
+
+def _spec_json(spec: Sweep) -> str:
+    return json.dumps(spec.to_dict(), sort_keys=True)
+
+
+def _serial(spec, todo, values, stored):
+    key, fp = _spec_json(spec), spec.fingerprint()
+    p = prepared(key, fp)
+    for i in todo:
+        stored(p.run(i, values[i].tolist()))
+
+
+def _distributed(spec, todo, values, stored, workers, scheduler, client):
+    from dask.distributed import Client, as_completed
+    key, fp = _spec_json(spec), spec.fingerprint()
+    cluster = own = None
+    futures = {}                                # in flight: future -> sample index
+    previous = None                             # the SIGINT handler while shutting down after one
+    try:
+        if client is None:
+            if scheduler is not None:
+                try:
+                    client = own = Client(scheduler, timeout="10s")
+                except (OSError, TimeoutError) as e:
+                    raise SweepError(f"--scheduler {scheduler}: cannot connect ({one_line(e)})") from None
+            else:
+                cluster, client = local_cluster(workers)
+                own = client
+        threads = max(1, sum(client.nthreads().values()))
+        window = WINDOW_PER_THREAD * threads
+        pending = iter(todo)
+        tag = fp[:12]
+
+        def submit(i):
+            return client.submit(run_sample, key, fp, i, values[i].tolist(), key=f"titop-sample-{tag}-{i}",
+                                 retries=1, pure=False)
+
+        for i in pending:
+            futures[submit(i)] = i
+            if len(futures) >= window:
+                break
+        queue = as_completed(list(futures))
+        for fut in queue:
+            i = futures.pop(fut)
+            if fut.status == "finished":
+                rec = fut.result()
+            else:                               # the task raised, or killed worker after worker
+                try:
+                    fut.result()
+                    err = "lost"
+                except BaseException as e:      # noqa: BLE001 - any failure is this sample's result
+                    err = one_line(e)
+                rec = record(i, "failed", 0.0, err, None)
+            fut.release()
+            stored(rec)
+            nxt = next(pending, None)
+            if nxt is not None:
+                f = submit(nxt)
+                futures[f] = nxt
+                queue.add(f)
+    except BaseException:
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C does not cut it short
+        if futures:
+            try:
+                client.cancel(list(futures), force=True)
+            except Exception:               # the cluster is going down anyway
+                pass
+        raise
+    finally:
+        if own is not None:
+            own.close(timeout=10)
+        if cluster is not None:
+            cluster.close(timeout=10)
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+class _Progress:
+    """A progress bar of runs: done, failed, left, and the rate."""
+
+    def __init__(self, total, initial, show):
+        self.failed = 0
+        self.left = total - initial
+        self.bar = None
+        self.start = time.perf_counter()
+        if show:
+            from tqdm import tqdm
+            self.bar = tqdm(total=total, initial=initial, unit="run", file=sys.stderr, dynamic_ncols=True,
+                            bar_format="{l_bar}{bar}| {n}/{total} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
+            self._postfix()
+
+    def _postfix(self):
+        self.bar.set_postfix_str(f"failed {self.failed}, left {self.left}", refresh=False)
+
+    def update(self, status):
+        self.left -= 1
+        self.failed += status != "ok"
+        if self.bar is not None:
+            self._postfix()
+            self.bar.update(1)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
