@@ -1,0 +1,257 @@
+"""Campaigns on Dask: the same results wherever and in whatever order samples run (two
+workers, a killed worker, a cluster of separate processes, Ctrl-C and --resume), failures
+recorded, the FMU engine, and every stored sample equal to ``simulate --set`` with its values."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+pytest.importorskip("pyarrow")
+
+from dask.distributed import Client, LocalCluster  # noqa: E402
+
+from titop_fmu import campaign  # noqa: E402
+from titop_fmu.campaign import store as store_module  # noqa: E402
+from titop_fmu.cli import main  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+VARY = {"m_P1": "uniform(1.5,2.5)", "theta1_0": "normal(170deg,2deg)"}
+N, STOP = 6, 1.0
+
+
+def balloon_spec(**kw):
+    return campaign.Sweep("balloon", vary=dict(VARY), samples=N, seed=1, stop=STOP, **kw)
+
+
+def equal_stores(a, b):
+    """Same samples, same values, same outputs bit for bit."""
+    sa, sb = a.samples, b.samples
+    assert list(sa.index) == list(sb.index)
+    assert np.array_equal(sa[a.names].to_numpy(), sb[b.names].to_numpy())
+    assert list(sa.status) == list(sb.status)
+    ia, ta = a.tables()
+    ib, tb = b.tables()
+    assert np.array_equal(ia, ib) and ta.shape == tb.shape and np.array_equal(ta, tb)
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    """The reference: every sample one after the other in this process, no Dask."""
+    return campaign.run(balloon_spec(), tmp_path_factory.mktemp("serial") / "store", workers=0, progress=False)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A local cluster of two worker processes (one thread each), shared by the tests."""
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as c:
+        yield c
+
+
+def test_serial_store_is_complete(serial):
+    s = serial.samples
+    assert list(s.index) == list(range(N)) and set(s.status) == {"ok"}
+    assert (s.wall > 0).all() and (s.error == "").all()
+    t = serial.trajectory(2)
+    assert list(t.columns) == ["t", "x", "y", "z", "phi", "theta", "psi", "p", "theta1", "theta2"]
+    assert np.allclose(t.t, np.linspace(0, STOP, 101), rtol=0, atol=1e-15)
+    assert t.theta1[0] == s.theta1_0[2]                 # the varied initial angle is the run's
+
+
+def test_two_workers_equal_one_process(serial, client, tmp_path):
+    c = campaign.run(balloon_spec(), tmp_path / "store", client=client, progress=False)
+    assert len({w for w in c.samples.worker}) == 2      # both workers ran samples
+    equal_stores(c, serial)
+
+
+def test_stored_samples_equal_simulate_set(serial, tmp_path):
+    """What the done-when checks on 200 samples, here on two: the CLI's single run with the
+    sample's values as --set gives the stored output exactly."""
+    s = serial.samples
+    for i in (0, 4):
+        out = tmp_path / f"run{i}.csv"
+        assert main(["simulate", "balloon", "--stop", str(STOP), "--quiet", "--out", str(out),
+                     "--set", f"m_P1={float(s.m_P1[i])!r}", "--set", f"theta1_0={float(s.theta1_0[i])!r}"]) == 0
+        csv = np.loadtxt(out, delimiter=",", skiprows=1)
+        assert np.array_equal(csv, serial.trajectory(i).to_numpy())
+
+
+def test_a_killed_worker_loses_nothing(serial, tmp_path):
+    """SIGKILL to a worker process after the second result: its samples run again, the store is
+    complete and equal to the one-process run."""
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as c:
+        pids = list(c.run(os.getpid).values())
+        killed = []
+
+        def kill(rec):
+            if not killed and rec["index"] >= 1:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+        spec = campaign.Sweep("balloon", vary=dict(VARY), samples=N, seed=1, stop=STOP)
+        result = campaign.run(spec, tmp_path / "store", client=c, progress=False, on_stored=kill)
+        assert killed and pids[0] not in c.run(os.getpid).values()      # the nanny started another
+    assert set(result.samples.status) == {"ok"}
+    equal_stores(result, serial)
+
+
+def test_an_invalid_sample_is_recorded_as_failed(tmp_path):
+    spec = campaign.Sweep("balloon", vary={"m_P1": "[2.0, -1.0, 1.5]"}, sampling="grid", stop=0.5)
+    c = campaign.run(spec, tmp_path / "store", workers=0, progress=False)
+    s = c.samples
+    assert list(s.status) == ["ok", "failed", "ok"]
+    assert s.error[1] == "parameter 'm_P1': must be >= 0.0, got -1.0"
+    with pytest.raises(KeyError, match="failed: parameter 'm_P1'"):
+        c.trajectory(1)
+    assert c.trajectory(2).shape == (51, 10)
+
+
+def sweep_cli(*args, **kw):
+    return subprocess.Popen([sys.executable, "-m", "titop_fmu.cli", "sweep", "balloon", "--seed", "1",
+                             "--stop", str(STOP), "--quiet", *(a for k, v in VARY.items() for a in ("--vary", f"{k}={v}")),
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_ctrl_c_then_resume_equals_an_uninterrupted_campaign(tmp_path):
+    """The CLI in its own process group, Ctrl-C (SIGINT to the group, as a terminal sends it)
+    once some samples are stored: exit 130, whole rows only, no process left; --resume runs the
+    rest, each sample once, equal to a campaign run without interruption."""
+    n = 24
+    store = tmp_path / "store"
+    p = sweep_cli("--samples", str(n), "--workers", "2", "--out", str(store), start_new_session=True)
+    samples = store / "samples"
+    deadline = time.time() + 120
+    while p.poll() is None and time.time() < deadline and len(list(samples.glob("*.parquet")) if samples.is_dir()
+                                                              else []) < 3:
+        time.sleep(0.02)
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "--resume runs the rest" in err
+    left = subprocess.run(["ps", "-o", "pid=", "-g", str(p.pid)], capture_output=True, text=True).stdout.split()
+    zombies = subprocess.run(["ps", "-o", "stat=", "-g", str(p.pid)], capture_output=True, text=True).stdout.split()
+    assert all(s.startswith("Z") for s in zombies), left                    # no worker left running
+    stored = store_module.done(store)
+    assert 3 <= len(stored) < n and not list(samples.glob(".*"))             # whole files only
+    before = {i: os.stat(store_module.part(store, i)) for i in stored}
+    r = sweep_cli("--samples", str(n), "--workers", "2", "--out", str(store), "--resume")
+    _, err = r.communicate(timeout=300)
+    assert r.returncode == 0, err
+    full = tmp_path / "full"
+    assert main(["sweep", "balloon", "--seed", "1", "--stop", str(STOP), "--quiet", "--samples", str(n),
+                 "--workers", "0", "--out", str(full)] + [a for k, v in VARY.items() for a in ("--vary", f"{k}={v}")]) == 0
+    import pyarrow.dataset as ds
+    indices = ds.dataset(str(samples)).to_table(columns=["index"]).column("index").to_pylist()
+    assert sorted(indices) == list(range(n))                                 # each sample exactly once
+    after = {i: os.stat(store_module.part(store, i)) for i in stored}
+    assert all((a.st_ino, a.st_mtime_ns) == (b.st_ino, b.st_mtime_ns) for a, b in zip(before.values(),
+                                                                                    after.values()))   # not run again
+    equal_stores(campaign.open(store), campaign.open(full))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_cluster_of_separate_processes(serial, tmp_path):
+    """`dask scheduler` and `dask worker` started as their own processes, the way a cluster is;
+    the CLI runs on them with --scheduler."""
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    procs = [subprocess.Popen(dask + ["--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0",
+                                      "--no-show"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        procs += [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "1",
+                                    "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+                  for _ in range(2)]
+        with Client(address, timeout="60s") as c:
+            c.wait_for_workers(2, timeout=120)
+            pids = set(c.run(os.getpid).values())
+        store = tmp_path / "store"
+        r = sweep_cli("--samples", str(N), "--scheduler", address, "--out", str(store))
+        _, err = r.communicate(timeout=300)
+        assert r.returncode == 0, err
+        result = campaign.open(store)
+        assert {int(w.rpartition(":")[2]) for w in result.samples.worker} == pids      # ran there, on both
+        equal_stores(result, serial)
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def count_extractions():
+    """In a worker: count FMU extractions (``fmpy.extract``) from now on, the cache of the
+    FMUs read emptied."""
+    import fmpy
+
+    from titop_fmu.cosim.fmpy_unit import _read_fmu
+    _read_fmu.cache_clear()
+    if not hasattr(fmpy, "extractions"):
+        original = fmpy.extract
+
+        def extract(*a, **kw):
+            fmpy.extractions += 1
+            return original(*a, **kw)
+        fmpy.extract = extract
+    fmpy.extractions = 0
+
+
+def extractions():
+    import fmpy
+    return fmpy.extractions
+
+
+def test_a_campaign_over_the_fmus(client, tmp_path):
+    """--engine fmu on the workers: the same as the runs in this process, and each worker
+    unzips each FMU once, whatever the number of its runs."""
+    spec = campaign.Sweep("balloon", vary={"m_P2": "uniform(2.5,3.5)"}, samples=4, seed=3, stop=0.5, engine="fmu")
+    client.run(count_extractions)
+    c = campaign.run(spec, tmp_path / "dask", client=client, progress=False)
+    assert set(c.samples.status) == {"ok"}
+    local = campaign.run(spec, tmp_path / "here", workers=0, progress=False)
+    equal_stores(c, local)
+    runs = c.samples.worker.value_counts()
+    assert runs.max() >= 2
+    counts = client.run(extractions)
+    pids = {int(w.rpartition(":")[2]): n for w, n in runs.items()}
+    by_pid = dict(zip(client.run(os.getpid).values(), counts.values()))
+    assert all(by_pid[pid] == 4 for pid in pids)            # the balloon's 4 FMU types, once per worker
+
+
+def test_resume_refuses_another_campaign_and_a_new_one_refuses_a_store(serial, tmp_path):
+    with pytest.raises(campaign.SweepError, match="holds a campaign already"):
+        campaign.run(balloon_spec(), serial.root, workers=0, progress=False)
+    with pytest.raises(campaign.SweepError, match=r"holds another campaign \(seed is 1 there, 2 here\)"):
+        campaign.run(campaign.Sweep("balloon", vary=dict(VARY), samples=N, seed=2, stop=STOP), serial.root,
+                     workers=0, resume=True, progress=False)
+    again = campaign.run(balloon_spec(), serial.root, workers=0, resume=True, progress=False)   # nothing left
+    equal_stores(again, serial)
+
+
+def test_a_campaign_file_is_the_command_line(serial, tmp_path):
+    f = tmp_path / "mc.toml"
+    f.write_text('[sweep]\nsystem = "balloon"\nsamples = 6\nseed = 1\nstop = 1.0\n[sweep.vary]\n'
+                 'm_P1 = "uniform(1.5,2.5)"\ntheta1_0 = "normal(170deg,2deg)"\n')
+    assert main(["sweep", str(f), "--workers", "0", "--quiet", "--out", str(tmp_path / "store")]) == 0
+    c = campaign.open(tmp_path / "store")
+    assert json.loads((c.root / "campaign.json").read_text())["fingerprint"] == serial.fingerprint
+    equal_stores(c, serial)
