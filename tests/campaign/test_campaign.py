@@ -24,7 +24,7 @@ from titop_fmu.campaign import store as store_module  # noqa: E402
 from titop_fmu.cli import main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-VARY = {"m_P1": "uniform(1.5,2.5)", "theta1_0": "normal(170deg,2deg)"}
+VARY = {"theta1_0": "normal(170deg,2deg)", "m_P1": "uniform(1.5,2.5)"}      # not in alphabetical order
 N, STOP = 6, 1.0
 
 
@@ -250,7 +250,7 @@ def test_resume_refuses_another_campaign_and_a_new_one_refuses_a_store(serial, t
 def test_a_campaign_file_is_the_command_line(serial, tmp_path):
     f = tmp_path / "mc.toml"
     f.write_text('[sweep]\nsystem = "balloon"\nsamples = 6\nseed = 1\nstop = 1.0\n[sweep.vary]\n'
-                 'm_P1 = "uniform(1.5,2.5)"\ntheta1_0 = "normal(170deg,2deg)"\n')
+                 'theta1_0 = "normal(170deg,2deg)"\nm_P1 = "uniform(1.5,2.5)"\n')
     assert main(["sweep", str(f), "--workers", "0", "--quiet", "--out", str(tmp_path / "store")]) == 0
     c = campaign.open(tmp_path / "store")
     assert json.loads((c.root / "campaign.json").read_text())["fingerprint"] == serial.fingerprint

@@ -105,7 +105,7 @@ def run(spec: Sweep, out, workers=None, scheduler=None, client=None, resume=Fals
 
 
 def _spec_json(spec: Sweep) -> str:
-    return json.dumps(spec.to_dict(), sort_keys=True)
+    return json.dumps(spec.to_dict())       # in order: the varied values are matched by position
 
 
 def _serial(spec, todo, values, stored):

@@ -117,7 +117,7 @@ class Sweep:
 
     def fingerprint(self) -> str:
         """What identifies the campaign's runs: its settings and the system file's bytes."""
-        h = hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode())
+        h = hashlib.sha256(json.dumps(self.to_dict()).encode())
         if self.system != "balloon":
             h.update(Path(self.system).read_bytes())
         return h.hexdigest()

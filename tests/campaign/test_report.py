@@ -1,0 +1,59 @@
+"""The campaign report: envelopes, summary values, worst samples and rank correlations equal
+to their definitions computed here from the stored trajectories; the files a person reads."""
+
+import numpy as np
+import pytest
+from scipy.stats import rankdata
+
+pytest.importorskip("pyarrow")
+pytest.importorskip("pandas")
+
+from titop_fmu import campaign  # noqa: E402
+from titop_fmu.campaign.report import summarize  # noqa: E402
+from titop_fmu.cli import main  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """12 short balloon runs over an initial angle and a mass, one of them invalid."""
+    root = tmp_path_factory.mktemp("report") / "store"
+    assert main(["sweep", "balloon", "--vary", "theta1_0=uniform(160deg,180deg)", "--vary", "m_P2=[3.0,2.5,-1.0]",
+                 "--sampling", "lhs", "--samples", "12", "--seed", "4", "--stop", "0.2", "--workers", "0", "--quiet",
+                 "--out", str(root)]) == 0
+    return campaign.open(root)
+
+
+def test_summaries_follow_their_definitions(store):
+    sm = summarize(store)
+    ok = store.samples.index[store.samples.status == "ok"]
+    assert list(sm.samples) == list(ok) and 0 < len(ok) < 12
+    Y = np.array([store.trajectory(i).to_numpy()[:, 1:] for i in ok])
+    assert np.array_equal(sm.envelope["min"], Y.min(axis=0).T) and np.array_equal(sm.envelope["max"], Y.max(axis=0).T)
+    assert np.allclose(sm.envelope["p50"], np.median(Y, axis=0).T, rtol=0, atol=1e-15)
+    assert np.array_equal(sm.values["final"], Y[:, -1, :])
+    dev = np.abs(Y - np.median(Y, axis=0)).max(axis=1)
+    assert np.array_equal(sm.values["dev"], dev)
+    j = sm.outputs.index("theta1")
+    assert sm.worst(j, 1)[0] == ok[np.argmax(dev[:, j])]
+    x = store.samples.loc[ok, "theta1_0"].to_numpy()
+    for a, name in enumerate(sm.names):                        # Spearman = Pearson of the ranks
+        v = store.samples.loc[ok, name].to_numpy()
+        for jj in range(len(sm.outputs)):
+            ref = np.corrcoef(rankdata(v), rankdata(sm.values["final"][:, jj]))[0, 1]
+            assert sm.rho["final"][a, jj] == pytest.approx(ref, abs=1e-12)
+    # 0.2 s after release the pendulum angle still orders as its initial value: rho = +1
+    assert sm.rho["final"][sm.names.index("theta1_0"), j] == pytest.approx(1.0, abs=1e-12)
+    assert np.ptp(x) > 0
+
+
+def test_report_files(store, tmp_path):
+    out = tmp_path / "report"
+    assert main(["report", str(store.root), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "## Failed runs" in md and "parameter 'm_P2': must be >= 0.0, got -1.0" in md
+    assert "## Sensitivities" in md and "## Worst samples" in md
+    for png in ("envelopes.png", "sensitivity.png"):
+        assert (out / png).stat().st_size > 10_000
+    import pandas as pd
+    rows = pd.read_csv(out / "summaries.csv", index_col="sample")
+    assert list(rows.index) == list(store.samples.index[store.samples.status == "ok"])
