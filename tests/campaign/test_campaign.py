@@ -255,3 +255,27 @@ def test_a_campaign_file_is_the_command_line(serial, tmp_path):
     c = campaign.open(tmp_path / "store")
     assert json.loads((c.root / "campaign.json").read_text())["fingerprint"] == serial.fingerprint
     equal_stores(c, serial)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--vary", "m_P=uniform(1,2)", "--samples", "3"], "--vary m_P: unknown parameter; did you mean m_P2, m_P1"),
+    (["--vary", "t=uniform(1,2)", "--samples", "3"], "--vary t: a vector or matrix; vary one element, e.g. t[1]"),
+    (["--vary", "m_P1=uniform(2,1)", "--samples", "3"], "--vary m_P1=uniform(2,1): uniform(a, b) needs a < b"),
+    (["--vary", "m_P1=uniform(1,2)"], "how many samples? give --samples N"),
+    (["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--sampling", "grid"],
+     "--sampling grid takes listed values ([..], choice, linspace); m_P1 is uniform(1,2)"),
+    (["--vary", "m_P1=[1,2]", "--samples", "3", "--sampling", "grid"], "--samples 3: the grid has 2 combinations"),
+    (["--samples", "3"], "nothing varies: give --vary NAME=DISTRIBUTION"),
+    (["--vary", "m_P1", "--samples", "3"], "--vary m_P1: expected NAME=DISTRIBUTION"),
+    (["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--scheduler", "tcp://127.0.0.1:9"],
+     "--scheduler tcp://127.0.0.1:9: cannot connect"),
+    (["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--workers", "-1"], "--workers must be between 0 and 64"),
+    (["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--stop", "-1"], "--stop must be > 0, got -1"),
+    (["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--set", "kk=2"], "parameter 'kk': unknown parameter"),
+])
+def test_sweep_errors_are_one_line_and_leave_no_store(tmp_path, capsys, args, message):
+    out = tmp_path / "store"
+    assert main(["sweep", "balloon", "--quiet", "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"titop-fmu: error: {message}") and err.count("\n") == 1, err
+    assert not out.exists()

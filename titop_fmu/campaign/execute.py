@@ -79,27 +79,34 @@ def run(spec: Sweep, out, workers=None, scheduler=None, client=None, resume=Fals
     called after each sample is stored."""
     spec = spec.resolved()
     from ..simulation import Target
-    store = Store(out, spec, Target(spec.system).header, resume=resume)
+    store = Store(out, spec, Target(spec.system).header, resume=resume)    # checked; opened once connected
+    values = spec.design()
+    bar = None
+
+    def start():
+        """The store opened, the samples left to run."""
+        nonlocal bar
+        store.open()
+        done = store.done()
+        bar = _Progress(spec.samples, len(done), progress)
+        return [i for i in range(spec.samples) if i not in done]
+
+    def stored(rec):
+        store.write(rec, values[rec["index"]])
+        bar.update(rec["status"])
+        if on_stored is not None:
+            on_stored(rec)
     try:
-        values = spec.design()
-        todo = [i for i in range(spec.samples) if i not in store.done()]
-        bar = _Progress(spec.samples, spec.samples - len(todo), progress)
-        try:
-            def stored(rec):
-                store.write(rec, values[rec["index"]])
-                bar.update(rec["status"])
-                if on_stored is not None:
-                    on_stored(rec)
-            if workers == 0 and client is None and scheduler is None:
-                _serial(spec, todo, values, stored)
-            else:
-                _distributed(spec, todo, values, stored, workers, scheduler, client)
-        except KeyboardInterrupt:
-            raise Interrupted(f"interrupted: {len(store.done())} of {spec.samples} samples stored in {out}; "
-                              "--resume runs the rest") from None
-        finally:
-            bar.close()
+        if workers == 0 and client is None and scheduler is None:
+            _serial(spec, start, values, stored)
+        else:
+            _distributed(spec, start, values, stored, workers, scheduler, client)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted: {len(store.done())} of {spec.samples} samples stored in {out}; "
+                          "--resume runs the rest") from None
     finally:
+        if bar is not None:
+            bar.close()
         store.close()
     return Campaign(out)
 
@@ -108,14 +115,14 @@ def _spec_json(spec: Sweep) -> str:
     return json.dumps(spec.to_dict())       # in order: the varied values are matched by position
 
 
-def _serial(spec, todo, values, stored):
+def _serial(spec, start, values, stored):
     key, fp = _spec_json(spec), spec.fingerprint()
     p = prepared(key, fp)
-    for i in todo:
+    for i in start():
         stored(p.run(i, values[i].tolist()))
 
 
-def _distributed(spec, todo, values, stored, workers, scheduler, client):
+def _distributed(spec, start, values, stored, workers, scheduler, client):
     from dask.distributed import Client, as_completed
     key, fp = _spec_json(spec), spec.fingerprint()
     cluster = own = None
@@ -133,7 +140,7 @@ def _distributed(spec, todo, values, stored, workers, scheduler, client):
                 own = client
         threads = max(1, sum(client.nthreads().values()))
         window = WINDOW_PER_THREAD * threads
-        pending = iter(todo)
+        pending = iter(start())
         tag = fp[:12]
 
         def submit(i):

@@ -93,6 +93,8 @@ class Sweep:
             if s.samples is not None and s.samples != n:
                 raise SweepError(f"--samples {s.samples}: the grid has {n} combinations")
             s.samples = n
+        if s.samples is None:
+            raise SweepError("how many samples? give --samples N")
         if not isinstance(s.samples, int) or isinstance(s.samples, bool) or not 1 <= s.samples <= MAX_SAMPLES:
             raise SweepError(f"--samples must be a whole number from 1 to {MAX_SAMPLES}, got {s.samples}")
         if not isinstance(s.seed, int) or isinstance(s.seed, bool) or s.seed < 0:
@@ -129,7 +131,7 @@ def _element(settable, name):
     try:
         base, index = resolve(name, settable)
     except ParameterError as e:
-        raise SweepError(f"--vary {e}") from None
+        raise SweepError(f"--vary {e.parameter}: {e.detail}") from None
     value = settable[base]
     return value if index is None else np.asarray(value)[index]
 

@@ -47,7 +47,8 @@ def _atomic_write(path: Path, write):
 
 
 class Store:
-    """A store opened for writing (by one process at a time: a lock)."""
+    """A store to write: checked when made (a new campaign in an empty or new folder, or the
+    same campaign to resume), created or taken by :meth:`open` (one process at a time: a lock)."""
 
     def __init__(self, root, spec: Sweep, header: list, resume=False):
         self.root = Path(root)
@@ -69,6 +70,13 @@ class Store:
                 raise SweepError(f"--resume: {self.root} holds another campaign ({what})")
         elif self.root.exists() and any(self.root.iterdir()):
             raise SweepError(f"--out {self.root}: a folder that is not empty and holds no campaign")
+        self._manifest = mine
+        self._lock = None
+
+    def open(self):
+        """Create the store (or take the one there), hold its lock, clear what a killed
+        process left half-written."""
+        manifest = self.root / MANIFEST
         (self.root / "samples").mkdir(parents=True, exist_ok=True)
         self._lock = builtins.open(self.root / ".lock", "w")
         try:
@@ -77,7 +85,7 @@ class Store:
             self._lock.close()
             raise SweepError(f"--out {self.root}: another sweep is writing this store") from None
         if not manifest.is_file():
-            _atomic_write(manifest, lambda p: p.write_text(json.dumps(mine, indent=1)))
+            _atomic_write(manifest, lambda p: p.write_text(json.dumps(self._manifest, indent=1)))
         for stale in (self.root / "samples").glob(".*.tmp"):       # left by a process killed mid-write
             stale.unlink(missing_ok=True)
 
@@ -101,7 +109,7 @@ class Store:
         _atomic_write(part(self.root, rec["index"]), lambda p: pq.write_table(table, p, compression="zstd"))
 
     def close(self):
-        if not self._lock.closed:
+        if self._lock is not None and not self._lock.closed:
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
 
