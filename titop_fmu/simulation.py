@@ -117,8 +117,8 @@ class Target:
         self.system(overrides)
         return overrides
 
-    def system(self, overrides=None):
-        """The co-simulation system with ``overrides``."""
+    def system(self, overrides=None, check=True):
+        """The co-simulation system with ``overrides`` (``check``: its TITOP units' values checked)."""
         if self.file is None:
             return balloon.system(overrides)
         if not overrides:
@@ -127,7 +127,7 @@ class Target:
         for name in overrides:
             if name not in self.settable:
                 raise ParameterError(name, "not a settable value of this system")
-        return ov.apply(self.file.system, overrides)
+        return ov.apply(self.file.system, overrides, check)
 
     def observed(self, overrides=None):
         """The master's options that make it write :attr:`header` (None: the recorded outputs)."""
@@ -135,7 +135,8 @@ class Target:
 
     def run(self, overrides, args, engine="inprocess", units=None, progress=False, stop_requested=None):
         """One run: ``(t, values, info)`` with the columns :attr:`header` (``t`` first) as
-        ``simulate`` writes them; ``args`` has the resolved options (:func:`resolve_options`),
+        ``simulate`` writes them (``overrides`` as :meth:`checked` returns them: an invalid value
+        may stop the run with an error naming a unit's parameter); ``args`` has the resolved options (:func:`resolve_options`),
         ``args.kernel`` for the in-process engine; ``units`` (the master's unit factory, default
         the TITOP FMUs of ``args.fmu_dir``) for ``engine="fmu"``. ``info``: the trajectory
         (in-process) or the master's result."""
@@ -143,7 +144,7 @@ class Target:
             from .cosim import build
             from .titop import TitopUnits
             units = units or TitopUnits("fmu", getattr(args, "fmu_dir", None))
-            master = build(self.system(overrides), units, master_options(args, **(self.observed(overrides) or {})))
+            master = build(self.system(overrides, check=False), units, master_options(args, **(self.observed(overrides) or {})))
             try:
                 res = master.simulate(args.stop, args.dt, progress=progress, stop_requested=stop_requested)
             except KeyboardInterrupt:
@@ -157,6 +158,6 @@ class Target:
             s = balloon.build(overrides)
             tr = s.simulate(args.stop, args.dt, rtol=args.rtol, atol=args.rtol, progress=progress, kernel=kernel)
             return tr.t, balloon.columns(s, tr.y), tr
-        tr, values = monolithic.run(self.system(overrides), args.stop, args.dt, args.rtol, args.rtol,
+        tr, values = monolithic.run(self.system(overrides, check=False), args.stop, args.dt, args.rtol, args.rtol,
                                     progress=progress, kernel=kernel)
         return tr.t, values, tr

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..errors import ParameterWarning
+from ..errors import ParameterWarning, TitopError
 from ..io import assign
 from .distributions import SweepError
 from .spec import Sweep
@@ -54,8 +54,11 @@ class Prepared:
                 assign(overrides, self.target.settable, name, float(v))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ParameterWarning)
-                overrides = self.target.checked(overrides)
-                t, y, _ = self.target.run(overrides, self.args, self.spec.engine, self.units)
+                try:
+                    t, y, _ = self.target.run(overrides, self.args, self.spec.engine, self.units)
+                except TitopError:
+                    self.target.checked(overrides)      # an invalid value, named as the campaign names it
+                    raise
             return record(index, "ok", time.perf_counter() - start, "", np.column_stack([t, y]))
         except Exception as e:                  # the campaign goes on: the failure is a result
             return record(index, "failed", time.perf_counter() - start, one_line(e), None)

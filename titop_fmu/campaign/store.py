@@ -106,7 +106,8 @@ class Store:
         cols["worker"] = pa.array([rec["worker"]], pa.string())
         cols["table"] = _table_array(rec["table"], len(self.header))
         table = pa.table(cols)
-        _atomic_write(part(self.root, rec["index"]), lambda p: pq.write_table(table, p, compression="zstd"))
+        _atomic_write(part(self.root, rec["index"]), lambda p: pq.write_table(
+            table, p, compression="zstd", use_dictionary=False, write_statistics=False))
 
     def close(self):
         if self._lock is not None and not self._lock.closed:

@@ -86,9 +86,9 @@ def settable(cs: CoSystem) -> dict:
     return out
 
 
-def apply(cs: CoSystem, overrides: dict) -> CoSystem:
-    """A new system: ``cs`` with the ``overrides`` (names of :func:`settable`) set, every
-    TITOP unit built once to check its values (a :class:`~titop_fmu.errors.ParameterError`
+def apply(cs: CoSystem, overrides: dict, check: bool = True) -> CoSystem:
+    """A new system: ``cs`` with the ``overrides`` (names of :func:`settable`) set; ``check``:
+    every TITOP unit built once to check its values (a :class:`~titop_fmu.errors.ParameterError`
     names the unit and parameter)."""
     out = CoSystem()
     params = {}
@@ -107,7 +107,7 @@ def apply(cs: CoSystem, overrides: dict) -> CoSystem:
             inputs[ref] = value
     for name, spec in cs.units.items():
         out.add(name, spec.model, {**spec.parameters, **params.get(name, {})})
-        if isinstance(spec.model, str) and not spec.model.endswith(".fmu"):
+        if check and isinstance(spec.model, str) and not spec.model.endswith(".fmu"):
             build_titop_unit(name, out.units[name])
     out.connections, out.links = list(cs.connections), list(cs.links)
     out.inputs, out.recorded = inputs, list(cs.recorded)
