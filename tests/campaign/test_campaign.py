@@ -235,6 +235,10 @@ def test_a_campaign_over_the_fmus(client, tmp_path):
     pids = {int(w.rpartition(":")[2]): n for w, n in runs.items()}
     by_pid = dict(zip(client.run(os.getpid).values(), counts.values()))
     assert all(by_pid[pid] == 4 for pid in pids)            # the balloon's 4 FMU types, once per worker
+    out = tmp_path / "run.csv"                              # = simulate --engine fmu (its master on 2 processes)
+    assert main(["simulate", "balloon", "--engine", "fmu", "--stop", "0.5", "--quiet", "--out", str(out),
+                 "--set", f"m_P2={float(c.samples.m_P2[1])!r}"]) == 0
+    assert np.array_equal(np.loadtxt(out, delimiter=",", skiprows=1), c.trajectory(1).to_numpy())
 
 
 def test_resume_refuses_another_campaign_and_a_new_one_refuses_a_store(serial, tmp_path):

@@ -156,13 +156,13 @@ def _distributed(spec, start, values, stored, workers, scheduler, client):
             i = futures.pop(fut)
             if fut.status == "finished":
                 rec = fut.result()
-            else:                               # the task raised, or killed worker after worker
+            else:                               # the task raised twice, or killed worker after worker
                 try:
                     fut.result()
-                    err = "lost"
-                except BaseException as e:      # noqa: BLE001 - any failure is this sample's result
+                    err = f"task {fut.status}"
+                except Exception as e:          # any failure is this sample's result
                     err = one_line(e)
-                rec = record(i, "failed", 0.0, err, None)
+                rec = record(i, "failed", 0.0, err, None, worker="")
             fut.release()
             stored(rec)
             nxt = next(pending, None)

@@ -70,10 +70,11 @@ def one_line(e: BaseException) -> str:
         else f"{type(e).__name__}: {text}"
 
 
-def record(index, status, wall, error, table) -> dict:
-    """A sample's result: ``table`` is ``(len(t), 1 + outputs)``, the columns of ``simulate``'s CSV."""
+def record(index, status, wall, error, table, worker=None) -> dict:
+    """A sample's result: ``table`` is ``(len(t), 1 + outputs)``, the columns of ``simulate``'s CSV;
+    ``worker``: where it ran (default: this process, ``host:pid``)."""
     return dict(index=int(index), status=status, wall=float(wall), error=error, table=table,
-                worker=f"{socket.gethostname()}:{os.getpid()}")
+                worker=f"{socket.gethostname()}:{os.getpid()}" if worker is None else worker)
 
 
 @lru_cache(maxsize=4)
