@@ -1,9 +1,9 @@
 """Throughput of campaigns: runs per second in one process against a local Dask cluster.
 
-    python benchmarks/campaign.py [--samples 80] [--workers 2] [--repeats 2] [--chain 16]
+    python benchmarks/campaign.py [--samples 80] [--workers 2] [--repeats 2] [--chain 16] [--chain-stop 2]
 
 Two campaigns, the balloon (20 s) and a chain of ``--chain`` bodies on a floating base
-(``titop_fmu.scenarios.generate``, 5 s), each over two of its parameters, run
+(``titop_fmu.scenarios.generate``, ``--chain-stop`` s), each over two of its parameters, run
 
 * in one process, sample after sample (``campaign.run(workers=0)``: the same runner and
   store, no Dask), and
@@ -16,13 +16,15 @@ the campaign's time per run less the same samples run directly here as ``simulat
 them (system built, integrated, columns made), against the integration's own wall time
 (``Trajectory.wall``): what a campaign adds per run (the values applied, the row stored,
 the progress bar). The load average is printed
-with each round: on a shared machine the cluster's speed-up is what the other processes
-leave it.
+with each round (on a shared machine the cluster's speed-up is what the other processes
+leave it), and the CPU time per run of each process: the worker processes' against the
+one process's, and what the client (with the scheduler and the store) spends per run.
 """
 
 import argparse
 import json
 import os
+import resource
 import tempfile
 import time
 import warnings
@@ -48,11 +50,23 @@ def chain_file(n, folder) -> Path:
     return path
 
 
-def timed(spec, out, **kw):
-    """``(runs per second between the first and the last stored result, campaign)``."""
+def cpu_seconds():
+    """CPU time of this process (user + system) [s]."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(spec, out, client=None, **kw):
+    """``(runs per second between the first and the last stored result, campaign, CPU seconds
+    per run of this process, of the workers)``."""
     stamps = []
-    c = campaign.run(spec, out, progress=False, on_stored=lambda rec: stamps.append(time.perf_counter()), **kw)
-    return (len(stamps) - 1) / (stamps[-1] - stamps[0]), c
+    workers0 = sum(client.run(cpu_seconds).values()) if client is not None else 0.0
+    cpu0 = cpu_seconds()
+    c = campaign.run(spec, out, client=client, progress=False,
+                     on_stored=lambda rec: stamps.append(time.perf_counter()), **kw)
+    cpu = (cpu_seconds() - cpu0) / spec.samples
+    workers = (sum(client.run(cpu_seconds).values()) - workers0) / spec.samples if client is not None else 0.0
+    return (len(stamps) - 1) / (stamps[-1] - stamps[0]), c, cpu, workers
 
 
 def direct_seconds(spec, c) -> tuple:
@@ -81,6 +95,8 @@ def main():
     ap.add_argument("--workers", type=int, default=os.cpu_count())
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--chain", type=int, default=16)
+    ap.add_argument("--chain-stop", type=float, default=2.0)
+    ap.add_argument("--cases", nargs="+", default=["balloon", "chain"], choices=["balloon", "chain"])
     args = ap.parse_args()
     warnings.simplefilter("ignore", ParameterWarning)
     tmp = Path(tempfile.mkdtemp(prefix="campaign-bench-"))
@@ -88,10 +104,11 @@ def main():
         ("balloon, 20 s", campaign.Sweep("balloon", vary={"m_P1": "uniform(1.5,2.5)",
                                                           "theta1_0": "normal(170deg,2deg)"},
                                          samples=args.samples, seed=1, stop=20.0)),
-        (f"chain of {args.chain}, 5 s", campaign.Sweep(str(chain_file(args.chain, tmp)),
-                                                       vary={"b1.mass": "uniform(0.8,1.2)", "b1.q0": "uniform(0.2,0.4)"},
-                                                       samples=args.samples, seed=1, stop=5.0)),
+        (f"chain of {args.chain}, {args.chain_stop:g} s",
+         campaign.Sweep(str(chain_file(args.chain, tmp)), vary={"b1.mass": "uniform(0.8,1.2)", "b1.q0": "uniform(0.2,0.4)"},
+                        samples=args.samples, seed=1, stop=args.chain_stop)),
     ]
+    cases = [c for c, name in zip(cases, ("balloon", "chain")) if name in args.cases]
     t0 = time.perf_counter()
     cluster, client = local_cluster(args.workers)
     print(f"local cluster of {args.workers} worker processes started in {time.perf_counter() - t0:.2f} s")
@@ -104,8 +121,8 @@ def main():
                 campaign.run(warm, tmp / f"warm{k}", workers=0, progress=False)       # imports, kernel
                 campaign.run(warm, tmp / f"warmc{k}", client=client, progress=False)
                 load = os.getloadavg()[0]
-                one, c1 = timed(spec, tmp / f"one{k}", workers=0)
-                many, c2 = timed(spec, tmp / f"many{k}", client=client)
+                one, c1, cpu1, _ = timed(spec, tmp / f"one{k}", workers=0)
+                many, c2, cpu_client, cpu_workers = timed(spec, tmp / f"many{k}", client=client)
                 ids1, t1 = c1.tables()
                 ids2, t2 = c2.tables()
                 assert np.array_equal(t1, t2), "the cluster's results differ from one process's"
@@ -115,7 +132,9 @@ def main():
                       f"one process {one:.2f} runs/s, {args.workers} workers {many:.2f} runs/s "
                       f"({many / one:.2f} times); per run in one process {1e3 * per_run:.1f} ms, run directly "
                       f"{1e3 * whole:.1f} ms of which integration {1e3 * compute:.1f} ms: overhead "
-                      f"{1e3 * (per_run - whole):.1f} ms = {100 * (per_run - whole) / compute:.1f} % of the integration")
+                      f"{1e3 * (per_run - whole):.1f} ms = {100 * (per_run - whole) / compute:.1f} % of the integration; "
+                      f"CPU per run: one process {1e3 * cpu1:.1f} ms, cluster {1e3 * cpu_workers:.1f} ms in the workers "
+                      f"+ {1e3 * cpu_client:.1f} ms here (client, scheduler, store)")
                 k += 1
     finally:
         client.close()

@@ -32,6 +32,11 @@ from .store import Campaign, Store
 
 #: futures in flight per worker thread: enough to keep every worker busy while results travel
 WINDOW_PER_THREAD = 4
+#: the local cluster's background work, which shares the cores with the runs: no statistical
+#: profiler sampling the workers' stacks every 10 ms, event-loop, system and memory monitors at
+#: human rates (``benchmarks/campaign.py`` measures the CPU time per run of each process)
+QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+         "distributed.admin.system-monitor.interval": "2s", "distributed.worker.memory.monitor-interval": "1s"}
 
 
 def local_cluster(workers=None):
@@ -42,13 +47,15 @@ def local_cluster(workers=None):
     command: this process decides, and shuts them down. They start with SIGINT ignored (a
     disposition a new process inherits), and a worker the nanny restarts later ignores it
     from its plugin's set-up on."""
+    import dask
     from dask.distributed import Client, LocalCluster
     n = workers or os.cpu_count() or 1
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     try:
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
+        with dask.config.set(QUIET):
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   silence_logs=logging.ERROR)
     finally:
         if main:
             signal.signal(signal.SIGINT, previous)
@@ -79,7 +86,12 @@ def run(spec: Sweep, out, workers=None, scheduler=None, client=None, resume=Fals
     called after each sample is stored."""
     spec = spec.resolved()
     from ..simulation import Target
-    store = Store(out, spec, Target(spec.system).header, resume=resume)    # checked; opened once connected
+    target = Target(spec.system)
+    store = Store(out, spec, target.header, resume=resume)    # checked; opened once connected
+    if spec.engine == "fmu":            # the FMUs built here, once, not by every local worker at its first run
+        from ..titop import TitopUnits
+        from ..titop.units import default_fmu_dir
+        TitopUnits("fmu", default_fmu_dir()).unit_types(target.system())
     values = spec.design()
     bar = None
 
