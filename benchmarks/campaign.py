@@ -70,23 +70,25 @@ def timed(spec, out, client=None, **kw):
 
 
 def direct_seconds(spec, c) -> tuple:
-    """``(integration, whole run)`` wall time of the samples of ``c`` run directly here, as
-    ``simulate`` runs them (the system built with the values, integrated, its columns made)."""
+    """``(integration, whole run)`` wall time and the whole runs' CPU time of the samples of ``c``
+    run directly here, as ``simulate`` runs them (the system built with the values, integrated,
+    its columns made)."""
     from types import SimpleNamespace
 
     from titop_fmu.io import assign
     target = Target(spec.system)
     args = SimpleNamespace(stop=spec.stop, dt=spec.dt, rtol=spec.rtol, kernel=spec.kernel)
-    compute = whole = 0.0
+    compute = whole = cpu = 0.0
     for _, row in c.samples.iterrows():
         ov = {}
         for name in spec.vary:
             assign(ov, target.settable, name, float(row[name]))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_seconds()
         _, _, tr = target.run(ov, args)
         whole += time.perf_counter() - t0
+        cpu += cpu_seconds() - c0
         compute += tr.wall
-    return compute, whole
+    return compute, whole, cpu
 
 
 def main():
@@ -126,14 +128,15 @@ def main():
                 ids1, t1 = c1.tables()
                 ids2, t2 = c2.tables()
                 assert np.array_equal(t1, t2), "the cluster's results differ from one process's"
-                compute, whole = (x / spec.samples for x in direct_seconds(c1.spec, c1))
+                compute, whole, cpu_direct = (x / spec.samples for x in direct_seconds(c1.spec, c1))
                 per_run = 1.0 / one
                 print(f"[round {rnd + 1}, load {load:.2f} -> {os.getloadavg()[0]:.2f}] {label}, {spec.samples} runs: "
                       f"one process {one:.2f} runs/s, {args.workers} workers {many:.2f} runs/s "
                       f"({many / one:.2f} times); per run in one process {1e3 * per_run:.1f} ms, run directly "
                       f"{1e3 * whole:.1f} ms of which integration {1e3 * compute:.1f} ms: overhead "
                       f"{1e3 * (per_run - whole):.1f} ms = {100 * (per_run - whole) / compute:.1f} % of the integration; "
-                      f"CPU per run: one process {1e3 * cpu1:.1f} ms, cluster {1e3 * cpu_workers:.1f} ms in the workers "
+                      f"CPU per run: run directly {1e3 * cpu_direct:.1f} ms, one process {1e3 * cpu1:.1f} ms (overhead "
+                      f"{1e3 * (cpu1 - cpu_direct):.1f} ms), cluster {1e3 * cpu_workers:.1f} ms in the workers "
                       f"+ {1e3 * cpu_client:.1f} ms here (client, scheduler, store)")
                 k += 1
     finally:

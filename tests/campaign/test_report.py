@@ -19,7 +19,8 @@ def store(tmp_path_factory):
     root = tmp_path_factory.mktemp("report") / "store"
     assert main(["sweep", "balloon", "--vary", "theta1_0=uniform(160deg,180deg)", "--vary", "m_P2=[3.0,2.5,-1.0]",
                  "--sampling", "lhs", "--samples", "12", "--seed", "4", "--stop", "0.2", "--workers", "0", "--quiet",
-                 "--out", str(root)]) == 0
+                 "--out", str(root), "--report", str(root.parent / "report")]) == 0
+    assert "## Sensitivities" in (root.parent / "report" / "report.md").read_text()
     return campaign.open(root)
 
 
