@@ -383,3 +383,10 @@ def gravity6(P_ai, g_i):
     g6 = np.zeros(6)
     g6[0:3] = g_i.dot(P_ai)                                         # P_a/i^T g
     return g6
+
+
+def inertial_position(m):
+    """``[IP]_Ri = P_b/i(Theta) [IP]_Rb``: the position in ``R_i`` of the point of a motion
+    vector ``m`` (18), whose components 13-15 are ``[IP]`` projected in its frame ``R_b`` and
+    16-18 the Euler angles ``Theta`` of ``R_b`` (the paper's pose ``x = [IP; Theta]``)."""
+    return dcm_from_euler(m[15:18]).dot(np.asarray(m[12:15], dtype=float))
