@@ -1,4 +1,4 @@
-"""Command line: ``titop-fmu simulate | build | export | validate``.
+"""Command line: ``titop-fmu simulate | animate | build | export | validate``.
 
 Every option is checked before any work (a one-line error, exit code 2); a
 result file is written whole at the end or not at all; Ctrl-C stops a run
@@ -12,15 +12,16 @@ import math
 import os
 import signal
 import sys
-import tempfile
 import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
+
 from .cosim import Options
 from .errors import ParameterWarning, TitopError
-from .io import parse_set, write_csv
+from .io import parse_set, read_result, write_atomically, write_csv
 from .scenarios import balloon
 
 #: defaults of ``simulate`` options (a system file's [simulation] table replaces those not given)
@@ -76,14 +77,7 @@ def writable_folder(option, path) -> Path:
 
 def write_result(path: Path, t, values, header):
     """The CSV written to a temporary file beside ``path``, then moved in place: never half."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
-    os.close(fd)
-    try:
-        write_csv(tmp, t, values, header)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, lambda tmp: write_csv(tmp, t, values, header))
 
 
 @contextmanager
@@ -179,19 +173,29 @@ def cmd_simulate(args):
         if args.set:
             raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
         sf = (ssp.read if path.suffix == ".ssp" else systemfile.read)(path)
-        if not sf.system.recorded:
+        if not sf.system.recorded and args.out:
             raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
         sim = sf.simulation
     resolve_options(args, sim)
-    out = writable_file("--out", args.out)
-    if args.engine == "fmu" or args.inprocess_units:
+    out = writable_file("--out", args.out) if args.out else None
+    master = args.engine == "fmu" or args.inprocess_units
+    anim = animation(args, balloon.system(overrides) if args.system == "balloon" else sf.system,
+                     "co-simulation master" if master else "in-process monolithic run")
+    if master:
         if args.system == "balloon":
             system = balloon.system(overrides)
             observe = balloon.observed(overrides)
         else:
-            system, observe = sf.system, None
+            system, observe = (anim.recording() if anim else sf.system), None
         res, opt, engine = run_master(args, system, observe)
-        write_result(out, res.t, res.values, ["t"] + res.labels)
+        n = len(res.labels)
+        if observe is None and anim:                # the outputs added for the view come last
+            n -= len(system.recorded) - len(sf.system.recorded)
+            anim.write(res.t, dict(zip(res.labels, res.values.T)))
+        elif anim:
+            anim.write_balloon(res.t, res.values)
+        if out:
+            write_result(out, res.t, res.values[:, :n], ["t"] + res.labels[:n])
         rows = len(res.t)
         if res.warning:                             # printed even with --quiet
             print(f"titop-fmu: {res.warning}", file=sys.stderr)
@@ -205,18 +209,77 @@ def cmd_simulate(args):
             tr = s.simulate(args.stop, args.dt, rtol=args.rtol, atol=args.rtol, progress=not args.quiet,
                             kernel=args.kernel)
             values, header = balloon.columns(s, tr.y), balloon.COLUMNS
+            if anim:
+                anim.write_balloon(tr.t, values)
         else:
             tr, values = monolithic.run(sf.system, args.stop, args.dt, args.rtol, args.rtol, progress=not args.quiet,
                                         kernel=args.kernel)
-            header = ["t"] + list(sf.system.recorded)
-        write_result(out, tr.t, values, header)
+            header = ["t"] + monolithic.labels(sf.system)
+            if anim:
+                anim.write_twin(tr)
+        if out:
+            write_result(out, tr.t, values, header)
         rows = len(tr.t)
         if not args.quiet:
             print(f"in-process monolithic run ({'C kernel' if tr.kernel == 'c' else 'NumPy blocks'}): "
                   f"{args.stop:g} s simulated in {tr.wall:.2f} s wall, {tr.nfev} right-hand-side evaluations",
                   file=sys.stderr)
     if not args.quiet:
-        print(f"wrote {out} ({rows} rows)", file=sys.stderr)
+        for path in (out, anim and anim.path):
+            if path:
+                print(f"wrote {path}" + (f" ({rows} rows)" if path == out else ""), file=sys.stderr)
+
+
+def animation(args, system, engine):
+    """The :class:`~titop_fmu.viewer.Animation` that ``--animate`` asks for (None without it),
+    checked before the run."""
+    if not args.animate:
+        return None
+    from .viewer import Animation
+    name = "balloon" if args.system == "balloon" else Path(args.system).stem
+    return Animation(writable_file("--animate", args.animate), system, args.title or f"{name}: {engine}, "
+                     f"{args.stop:g} s", args.trace)
+
+
+def cmd_animate(args):
+    """``titop-fmu animate SYSTEM [RUN.csv] --out VIEW.html``: the view of a result CSV that has
+    the outputs placing every body, or of an in-process run of the system."""
+    writable_file("--out", args.out)
+    if args.run is None:
+        sim = parser().parse_args(["simulate", args.system])
+        sim.out, sim.animate, sim.trace, sim.title = None, args.out, args.trace, args.title
+        sim.stop, sim.dt, sim.set, sim.quiet = args.stop, args.dt, args.set, args.quiet
+        return cmd_simulate(sim)
+    from .cosim import systemfile
+    from .viewer import Animation
+    if args.stop is not None or args.dt is not None:
+        raise TitopError("--stop and --dt apply to a run: the CSV given is shown as it is")
+    if args.system == "balloon":
+        system = balloon.system(balloon.checked(parse_set(args.set, balloon.DEFAULTS)))
+    elif Path(args.system).suffix == ".ssp":
+        raise TitopError(f"{args.system}: the units of an SSP package are FMU files, which the view cannot "
+                         "draw; animate the system file it was exported from")
+    elif Path(args.system).is_file():
+        if args.set:
+            raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
+        system = systemfile.read(args.system).system
+    else:
+        raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file (TOML or JSON)")
+    anim = Animation(writable_file("--out", args.out), system, args.title or
+                     f"{Path(args.system).stem}: {Path(args.run).name}", args.trace)
+    t, columns = read_result(args.run)
+    if args.system == "balloon":
+        if list(columns) != list(balloon.COLUMNS[1:]):
+            raise TitopError(f"{args.run}: not a run of the balloon (columns {','.join(balloon.COLUMNS)})")
+        anim.write_balloon(t, np.column_stack(list(columns.values())))
+    else:
+        try:
+            anim.write(t, columns)
+        except TitopError as e:
+            raise TitopError(f"{args.run}: {e}; record them in {args.system}, or leave out {args.run} "
+                             "to run the system") from None
+    if not args.quiet:
+        print(f"wrote {anim.path}", file=sys.stderr)
 
 
 def cmd_build(args):
@@ -260,6 +323,13 @@ def cmd_validate(args):
              engines=args.engines, msl=args.msl)
 
 
+def animation_options(p):
+    p.add_argument("--trace", action="append", metavar="UNIT[.POINT]",
+                   help="draw the path of a body point: UNIT.com (the default point), UNIT.p or UNIT.c<i> "
+                        "(repeatable; default: the centre of mass of every body without a child body)")
+    p.add_argument("--title", help="title shown in the view (default: the system, the engine and the horizon)")
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="titop-fmu", description=__doc__.splitlines()[0])
     sub = top.add_subparsers(dest="command", required=True)
@@ -297,6 +367,10 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--inprocess-units", action="store_true",
                    help="the master on the in-process blocks instead of the FMUs (no FMI; implies the master)")
     g.add_argument("--no-stats", dest="stats", action="store_false", help="no statistics summary")
+    g = p.add_argument_group("3-D view (titop-fmu animate)")
+    g.add_argument("--animate", metavar="VIEW.html", help="also write a 3-D view of the run: one HTML file that "
+                                                          "opens offline in a browser (docs/animation.md)")
+    animation_options(g)
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("build", help="build the TITOP FMUs")
@@ -317,6 +391,28 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ssp", help="the SSP 1.0 package to write, NAME.ssp (block FMUs, connections, parameters)")
     p.add_argument("--fmu-dir", default=None, help="folder of the block FMUs for --ssp (default: the cache)")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "animate", help="write a 3-D view of a run: one HTML file that opens offline in a browser",
+        description="Write a 3-D view of a system's motion: bodies, joints and frames, a time slider, "
+                    "play/pause, speed and loop; drag to orbit, wheel to zoom. One HTML file, nothing "
+                    "fetched: it opens offline. With RUN.csv, the CSV is shown as it is: it must hold the "
+                    "outputs that place every body (a base's p.m[13..18] or any body's c<i>.m[13..18], and "
+                    "joint.q[3] of the joints below; the balloon's columns x..theta2), as written by "
+                    "'titop-fmu simulate'. Without RUN.csv, the system is run by the in-process monolithic "
+                    "engine; 'titop-fmu simulate SYSTEM --engine fmu --animate VIEW.html' shows a "
+                    "co-simulation run. The time shown can be set in the address: VIEW.html#t=3.5.")
+    p.add_argument("system", help="'balloon' or a system file (TOML or JSON)")
+    p.add_argument("run", nargs="?", metavar="RUN.csv", help="a result CSV of this system (default: run it)")
+    p.add_argument("--out", default="view.html", help="the HTML file to write (default view.html)")
+    p.add_argument("--stop", type=float, help="stop time of the run [s] (default: the file's, else "
+                                              f"{DEFAULTS['stop']:g})")
+    p.add_argument("--dt", type=float, help="output interval of the run [s] (default: the file's, else "
+                                            f"{DEFAULTS['dt']:g})")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a balloon value (as simulate)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    animation_options(p)
+    p.set_defaults(func=cmd_animate)
 
     p = sub.add_parser("validate", help="compare the balloon runs with every reference; write a report")
     p.add_argument("--out", default="validation-report", help="report folder (default validation-report/)")

@@ -149,6 +149,18 @@ def columns(system: System, y: np.ndarray) -> np.ndarray:
     return out
 
 
+def motion_outputs(cols) -> dict:
+    """The CSV columns ``x..theta2`` (``(n, 9)``, without ``t``) as the outputs of :func:`system`
+    that place every body: the balloon's pose at its point ``P = B``, ``balloon.p.m[13..18]``
+    (``[IB]_Rb = P_b/i^T [IB]_Ri`` and ``Theta``), and ``joint.q[3]`` of the three joints."""
+    cols = np.atleast_2d(np.asarray(cols, dtype=float))
+    IB = np.array([dcm_from_euler(Theta).T.dot(r) for r, Theta in zip(cols[:, 0:3], cols[:, 3:6])])
+    out = {f"balloon.p.m[{13 + k}]": IB[:, k] for k in range(3)}
+    out.update({f"balloon.p.m[{16 + k}]": cols[:, 3 + k] for k in range(3)})
+    out.update({f"{unit}.joint.q[3]": cols[:, 6 + k] for k, unit in enumerate(("slider", "pendulum1", "pendulum2"))})
+    return out
+
+
 def observer(overrides=None):
     """``f(recorded outputs) -> (3, 9)``: the CSV columns and their first and second time
     derivatives (for the dense output), from ``balloon.c1.m`` and the joints' ``joint.q``."""

@@ -1,0 +1,108 @@
+"""``titop-fmu simulate ... --animate`` on both engines, built-in balloon and system files;
+``titop-fmu animate`` from a CSV or by running the system; the CSV left as it is."""
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from browser import scene_of
+from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per session)
+from test_poses import decoded
+from titop_fmu.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+TWO_BRANCH = ROOT / "examples" / "two_branch.toml"
+
+
+def read(path):
+    with open(path) as f:
+        rows = list(csv.reader(f))
+    return rows[0], np.array(rows[1:], dtype=float)
+
+
+def frames_of(path) -> dict:
+    data = scene_of(path)
+    return {b["name"]: decoded(b, data) for b in data["bodies"]}
+
+
+def worst(a: dict, b: dict) -> float:
+    """Largest difference of position between two views' bodies (same sample times)."""
+    assert a.keys() == b.keys()
+    out = 0.0
+    for name in a:
+        assert np.allclose(a[name][0], b[name][0], atol=1e-6)
+        out = max(out, float(np.max(np.abs(a[name][1] - b[name][1]))))
+    return out
+
+
+@pytest.mark.parametrize("system", ["balloon", str(TWO_BRANCH)])
+def test_both_engines_animate_the_same_motion_and_leave_the_csv_as_it_was(system, tmp_path, fmu_dir):  # noqa: F811
+    common = ["--stop", "0.6", "--quiet"]
+    fmu = ["--engine", "fmu", "--workers", "0", "--fmu-dir", str(fmu_dir)]
+    assert main(["simulate", system, *common, "--out", str(tmp_path / "in.csv"),
+                 "--animate", str(tmp_path / "in.html")]) == 0
+    assert main(["simulate", system, *common, *fmu, "--out", str(tmp_path / "fmu.csv"),
+                 "--animate", str(tmp_path / "fmu.html")]) == 0
+    assert main(["simulate", system, *common, *fmu, "--out", str(tmp_path / "plain.csv")]) == 0
+    h1, d1 = read(tmp_path / "fmu.csv")
+    h0, d0 = read(tmp_path / "plain.csv")
+    assert h1 == h0 and np.array_equal(d1, d0)               # the outputs added for the view are not written
+    a, b = frames_of(tmp_path / "in.html"), frames_of(tmp_path / "fmu.html")
+    assert len(next(iter(a.values()))[0]) == 31              # 0.6 s at 50 samples per second
+    assert worst(a, b) <= 2 * scene_of(tmp_path / "in.html")["p_quantum"]
+    assert max(np.ptp(p[:, 1]) for _, p, _ in a.values()) > 0.05          # something moves
+
+
+def test_animate_shows_a_csv_or_runs_the_system(tmp_path, capsys):
+    run = tmp_path / "run.csv"
+    assert main(["simulate", str(TWO_BRANCH), "--stop", "1", "--out", str(run), "--quiet"]) == 0
+    # the file records hub.c1.m[13..18] and every joint: enough to place every body
+    assert main(["animate", str(TWO_BRANCH), str(run), "--out", str(tmp_path / "from_csv.html")]) == 0
+    assert "wrote" in capsys.readouterr().err
+    assert main(["animate", str(TWO_BRANCH), "--stop", "1", "--out", str(tmp_path / "ran.html"), "--quiet"]) == 0
+    assert worst(frames_of(tmp_path / "from_csv.html"), frames_of(tmp_path / "ran.html")) \
+        <= scene_of(tmp_path / "ran.html")["p_quantum"]
+    balloon_csv = tmp_path / "balloon.csv"
+    assert main(["simulate", "balloon", "--stop", "1", "--out", str(balloon_csv), "--quiet"]) == 0
+    assert main(["animate", "balloon", str(balloon_csv), "--out", str(tmp_path / "b.html"), "--quiet"]) == 0
+    assert main(["animate", "balloon", "--stop", "1", "--out", str(tmp_path / "b2.html"), "--quiet"]) == 0
+    assert worst(frames_of(tmp_path / "b.html"), frames_of(tmp_path / "b2.html")) <= 1e-12
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["animate", "balloon", "RUN", "--out", "v.html"], "RUN: cannot read a result CSV"),
+    (["animate", "balloon", "two.csv", "--out", "v.html"], "two.csv: not a run of the balloon"),
+    (["animate", "nothing.toml", "--out", "v.html"], "unknown system 'nothing.toml'"),
+    (["animate", "balloon", "--out", "no/such/v.html"], "--out no/such/v.html: no folder no/such"),
+    (["animate", "balloon", "two.csv", "--stop", "3"], "--stop and --dt apply to a run"),
+    (["simulate", "balloon", "--animate", "no/such/v.html"], "--animate no/such/v.html: no folder"),
+    (["simulate", "two.toml", "--animate", "v.html", "--trace", "hub.c3"], "hub has no point 'c3'"),
+    (["animate", "pkg.ssp", "two.csv"], "pkg.ssp: the units of an SSP package are FMU files"),
+])
+def test_animate_errors_are_one_line_before_any_work(argv, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "two.toml").write_text(TWO_BRANCH.read_text().replace('modelica = "', '# '))
+    (tmp_path / "two.csv").write_text("t,arm.joint.q[3]\n0,0\n")
+    monkeypatch.setattr("titop_fmu.system.System.simulate", lambda *a, **k: pytest.fail("a run started"))
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("titop-fmu: error:") and "\n" not in err and message in err, err
+    assert not list(tmp_path.glob("*.html"))
+
+
+def test_the_in_process_csv_names_a_whole_port_s_columns_as_the_master_does(tmp_path):
+    """A ``record`` entry naming a whole port (``hub.c1.m``) is 18 columns with 18 names (it was
+    one name over 18 columns: a CSV that no reader, ``animate`` included, could take back)."""
+    text = TWO_BRANCH.read_text().replace('modelica = "', '# ')
+    text = text.replace('record = [', 'record = ["hub.c1.m", ', 1)
+    path = tmp_path / "two.toml"
+    path.write_text(text)
+    assert main(["simulate", str(path), "--stop", "0.2", "--out", str(tmp_path / "in.csv"), "--quiet"]) == 0
+    assert main(["simulate", str(path), "--stop", "0.2", "--inprocess-units", "--workers", "0",
+                 "--out", str(tmp_path / "master.csv"), "--quiet", "--no-stats"]) == 0
+    header, data = read(tmp_path / "in.csv")
+    assert header == read(tmp_path / "master.csv")[0] and len(header) == data.shape[1] == 1 + 18 + 10
+    assert header[1:3] == ["hub.c1.m[1]", "hub.c1.m[2]"]
+    assert main(["animate", str(path), str(tmp_path / "in.csv"), "--out", str(tmp_path / "v.html"), "--quiet"]) == 0
