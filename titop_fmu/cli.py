@@ -1,4 +1,4 @@
-"""Command line: ``titop-fmu simulate | animate | build | export | validate``.
+"""Command line: ``titop-fmu simulate | animate | plot | build | export | validate``.
 
 Every option is checked before any work (a one-line error, exit code 2); a
 result file is written whole at the end or not at all; Ctrl-C stops a run
@@ -282,6 +282,25 @@ def cmd_animate(args):
         print(f"wrote {anim.path}", file=sys.stderr)
 
 
+def cmd_plot(args):
+    """``titop-fmu plot RUN.csv --out FIG.png``: chosen columns of a result CSV as a figure."""
+    from .cosim import systemfile
+    from .plot import check_format, plot
+    out = args.out or str(Path(args.run).with_suffix(".png"))
+    check_format("--out", out)
+    out = writable_file("--out", out)
+    system = None
+    if args.system == "balloon":
+        system = balloon.system()
+    elif args.system is not None:
+        if not Path(args.system).is_file():
+            raise TitopError(f"--system {args.system}: not 'balloon' and no such system file")
+        system = systemfile.read(args.system).system
+    t, columns = read_result(args.run)
+    plot(t, columns, out, args.columns, args.by_unit, system, args.title)
+    print(f"wrote {out}", file=sys.stderr)
+
+
 def cmd_build(args):
     if args.standalone:
         from .fmu.standalone import build_all
@@ -413,6 +432,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     animation_options(p)
     p.set_defaults(func=cmd_animate)
+
+    p = sub.add_parser("plot", help="draw chosen columns of a result CSV (PNG, PDF or SVG), for reports",
+                       description="Draw columns of a result CSV of titop-fmu against time: one subplot per "
+                                   "column, or one per unit with --by-unit; SI units in the labels where "
+                                   "known. Needs matplotlib (the report extra).")
+    p.add_argument("run", metavar="RUN.csv", help="a result CSV (titop-fmu simulate)")
+    p.add_argument("--out", help="the figure, .png, .pdf or .svg (default: RUN.png)")
+    p.add_argument("--columns", nargs="+", metavar="NAME",
+                   help="columns to draw, by name or pattern ('arm.joint.q[*]', 'theta*'; default: all)")
+    p.add_argument("--by-unit", action="store_true", help="one subplot per unit, the columns sharing it together")
+    p.add_argument("--system", help="'balloon' or the system file of the run: the units of every output "
+                                    "(a joint's q in rad or m)")
+    p.add_argument("--title", help="title of the figure")
+    p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser("validate", help="compare the balloon runs with every reference; write a report")
     p.add_argument("--out", default="validation-report", help="report folder (default validation-report/)")

@@ -32,8 +32,7 @@ from .spatial import relative_rotation_vector
 
 OUTPUTS = balloon.COLUMNS[1:]
 ANGLES = {"phi", "theta", "psi", "theta1", "theta2"}
-UNITS = {"x": "m", "y": "m", "z": "m", "phi": "rad", "theta": "rad", "psi": "rad", "p": "m",
-         "theta1": "rad", "theta2": "rad"}
+UNITS = balloon.UNITS
 WINDOWS = (5.0, 10.0, 20.0)
 
 

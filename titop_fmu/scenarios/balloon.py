@@ -55,6 +55,9 @@ DEFAULTS = {
 }
 
 COLUMNS = ("t", "x", "y", "z", "phi", "theta", "psi", "p", "theta1", "theta2")
+#: the SI unit of each column
+UNITS = {"t": "s", "x": "m", "y": "m", "z": "m", "phi": "rad", "theta": "rad", "psi": "rad", "p": "m",
+         "theta1": "rad", "theta2": "rad"}
 #: the columns (without ``t``) that are attitude angles (phi, theta, psi)
 ANGLES = np.array([False, False, False, True, True, True, False, False, False])
 
