@@ -11,6 +11,8 @@ from browser import scene_of
 from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per session)
 from test_poses import decoded
 from titop_fmu.cli import main
+from titop_fmu.cosim import systemfile
+from titop_fmu.viewer import Animation
 
 ROOT = Path(__file__).resolve().parents[2]
 TWO_BRANCH = ROOT / "examples" / "two_branch.toml"
@@ -37,7 +39,7 @@ def worst(a: dict, b: dict) -> float:
     return out
 
 
-@pytest.mark.parametrize("system", ["balloon", str(TWO_BRANCH)])
+@pytest.mark.parametrize("system", ["balloon", str(ROOT / "examples" / "balloon.toml")])
 def test_both_engines_animate_the_same_motion_and_leave_the_csv_as_it_was(system, tmp_path, fmu_dir):  # noqa: F811
     common = ["--stop", "0.6", "--quiet"]
     fmu = ["--engine", "fmu", "--workers", "0", "--fmu-dir", str(fmu_dir)]
@@ -49,6 +51,8 @@ def test_both_engines_animate_the_same_motion_and_leave_the_csv_as_it_was(system
     h1, d1 = read(tmp_path / "fmu.csv")
     h0, d0 = read(tmp_path / "plain.csv")
     assert h1 == h0 and np.array_equal(d1, d0)               # the outputs added for the view are not written
+    if system != "balloon":                                  # the file lacks the balloon's position: added
+        assert Animation("v.html", systemfile.read(system).system, "").extra()
     a, b = frames_of(tmp_path / "in.html"), frames_of(tmp_path / "fmu.html")
     assert len(next(iter(a.values()))[0]) == 31              # 0.6 s at 50 samples per second
     assert worst(a, b) <= 2 * scene_of(tmp_path / "in.html")["p_quantum"]
@@ -106,3 +110,16 @@ def test_the_in_process_csv_names_a_whole_port_s_columns_as_the_master_does(tmp_
     assert header == read(tmp_path / "master.csv")[0] and len(header) == data.shape[1] == 1 + 18 + 10
     assert header[1:3] == ["hub.c1.m[1]", "hub.c1.m[2]"]
     assert main(["animate", str(path), str(tmp_path / "in.csv"), "--out", str(tmp_path / "v.html"), "--quiet"]) == 0
+
+
+def test_results_are_written_with_the_usual_permissions(tmp_path):
+    """As a file opened for writing would be (the temporary file they are moved from is 0600)."""
+    import os
+    umask = os.umask(0o022)
+    try:
+        assert main(["simulate", "balloon", "--stop", "0.1", "--out", str(tmp_path / "r.csv"), "--quiet",
+                     "--animate", str(tmp_path / "v.html")]) == 0
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "r.csv").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "v.html").stat().st_mode & 0o777 == 0o644

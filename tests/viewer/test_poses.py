@@ -109,6 +109,19 @@ def test_the_written_view_holds_the_frames_to_its_quantum(balloon_run, tmp_path)
     assert out.stat().st_size < 150_000
 
 
+def test_attitudes_are_written_without_sign_jumps(tmp_path):
+    """Quaternions of consecutive samples on the same side (the viewer interpolates between
+    them): the spacecraft's link3 turns several times."""
+    cs = systemfile.read(EXAMPLES / "spacecraft.toml").system
+    anim = Animation(tmp_path / "v.html", cs, "spacecraft")
+    anim.write_twin(monolithic.run(cs, 10.0, 0.01)[0])
+    data = scene_of(tmp_path / "v.html")
+    link3 = next(b for b in data["bodies"] if b["name"] == "link3")
+    q = np.cumsum(np.array(link3["q"], dtype=float), axis=1).T * data["q_quantum"]
+    assert np.min(np.sum(q[1:] * q[:-1], axis=1)) > 0.9
+    assert np.min(q[:, 0]) < -0.5                               # w changed sign: turned past pi
+
+
 def test_a_pendulum_on_a_turned_support_by_hand(tmp_path):
     path = tmp_path / "pendulum.toml"
     path.write_text(PENDULUM)
