@@ -388,6 +388,13 @@
   resize();
   fromHash();
   render(); dirty = false;
+  const bench = parseInt(new URLSearchParams(location.hash.slice(1)).get("bench"), 10);
+  if (bench > 0) {                          // #bench=N: N frames drawn across the run, the mean time kept
+    const start = performance.now(), shown = t;   // (reading a pixel makes the canvas rasterize each one)
+    for (let i = 0; i < bench; i++) { t = T0 + (T1 - T0) * i / bench; render(); ctx.getImageData(0, 0, 1, 1); }
+    document.documentElement.dataset.renderMs = String((performance.now() - start) / bench);
+    t = shown; render();
+  }
   document.documentElement.dataset.ready = "1";
   requestAnimationFrame(frame);
 })();
