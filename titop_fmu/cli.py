@@ -235,6 +235,8 @@ def animation(args, system, engine):
     checked before the run."""
     if not args.animate:
         return None
+    if args.out and Path(args.animate).resolve() == Path(args.out).resolve():
+        raise TitopError(f"--animate {args.animate}: the same file as --out")
     from .viewer import Animation
     name = "balloon" if args.system == "balloon" else Path(args.system).stem
     return Animation(writable_file("--animate", args.animate), system, args.title or f"{name}: {engine}, "

@@ -84,6 +84,7 @@ def test_animate_shows_a_csv_or_runs_the_system(tmp_path, capsys):
     (["simulate", "balloon", "--animate", "no/such/v.html"], "--animate no/such/v.html: no folder"),
     (["simulate", "two.toml", "--animate", "v.html", "--trace", "hub.c3"], "hub has no point 'c3'"),
     (["animate", "pkg.ssp", "two.csv"], "pkg.ssp: the units of an SSP package are FMU files"),
+    (["simulate", "balloon", "--out", "v.html", "--animate", "./v.html"], "--animate ./v.html: the same file as --out"),
 ])
 def test_animate_errors_are_one_line_before_any_work(argv, message, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)

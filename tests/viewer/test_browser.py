@@ -160,3 +160,14 @@ def test_every_kind_of_body_draws_without_a_message(system, fragment, tmp_path):
     img, console = screenshot(out, fragment, tmp_path / "shot.png")
     no_messages(console)
     assert np.mean(np.any(img < 200, axis=2)) > 0.01          # something is drawn
+
+
+def test_a_run_of_one_sample_shows_its_configuration(tmp_path):
+    """One row (the initial state): no time to play, a still view."""
+    run = tmp_path / "one.csv"
+    run.write_text("t,x,y,z,phi,theta,psi,p,theta1,theta2\n0,0,0,0,0,0,0,0,2.96,-2.96\n")
+    out = tmp_path / "one.html"
+    assert main(["animate", "balloon", str(run), "--out", str(out), "--quiet"]) == 0
+    page, console = dom(out)
+    no_messages(console)
+    assert loaded(page) and 'data-t="0"' in page

@@ -19,6 +19,8 @@ from .poses import Model
 FPS, MAX_FRAMES = 60, 3000
 #: quanta of the written positions (times the system's size) and quaternions
 POSITION_QUANTUM, QUATERNION_QUANTUM, TIME_QUANTUM = 1e-4, 1e-4, 1e-6
+#: most traces drawn when none are asked
+DEFAULT_TRACES = 8
 #: body colours (one per body, in order)
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
            "#bcbd22", "#7f7f7f")
@@ -66,10 +68,10 @@ def _world(placed, points):
 def parse_traces(m: Model, specs) -> list:
     """``[(body, point name, [PX]_Ra)]`` of the traces asked as ``unit``, ``unit.com``,
     ``unit.p`` or ``unit.c<i>``; by default the centre of mass of every body without a child
-    body (the tips)."""
+    body (the tips), the first :data:`DEFAULT_TRACES` of them."""
     if not specs:
         parents = {b.parent[0] for b in m.bodies.values() if b.parent}
-        specs = [n for n in m.bodies if n not in parents]
+        specs = [n for n in m.bodies if n not in parents][:DEFAULT_TRACES]
     out = []
     for spec in specs:
         name, _, point = spec.partition(".")
