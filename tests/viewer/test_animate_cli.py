@@ -1,7 +1,6 @@
 """``titop-fmu simulate ... --animate`` on both engines, built-in balloon and system files;
 ``titop-fmu animate`` from a CSV or by running the system; the CSV left as it is."""
 
-import csv
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per
 from test_poses import decoded
 from titop_fmu.cli import main
 from titop_fmu.cosim import systemfile
+from titop_fmu.io import read_result
 from titop_fmu.viewer import Animation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,9 +19,9 @@ TWO_BRANCH = ROOT / "examples" / "two_branch.toml"
 
 
 def read(path):
-    with open(path) as f:
-        rows = list(csv.reader(f))
-    return rows[0], np.array(rows[1:], dtype=float)
+    """``(header, values)`` of a result CSV."""
+    t, columns = read_result(path)
+    return ["t", *columns], np.column_stack([t, *columns.values()])
 
 
 def frames_of(path) -> dict:
@@ -98,10 +98,10 @@ def test_animate_errors_are_one_line_before_any_work(argv, message, tmp_path, ca
 
 
 def test_the_in_process_csv_names_a_whole_port_s_columns_as_the_master_does(tmp_path):
-    """A ``record`` entry naming a whole port (``hub.c1.m``) is 18 columns with 18 names (it was
+    """A ``record`` entry naming a whole port (``hub.c2.m``) is 18 columns with 18 names (it was
     one name over 18 columns: a CSV that no reader, ``animate`` included, could take back)."""
     text = TWO_BRANCH.read_text().replace('modelica = "', '# ')
-    text = text.replace('record = [', 'record = ["hub.c1.m", ', 1)
+    text = text.replace('record = [', 'record = ["hub.c2.m", ', 1)
     path = tmp_path / "two.toml"
     path.write_text(text)
     assert main(["simulate", str(path), "--stop", "0.2", "--out", str(tmp_path / "in.csv"), "--quiet"]) == 0
@@ -109,7 +109,7 @@ def test_the_in_process_csv_names_a_whole_port_s_columns_as_the_master_does(tmp_
                  "--out", str(tmp_path / "master.csv"), "--quiet", "--no-stats"]) == 0
     header, data = read(tmp_path / "in.csv")
     assert header == read(tmp_path / "master.csv")[0] and len(header) == data.shape[1] == 1 + 18 + 10
-    assert header[1:3] == ["hub.c1.m[1]", "hub.c1.m[2]"]
+    assert header[1:3] == ["hub.c2.m[1]", "hub.c2.m[2]"]
     assert main(["animate", str(path), str(tmp_path / "in.csv"), "--out", str(tmp_path / "v.html"), "--quiet"]) == 0
 
 
