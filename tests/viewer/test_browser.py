@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from browser import dom, scene_of, screenshot
-from test_poses import decoded
+from test_poses import decoded, undrawable_view
 from titop_fmu.cli import main
 from titop_fmu.scenarios import balloon
 from titop_fmu.viewer import Animation
@@ -171,3 +171,9 @@ def test_a_run_of_one_sample_shows_its_configuration(tmp_path):
     page, console = dom(out)
     no_messages(console)
     assert loaded(page) and 'data-t="0"' in page
+
+
+def test_the_units_not_drawn_are_named_on_the_page(tmp_path):
+    page, console = dom(undrawable_view(tmp_path / "v.html"))
+    no_messages(console)
+    assert loaded(page) and "<div>ext: not drawn: not a TITOP block" in page and "<div>arm: not drawn" in page

@@ -11,7 +11,7 @@ import pytest
 
 from browser import scene_of
 from titop_fmu.cli import main
-from titop_fmu.cosim import systemfile
+from titop_fmu.cosim import CoSystem, systemfile
 from titop_fmu.errors import TitopError
 from titop_fmu.io import read_result
 from titop_fmu.scenarios import balloon
@@ -223,3 +223,21 @@ def test_a_run_without_csv_is_refused_to_read(tmp_path):
     bad.write_text("x,y\n1,2\n")
     with pytest.raises(TitopError, match="not a result CSV"):
         read_result(bad)
+
+
+def undrawable_view(path):
+    """A view of a system with a unit that is an FMU file and a body linked below it."""
+    cs = CoSystem()
+    cs.add("base", "floating_base_c1", mass=2.0, inertia=np.eye(3))
+    cs.add("ext", "other.fmu")
+    cs.add("arm", "revolute_c0", com=[0.0, -1.0, 0.0])
+    cs.link("ext.c1", "arm.p")
+    Animation(path, cs, "x").write([0.0, 0.1], {f"base.p.m[{k}]": [0.0, 0.1] for k in range(13, 19)})
+    return path
+
+
+def test_units_the_view_cannot_draw_are_named_in_it(tmp_path):
+    data = scene_of(undrawable_view(tmp_path / "v.html"))
+    assert [b["name"] for b in data["bodies"]] == ["base"]
+    assert data["notes"] == ["ext: not drawn: not a TITOP block (an FMU file or a function)",
+                             "arm: not drawn: its parent is not a TITOP body and it has no motion output"]

@@ -53,7 +53,8 @@ class Animation:
         rows = scene.frames(t)
         cols = {k: np.asarray(v, dtype=float)[rows] for k, v in columns.items()}
         placed = poses.poses(self.model, cols, len(rows))
-        page = html.render(scene.scene(self.model, t[rows], placed, self.title, self.traces))
+        notes = [f"{unit}: {why}" for unit, why in poses.unplaced(self.model).items()]
+        page = html.render(scene.scene(self.model, t[rows], placed, self.title, self.traces, notes))
         write_atomically(self.path, lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
 
     def write_balloon(self, t, values):

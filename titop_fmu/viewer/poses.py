@@ -93,7 +93,7 @@ def model(cs: CoSystem) -> Model:
     blocks, skipped = {}, {}
     for name, spec in cs.units.items():
         if not isinstance(spec.model, str) or is_fmu_path(spec.model):
-            skipped[name] = "not a TITOP block (an FMU file or a function): not drawn"
+            skipped[name] = "not drawn: not a TITOP block (an FMU file or a function)"
             continue
         try:
             kind, _ = catalog.parse_identifier(spec.model)
@@ -183,8 +183,13 @@ def rules(m: Model, available) -> tuple:
             out[name] = ("own", port)
             need(pose_labels(name, port))
         else:
-            out[name] = ("none", "its parent is not a TITOP body and it has no motion output")
+            out[name] = ("none", "not drawn: its parent is not a TITOP body and it has no motion output")
     return out, missing
+
+
+def unplaced(m: Model) -> dict:
+    """``{unit: why}`` of the units that the view cannot draw."""
+    return {**m.skipped, **{n: r[1] for n, r in rules(m, ())[0].items() if r[0] == "none"}}
 
 
 def needed(m: Model, available=()) -> list:

@@ -105,9 +105,10 @@ def _round(x, digits=4):
     return [float(f"{v:.{digits}g}") for v in np.ravel(x)]
 
 
-def scene(m: Model, t, placed: dict, title: str, traces=()) -> dict:
+def scene(m: Model, t, placed: dict, title: str, traces=(), notes=()) -> dict:
     """The JSON content of the view (:mod:`.html`): ``t`` the sampled times, ``placed`` the
-    bodies' frames ``{body: (P_a/i (n, 3, 3), [IP]_Ri (n, 3))}`` at them (:func:`.poses.poses`)."""
+    bodies' frames ``{body: (P_a/i (n, 3, 3), [IP]_Ri (n, 3))}`` at them (:func:`.poses.poses`);
+    ``notes``, lines the view shows under its title."""
     if not placed:
         raise TitopError("nothing to draw: the system has no TITOP body that can be placed")
     t = np.asarray(t, dtype=float)
@@ -149,7 +150,7 @@ def scene(m: Model, t, placed: dict, title: str, traces=()) -> dict:
                 for c in m.closures if c.left and c.right and c.left[0] in index and c.right[0] in index]
     travel = float(np.linalg.norm(hi - lo))
     return dict(
-        title=title, t=_deltas(t, TIME_QUANTUM), t_quantum=TIME_QUANTUM, p_quantum=quantum,
+        title=title, notes=list(notes), t=_deltas(t, TIME_QUANTUM), t_quantum=TIME_QUANTUM, p_quantum=quantum,
         q_quantum=QUATERNION_QUANTUM, size=_round(size)[0], bounds=[_round(lo), _round(hi)],
         ground=_round(lo[1] - 0.1 * size)[0], follow=bool(travel > 4 * size + 1e-12),
         bodies=bodies, closures=closures,

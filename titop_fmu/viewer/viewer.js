@@ -320,6 +320,7 @@
 
   // ---- controls -------------------------------------------------------------------------------
   $("title").textContent = S.title;
+  S.notes.forEach((n) => { const d = document.createElement("div"); d.textContent = n; $("help").appendChild(d); });
   const slider = $("time");
   slider.min = T0; slider.max = T1;
   slider.addEventListener("input", () => setTime(parseFloat(slider.value)));
