@@ -347,7 +347,7 @@ def cmd_validate(args):
 def animation_options(p):
     p.add_argument("--trace", action="append", metavar="UNIT[.POINT]",
                    help="draw the path of a body point: UNIT.com (the default point), UNIT.p or UNIT.c<i> "
-                        "(repeatable; default: the centre of mass of every body without a child body)")
+                        "(repeatable; default: the centre of mass of every body without a child body, eight at most)")
     p.add_argument("--title", help="title shown in the view (default: the system, the engine and the horizon)")
 
 
