@@ -28,7 +28,7 @@ from ..cosim import CoSystem
 from ..cosim.engine import is_fmu_path
 from ..errors import ConnectionError_, TitopError
 from ..fmu import catalog
-from ..spatial import axis_rotation, dcm_from_euler
+from ..spatial import axis_rotation, dcm_from_euler, inertial_position
 
 BASES = ("floating_base", "imposed_motion_base")
 #: the pose components of a motion vector: ``[IP]`` (13-15) and ``Theta`` (16-18)
@@ -207,10 +207,11 @@ def poses(m: Model, columns: dict, n: int | None = None) -> dict:
     out = {}
     for name, b in m.bodies.items():
         how, port = r[name]
-        if how == "own":
-            M = np.column_stack([columns[x] for x in pose_labels(name, port)])      # (n, 6)
-            R = np.array([dcm_from_euler(theta) for theta in M[:, 3:6]])
-            out[name] = (R, np.einsum("kij,kj->ki", R, M[:, 0:3] - b.point(port)))
+        if how == "own":                                  # [IP]_Ri = [IC]_Ri - P_a/i [PC]_Ra
+            M = np.zeros((n, 18))
+            M[:, 12:18] = np.column_stack([columns[x] for x in pose_labels(name, port)])
+            R = np.array([dcm_from_euler(m[15:18]) for m in M])
+            out[name] = (R, np.array([inertial_position(m) for m in M]) - np.einsum("kij,j->ki", R, b.point(port)))
         elif how == "joint":
             q = np.asarray(columns[_joint_label(name)], dtype=float) if b.joint in ("revolute", "prismatic") \
                 else np.zeros(n)
