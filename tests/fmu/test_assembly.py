@@ -17,7 +17,7 @@ import pytest
 from balloon_runs import effective_parameters, run_balloon
 import hosts
 from c_host import harness, host_env, run  # noqa: F401
-from hosts import controller_fmu, libcosim_run
+from hosts import controller_fmu, libcosim_run, recorded_names
 from fmu_fixtures import Host, fmu_dir, fmu_paths, run_without_scipy, trial_steps, unzipped  # noqa: F401
 from titop_fmu.cli import main
 from titop_fmu.cosim import CoSystem, simulate, systemfile
@@ -51,15 +51,12 @@ def host(balloon_fmu):
     h.free()
 
 
-def recorded_names(cs):
-    """The FMU outputs of the recorded ports of ``cs``, in order."""
-    iface = assembly_interface(systemfile.to_dict(cs), "x")
-    return [n for n in iface.output_names if any(n == r or n.startswith(r + "[") for r in cs.recorded)]
-
-
-def fmpy_run(path, stop, names, **start_values):
+def fmpy_run(path, stop, names, tolerance=None, **start_values):
+    """FMPy's ``simulate_fmu``; it passes ``tolerance`` (default: the model description's
+    default experiment's, 1e-10) to ``fmi2SetupExperiment``, which sets the FMU's ``rtol``
+    and ``atol``."""
     r = simulate_fmu(str(path), stop_time=stop, output_interval=H, step_size=H, output=names,
-                     start_values=start_values)
+                     relative_tolerance=tolerance, start_values=start_values)
     return r["time"], np.column_stack([r[n] for n in names])
 
 
@@ -81,13 +78,14 @@ def test_validates_and_describes_the_system(balloon_fmu):
     assert var["slider.joint.tau"].unit == "N" and var["pendulum1.joint.tau"].unit == "N.m"
     assert recorded_names(balloon.system()) == [v.name for v in md.modelVariables if v.causality == "output"]
     assert md.defaultExperiment.stopTime == "20.0" and md.defaultExperiment.stepSize == "0.01"
+    assert md.defaultExperiment.tolerance == "1e-10"
     assert not md.coSimulation.providesDirectionalDerivative
 
 
 def test_matches_the_monolithic_run_over_1_s(balloon_fmu):
     cs = balloon.system()
     names = recorded_names(cs)
-    t, y = fmpy_run(balloon_fmu, 1.0, names, rtol=1e-12, atol=1e-12)
+    t, y = fmpy_run(balloon_fmu, 1.0, names, tolerance=1e-12)
     t_ref, ref = monolithic.simulate(cs, 1.0, H)
     np.testing.assert_allclose(t, t_ref, rtol=0, atol=1e-12)
     assert np.abs(y - ref).max() <= 1e-8          # measured 1.7e-9 (accelerations up to 26 m/s2)
@@ -116,10 +114,10 @@ def balloon_20_s():
 
 @pytest.mark.slow
 def test_matches_the_monolithic_run_over_20_s(balloon_fmu, balloon_20_s):
-    """The acceptance run: 20 s at a fixed 0.01 s communication step in FMPy, rtol = atol = 1e-12
-    (measured 1.7e-9; 9.0e-8 at the default 1e-10)."""
+    """The acceptance run: 20 s at a fixed 0.01 s communication step in FMPy, the host's
+    tolerance 1e-12 (rtol = atol = 1e-12; measured 1.7e-9, 9.0e-8 at the default 1e-10)."""
     names, ref = balloon_20_s
-    t, y = fmpy_run(balloon_fmu, 20.0, names, rtol=1e-12, atol=1e-12)
+    t, y = fmpy_run(balloon_fmu, 20.0, names, tolerance=1e-12)
     assert len(t) == 2001
     assert np.abs(y - ref).max() <= 1e-8
 
@@ -199,12 +197,12 @@ def test_parameters_and_inputs_change_the_system(balloon_fmu):
     cs.units["pendulum1"].parameters["c1.r[2]"] = -1.0
     cs.set_input("pendulum2.joint.tau", 0.7)
     names = recorded_names(cs)
-    t, y = fmpy_run(balloon_fmu, 0.5, names, rtol=1e-12, atol=1e-12, **{
+    t, y = fmpy_run(balloon_fmu, 0.5, names, tolerance=1e-12, **{
         "balloon.mass": 12.0, "pendulum1.c1.r[2]": -1.0, "pendulum2.joint.tau": 0.7,
         "balloon.ext.w[2]": 18 * 9.81})
     _, ref = monolithic.simulate(cs, 0.5, H)
     assert np.abs(y - ref).max() <= 1e-8
-    _, y0 = fmpy_run(balloon_fmu, 0.5, names, rtol=1e-12, atol=1e-12)
+    _, y0 = fmpy_run(balloon_fmu, 0.5, names, tolerance=1e-12)
     assert np.abs(y - y0).max() > 1e-3
 
 
@@ -257,14 +255,20 @@ def test_fmu_state_is_exact(host):
     assert host.errors() == []
 
 
-def test_parameter_warnings_are_logged_naming_the_unit(host):
+def test_accepted_property_is_logged_naming_the_unit_with_status_ok(balloon_fmu):
     """The balloon's principal moments (the paper's) violate the triangle inequality: the
-    assembly FMU logs that as fmi2Warning naming the unit, as the block FMU of the balloon
-    does, and goes on."""
-    host.initialize()
-    warned = [m for s, _, m in host.log if s == 1]
-    assert any("balloon: inertia" in m and "triangle inequality" in m for m in warned), host.log
-    assert not any("pendulum" in m or "slider" in m for m in warned) and host.errors() == []
+    assembly FMU logs that naming the unit, as the block FMU of the balloon does, with status
+    fmi2OK in the category logStatusWarning, and fmi2ExitInitializationMode returns fmi2OK."""
+    host = Host(balloon_fmu, logging=True)
+    try:
+        host.fmu.setupExperiment(startTime=0.0)
+        host.fmu.enterInitializationMode()
+        assert host.fmu.fmi2ExitInitializationMode(host.fmu.component) == 0         # fmi2OK
+        said = [(s, c, m) for s, c, m in host.log if "triangle inequality" in m]
+        assert len(said) == 1 and said[0][:2] == (0, "logStatusWarning") and "balloon: inertia" in said[0][2]
+        assert all(s == 0 for s, _, _ in host.log), host.log
+    finally:
+        host.free()
 
 
 def test_non_finite_input_is_an_error_with_a_message(host):
@@ -353,7 +357,7 @@ def test_a_system_file_exports(tmp_path):
     md = read_model_description(str(out))
     assert md.coSimulation.modelIdentifier == "two_branch" and md.defaultExperiment.stopTime == "10.0"
     names = recorded_names(cs)
-    _, y = fmpy_run(out, 0.5, names, rtol=1e-12, atol=1e-12)
+    _, y = fmpy_run(out, 0.5, names, tolerance=1e-12)
     _, ref = monolithic.simulate(cs, 0.5, H)
     assert np.abs(y - ref).max() <= 1e-8
 

@@ -146,9 +146,10 @@ _LOGGERS = []
 
 class Host:
     """One FMU instance through FMPy, with the messages it logs in :attr:`log`
-    (``(status, category, message)``) and value references by name."""
+    (``(status, category, message)``) and value references by name; ``logging``: debug
+    logging on (the messages of status fmi2OK too)."""
 
-    def __init__(self, path, name="instance"):
+    def __init__(self, path, name="instance", logging=False):
         self.md, unzipdir = unzipped(path)
         self.vr = {v.name: v.valueReference for v in self.md.modelVariables}
         self.var = {v.name: v for v in self.md.modelVariables}
@@ -165,7 +166,7 @@ class Host:
         # FMPy's native logger proxy keeps a pointer to the last logger it was given, for every
         # later instance in the process (simulate_fmu's too): a freed one crashes the next message
         _LOGGERS.append(self._callbacks)
-        self.fmu.instantiate(callbacks=self._callbacks)
+        self.fmu.instantiate(callbacks=self._callbacks, loggingOn=logging)
 
     def _logger(self, env, instance, status, category, message):
         self.log.append((status, (category or b"").decode(), message.decode()))
@@ -184,8 +185,8 @@ class Host:
     def get(self, names):
         return np.array(self.fmu.getReal([self.vr[n] for n in names]))
 
-    def initialize(self, params: dict = None, inputs: dict = None, start=0.0):
-        self.fmu.setupExperiment(startTime=start)
+    def initialize(self, params: dict = None, inputs: dict = None, start=0.0, tolerance=None):
+        self.fmu.setupExperiment(tolerance=tolerance, startTime=start)
         if params:
             self.set(params)
         self.fmu.enterInitializationMode()
