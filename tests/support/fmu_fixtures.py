@@ -53,17 +53,13 @@ def compile_c(source: Path, exe: Path) -> Path:
 @pytest.fixture(scope="module")
 def host_env():
     """The environment of the FMU documentation for a C host: libpython findable, numpy importable."""
-    from titop_fmu.fmu.build import libpython_soname
-    libdir = sysconfig.get_config_var("LIBDIR") or ""
-    soname = libpython_soname()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    if os.path.isfile(os.path.join(libdir, soname)):
-        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [libdir, env.get("LD_LIBRARY_PATH")]))
-    else:   # on the loader's default path?
+    from titop_fmu.fmu.build import c_host_env, libpython_soname
+    env = c_host_env()
+    libdir, soname = sysconfig.get_config_var("LIBDIR") or "", libpython_soname()
+    if not os.path.isfile(os.path.join(libdir, soname)):    # on the loader's default path?
         check = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({soname!r})"], env=env)
         if check.returncode:
             pytest.skip(f"no shared Python library {soname} for a C host to load")
-    env["PYTHONPATH"] = str(Path(np.__file__).resolve().parents[1])      # where numpy is installed
     return env
 
 

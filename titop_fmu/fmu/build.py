@@ -21,6 +21,7 @@ zip timestamps, a GUID derived from the content, no generation date).
 
 from __future__ import annotations
 
+import os
 import platform
 import sysconfig
 import tempfile
@@ -64,6 +65,19 @@ def libpython_soname() -> str:
     return f"libpython{sysconfig.get_config_var('VERSION')}{abiflags}.so.1.0"
 
 
+def c_host_env(base=None) -> dict:
+    """The environment a C host needs to run the FMUs (``fmus/README.md``): ``base`` (default
+    ``os.environ``) without ``PYTHONPATH``/``PYTHONHOME``, this Python's library directory on
+    ``LD_LIBRARY_PATH`` when its shared library is there, numpy's site directory on ``PYTHONPATH``."""
+    import numpy
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    if os.path.isfile(os.path.join(libdir, libpython_soname())):
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [libdir, env.get("LD_LIBRARY_PATH")]))
+    env["PYTHONPATH"] = str(Path(numpy.__file__).resolve().parents[1])
+    return env
+
+
 def _pythonfmu():
     """``(pythonfmu's package folder, its export library)`` of the installed distribution: not
     of ``import pythonfmu``, which in a process that has run a TITOP FMU is the copy in that
@@ -97,17 +111,17 @@ def linux_c_compiler(where: str = "") -> str:
     return cc
 
 
-def compile_shim(dest: Path) -> Path:
-    """Compile the FMI entry points (``shim.c``) to ``dest``."""
+def compile_shim(dest: Path, source: Path = SHIM_SOURCE) -> Path:
+    """Compile the FMI entry points (``shim.c``, or another version of it: ``source``) to ``dest``."""
     cc = linux_c_compiler()
-    if not SHIM_SOURCE.is_file():
-        raise FmuBuildError(f"{SHIM_SOURCE.name} is missing from the installed titop_fmu.fmu package")
+    if not Path(source).is_file():
+        raise FmuBuildError(f"{Path(source).name} is missing from the installed titop_fmu.fmu package")
     # -z nodelete: dlclose never unloads the entry points, so the Python interpreter outlives every
     # FMU freed before the process exits (see point 3 of shim.c's header)
     flags = ["-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wl,-Bsymbolic", "-Wl,-z,nodelete",
              f'-DTITOP_LIBPYTHON="{libpython_soname()}"', f"-I{FMI2_TYPES.parent}"]
     try:
-        return compile_c(SHIM_SOURCE, dest, cc, flags, ["-ldl", "-lpthread"], "the FMU entry points")
+        return compile_c(Path(source), dest, cc, flags, ["-ldl", "-lpthread"], "the FMU entry points")
     except CompileError as e:
         raise FmuBuildError(str(e)) from None
 
