@@ -35,6 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = Path(__file__).resolve().parent / "c" / "fmu_call_timing.c"
+HEADERS = ROOT / "tests" / "fmu" / "c"           # fmi2_host.h
 CALLS = ("set", "get", "step")
 
 
@@ -100,7 +101,8 @@ def main():
     env = c_host_env()
     with tempfile.TemporaryDirectory(prefix="titop_c_host_") as tmp:
         tmp = Path(tmp)
-        host = compile_c(HOST, tmp / "fmu_call_timing", c_compiler() or "cc", ["-O2"], ["-ldl"], "the C host")
+        host = compile_c(HOST, tmp / "fmu_call_timing", c_compiler() or "cc", ["-O2", f"-I{HEADERS}"], ["-ldl"],
+                         "the C host")
         host.chmod(0o755)
         fmus = {"this checkout": build(kind, n, tmp / "new")}
         if args.against:

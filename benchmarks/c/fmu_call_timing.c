@@ -15,26 +15,11 @@
  * Exit status 0 if every call returned fmi2OK, 1 otherwise, 2 if the FMU could not be loaded.
  */
 
-#include <dlfcn.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-typedef void *fmi2Component;
-typedef unsigned int fmi2ValueReference;
-typedef struct {
-    void (*logger)(void *, const char *, int, const char *, const char *, ...);
-    void *(*allocateMemory)(size_t, size_t);
-    void (*freeMemory)(void *);
-    void (*stepFinished)(void *, int);
-    void *componentEnvironment;
-} fmi2CallbackFunctions;
-
-static void logger(void *env, const char *instance, int status, const char *category, const char *message, ...) {
-    (void)env, (void)instance;
-    printf("log %d %s: %s\n", status, category ? category : "", message);
-}
+#include "fmi2_host.h" /* tests/fmu/c */
 
 #define MAXN 512
 static fmi2ValueReference ivr[MAXN], ovr[MAXN];
@@ -57,13 +42,6 @@ static double now(void) {
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-#define LOAD(var, name)                                  \
-    *(void **)&var = dlsym(h, name);                     \
-    if (!var) {                                          \
-        printf("missing %s\n", name);                    \
-        return 2;                                        \
-    }
-
 int main(int argc, char **argv) {
     if (argc < 5) {
         fprintf(stderr, "usage: %s DIR MODEL_ID GUID N [-i VRS] [-o VRS] [-h STEP] CALL...\n", argv[0]);
@@ -84,39 +62,23 @@ int main(int argc, char **argv) {
     }
     for (size_t j = 0; j < ni; j++) u[1][j] = 1e-3 * (double)(j + 1);
 
-    char path[4096], resources[4096];
-    snprintf(path, sizeof path, "%s/binaries/linux64/%s.so", dir, id);
-    snprintf(resources, sizeof resources, "file://%s/resources", dir);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        printf("dlopen failed: %s\n", dlerror());
-        return 2;
-    }
-    fmi2Component (*Instantiate)(const char *, int, const char *, const char *, const fmi2CallbackFunctions *, int,
-                                 int);
-    void (*FreeInstance)(fmi2Component);
-    int (*SetupExperiment)(fmi2Component, int, double, double, int, double);
-    int (*EnterInit)(fmi2Component), (*ExitInit)(fmi2Component);
-    int (*SetReal)(fmi2Component, const fmi2ValueReference *, size_t, const double *);
-    int (*GetReal)(fmi2Component, const fmi2ValueReference *, size_t, double *);
-    int (*DoStep)(fmi2Component, double, double, int);
-    LOAD(Instantiate, "fmi2Instantiate") LOAD(FreeInstance, "fmi2FreeInstance")
-    LOAD(SetupExperiment, "fmi2SetupExperiment") LOAD(EnterInit, "fmi2EnterInitializationMode")
-    LOAD(ExitInit, "fmi2ExitInitializationMode") LOAD(SetReal, "fmi2SetReal") LOAD(GetReal, "fmi2GetReal")
-    LOAD(DoStep, "fmi2DoStep")
+    char resources[4096];
+    fmi2Functions f;
+    void *h = open_fmu(dir, id, resources, sizeof resources, &f);
+    if (!h) return 2;
 
-    static fmi2CallbackFunctions cb = {logger, calloc, free, NULL, NULL};
-    fmi2Component c = Instantiate("timing", 1 /* fmi2CoSimulation */, guid, resources, &cb, 0, 0);
+    static fmi2CallbackFunctions cb = {print_log, calloc, free, NULL, NULL};
+    fmi2Component c = f.Instantiate("timing", 1 /* fmi2CoSimulation */, guid, resources, &cb, 0, 0);
     if (!c) return 2;
-    int bad = SetupExperiment(c, 0, 0.0, 0.0, 0, 0.0) | EnterInit(c) | ExitInit(c);
+    int bad = f.SetupExperiment(c, 0, 0.0, 0.0, 0, 0.0) | f.EnterInit(c) | f.ExitInit(c);
     double t = 0.0;
     for (int k = first_call; k < argc && !bad && n > 0; k++) {
         const char *call = argv[k];
         double t0 = now();
         for (long i = 0; i < n && !bad; i++) {
-            if (!strcmp(call, "set")) bad = SetReal(c, ivr, ni, u[i & 1]);
-            else if (!strcmp(call, "get")) bad = GetReal(c, ovr, no, y);
-            else if (!strcmp(call, "step")) bad = DoStep(c, t, step, 1), t += step;
+            if (!strcmp(call, "set")) bad = f.SetReal(c, ivr, ni, u[i & 1]);
+            else if (!strcmp(call, "get")) bad = f.GetReal(c, ovr, no, y);
+            else if (!strcmp(call, "step")) bad = f.DoStep(c, t, step, 1), t += step;
             else {
                 fprintf(stderr, "unknown call %s\n", call);
                 return 2;
@@ -124,7 +86,7 @@ int main(int argc, char **argv) {
         }
         printf("%s %.3f\n", call, 1e6 * (now() - t0) / (double)n);
     }
-    FreeInstance(c);
+    f.FreeInstance(c);
     if (bad) printf("a call failed\n");
     return bad ? 1 : 0;
 }

@@ -22,10 +22,7 @@
  * Exit status 0 if every call returned fmi2OK, 1 otherwise, 2 if the FMU could not be loaded.
  */
 
-#include <dlfcn.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,20 +31,7 @@
 #define MAXT 16
 #define MAXN 256
 
-static void logger(void *env, const char *instance, fmi2Status status, const char *category, const char *message,
-                   ...) {
-    char buf[4096];
-    va_list ap;
-    (void)env;
-    va_start(ap, message);
-    vsnprintf(buf, sizeof buf, message, ap);
-    va_end(ap);
-    printf("log %s %s %s: %s\n", instance ? instance : "", status <= fmi2Pending ? status_name[status] : "?",
-           category ? category : "", buf);
-    fflush(stdout);
-}
-
-static fmi2CallbackFunctions callbacks = {logger, calloc, free, NULL, NULL};
+static fmi2CallbackFunctions callbacks = {print_log, calloc, free, NULL, NULL};
 static const char *dir, *id, *guid;
 static char resources[4096];
 static int calls;
@@ -59,14 +43,7 @@ static size_t no;
 static pthread_barrier_t alive, counted;
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static fmi2Component (*Instantiate)(const char *, int, const char *, const char *, const fmi2CallbackFunctions *, int,
-                                    int);
-static void (*FreeInstance)(fmi2Component);
-static fmi2Status (*SetupExperiment)(fmi2Component, int, double, double, int, double);
-static fmi2Status (*EnterInit)(fmi2Component), (*ExitInit)(fmi2Component);
-static fmi2Status (*SetReal)(fmi2Component, const fmi2ValueReference *, size_t, const double *);
-static fmi2Status (*GetReal)(fmi2Component, const fmi2ValueReference *, size_t, double *);
-static fmi2Status (*DoStep)(fmi2Component, double, double, int);
+static fmi2Functions f;
 /* CPython, in the process's global scope once the FMU has loaded it */
 static void *(*ThisThreadState)(void);
 static void *(*InterpreterMain)(void);
@@ -89,11 +66,11 @@ static int count_states(void) {
 }
 
 static fmi2Component start(const char *name) {
-    fmi2Component c = Instantiate(name, 1 /* fmi2CoSimulation */, guid, resources, &callbacks, 0, 0);
+    fmi2Component c = f.Instantiate(name, 1 /* fmi2CoSimulation */, guid, resources, &callbacks, 0, 0);
     if (!c) return NULL;
-    if (!ok(name, "init", SetupExperiment(c, 0, 0.0, 0.0, 0, 0.0)) || !ok(name, "init", EnterInit(c)) ||
-        (has_input && !ok(name, "init", SetReal(c, &ivr, 1, &ival))) || !ok(name, "init", ExitInit(c))) {
-        FreeInstance(c);
+    if (!ok(name, "init", f.SetupExperiment(c, 0, 0.0, 0.0, 0, 0.0)) || !ok(name, "init", f.EnterInit(c)) ||
+        (has_input && !ok(name, "init", f.SetReal(c, &ivr, 1, &ival))) || !ok(name, "init", f.ExitInit(c))) {
+        f.FreeInstance(c);
         return NULL;
     }
     return c;
@@ -113,11 +90,11 @@ static void *worker(void *arg) {
     int same = 1;
     job->failed = !c;
     for (int i = 0; c && i < calls && !job->failed; i++, t += step) {
-        job->failed = !ok(name, "fmi2DoStep", DoStep(c, t, step, 1));
+        job->failed = !ok(name, "fmi2DoStep", f.DoStep(c, t, step, 1));
         void *state = ThisThreadState();
         same &= state != NULL && (i == 0 || state == kept);
         kept = state;
-        job->failed |= !ok(name, "fmi2GetReal", GetReal(c, ovr, no, y));
+        job->failed |= !ok(name, "fmi2GetReal", f.GetReal(c, ovr, no, y));
         same &= ThisThreadState() == kept;
     }
     pthread_barrier_wait(&alive);
@@ -126,7 +103,7 @@ static void *worker(void *arg) {
     printf("thread %d kept %s\n", job->k, same ? "yes" : "no");
     for (size_t j = 0; c && j < no; j++) printf("thread %d y %u %.17g\n", job->k, ovr[j], y[j]);
     pthread_mutex_unlock(&out_lock);
-    if (c) FreeInstance(c);
+    if (c) f.FreeInstance(c);
     return NULL;
 }
 
@@ -156,18 +133,7 @@ int main(int argc, char **argv) {
     }
     if (threads < 1 || threads > MAXT) return 2;
 
-    char path[4096];
-    snprintf(path, sizeof path, "%s/binaries/linux64/%s.so", dir, id);
-    snprintf(resources, sizeof resources, "file://%s/resources", dir);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        printf("dlopen failed: %s\n", dlerror());
-        return 2;
-    }
-    LOAD(h, Instantiate, "fmi2Instantiate") LOAD(h, FreeInstance, "fmi2FreeInstance")
-    LOAD(h, SetupExperiment, "fmi2SetupExperiment") LOAD(h, EnterInit, "fmi2EnterInitializationMode")
-    LOAD(h, ExitInit, "fmi2ExitInitializationMode") LOAD(h, SetReal, "fmi2SetReal") LOAD(h, GetReal, "fmi2GetReal")
-    LOAD(h, DoStep, "fmi2DoStep")
+    if (!open_fmu(dir, id, resources, sizeof resources, &f)) return 2;
 
     fmi2Component c = start("main");
     if (!c) return 2;
@@ -176,7 +142,7 @@ int main(int argc, char **argv) {
     LOAD(RTLD_DEFAULT, ThreadHead, "PyInterpreterState_ThreadHead")
     LOAD(RTLD_DEFAULT, ThreadNext, "PyThreadState_Next")
     double y[MAXN], t = 0.0;
-    int failed = !ok("main", "fmi2DoStep", DoStep(c, t, step, 1));
+    int failed = !ok("main", "fmi2DoStep", f.DoStep(c, t, step, 1));
     t += step;
     printf("states before %d\n", count_states());
 
@@ -198,8 +164,8 @@ int main(int argc, char **argv) {
     }
     printf("states after %d\n", count_states());
     for (int i = 0; i < calls && !failed; i++, t += step)
-        failed = !ok("main", "fmi2DoStep", DoStep(c, t, step, 1)) || !ok("main", "fmi2GetReal", GetReal(c, ovr, no, y));
-    FreeInstance(c);
+        failed = !ok("main", "fmi2DoStep", f.DoStep(c, t, step, 1)) || !ok("main", "fmi2GetReal", f.GetReal(c, ovr, no, y));
+    f.FreeInstance(c);
     printf("done\n");
     return failed;
 }
