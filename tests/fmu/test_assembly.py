@@ -17,7 +17,7 @@ import pytest
 from balloon_runs import effective_parameters, run_balloon
 import hosts
 from c_host import harness, host_env, run  # noqa: F401
-from hosts import controller_fmu, libcosim_run, recorded_names
+from hosts import controller_fmu, libcosim_complaints, libcosim_run, recorded_names, strict_fmpy_run
 from fmu_fixtures import Host, fmu_dir, fmu_paths, run_without_scipy, trial_steps, unzipped  # noqa: F401
 from titop_fmu.cli import main
 from titop_fmu.cosim import CoSystem, simulate, systemfile
@@ -52,11 +52,12 @@ def host(balloon_fmu):
 
 
 def fmpy_run(path, stop, names, tolerance=None, **start_values):
-    """FMPy's ``simulate_fmu``; it passes ``tolerance`` (default: the model description's
+    """FMPy's ``simulate_fmu`` as a strict host (any status but fmi2OK fails the test,
+    :func:`hosts.strict_fmpy_run`); it passes ``tolerance`` (default: the model description's
     default experiment's, 1e-10) to ``fmi2SetupExperiment``, which sets the FMU's ``rtol``
     and ``atol``."""
-    r = simulate_fmu(str(path), stop_time=stop, output_interval=H, step_size=H, output=names,
-                     relative_tolerance=tolerance, start_values=start_values)
+    r = strict_fmpy_run(path, stop_time=stop, output_interval=H, step_size=H, output=names,
+                        relative_tolerance=tolerance, start_values=start_values)
     return r["time"], np.column_stack([r[n] for n in names])
 
 
@@ -123,13 +124,16 @@ def test_matches_the_monolithic_run_over_20_s(balloon_fmu, balloon_20_s):
 
 
 @pytest.mark.slow
-def test_matches_the_monolithic_run_over_20_s_in_libcosim(balloon_fmu, balloon_20_s):
-    """The same in libcosim (a C++ host, its fixed-step algorithm): values after each step."""
+def test_matches_the_monolithic_run_over_20_s_in_libcosim(balloon_fmu, balloon_20_s, capfd):
+    """The same in libcosim (a C++ host, its fixed-step algorithm): values after each step; no
+    warning in libcosim's log, which shows the FMU's messages at their status (libcosim passes
+    no tolerance: the parameters rtol and atol hold)."""
     names, ref = balloon_20_s
     t, y = libcosim_run({"balloon": balloon_fmu}, [], {"balloon.rtol": 1e-12, "balloon.atol": 1e-12},
                         [f"balloon.{n}" for n in names], 20.0, H)
     assert len(t) == 2000
     assert np.abs(y - ref[1:]).max() <= 1e-8
+    assert libcosim_complaints(capfd) == []
 
 
 # -- a controller closes a loop through a host with no loop solver ---------------------------------

@@ -70,11 +70,11 @@ class NotOK(AssertionError):
     """A strict host met a status other than fmi2OK."""
 
 
-def strict_fmpy_run(path, stop_time=None, output=None):
-    """FMPy's ``simulate_fmu`` (default experiment: stop time, output interval, tolerance) as a
-    strict host: debug logging on, every FMI call must return fmi2OK and every message the FMU
-    logs must have status fmi2OK, else :class:`NotOK` at the call; the result as
-    ``simulate_fmu``'s."""
+def strict_fmpy_run(path, **kw):
+    """FMPy's ``simulate_fmu`` (``kw`` its options; by default the default experiment's stop time,
+    output interval and tolerance) as a strict host: debug logging on, every FMI call must
+    return fmi2OK and every message the FMU logs must have status fmi2OK, else :class:`NotOK`
+    at the call; the result as ``simulate_fmu``'s."""
     from fmpy import extract, read_model_description, simulate_fmu
     from fmpy.fmi2 import FMU2Slave, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
     from fmpy.logging import addLoggerProxy
@@ -103,13 +103,19 @@ def strict_fmpy_run(path, stop_time=None, output=None):
     _CALLBACKS.append(callbacks)    # FMPy's logger proxy keeps a pointer to the last one (never freed)
     fmu.instantiate(callbacks=callbacks, loggingOn=True)
     try:
-        return simulate_fmu(unzipdir, fmi_type="CoSimulation", fmu_instance=fmu, stop_time=stop_time,
-                            output=output, model_description=md)
+        return simulate_fmu(unzipdir, fmi_type="CoSimulation", fmu_instance=fmu, model_description=md, **kw)
     finally:
         fmu.freeInstance()
 
 
 _CALLBACKS = []
+
+
+def libcosim_complaints(capfd) -> list:
+    """The lines of libcosim's log (captured by pytest's ``capfd`` since the last read) at level
+    warning or error: libcosim logs an FMU's messages at their status."""
+    log = capfd.readouterr()
+    return [line for line in (log.out + log.err).splitlines() if "[warning]" in line or "[error]" in line]
 
 
 def libcosim_run(units: dict, connections, start: dict, outputs, stop: float, step: float):

@@ -164,7 +164,8 @@ int main(int argc, char **argv) {
     }
     printf("states after %d\n", count_states());
     for (int i = 0; i < calls && !failed; i++, t += step)
-        failed = !ok("main", "fmi2DoStep", f.DoStep(c, t, step, 1)) || !ok("main", "fmi2GetReal", f.GetReal(c, ovr, no, y));
+        failed = !ok("main", "fmi2DoStep", f.DoStep(c, t, step, 1)) ||
+                 !ok("main", "fmi2GetReal", f.GetReal(c, ovr, no, y));
     f.FreeInstance(c);
     printf("done\n");
     return failed;
