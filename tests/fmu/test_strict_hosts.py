@@ -4,7 +4,7 @@ Such hosts exist (the Reference FMUs' fmusim, MasterSim): a known and accepted
 property of the parameters (the balloon's principal moments violate the triangle
 inequality) is therefore logged with status fmi2OK (category
 ``logStatusWarning``), never returned as fmi2Warning. Checked for the block FMUs
-and two assembly FMUs (``titop-fmu export``: the balloon, and
+of both kinds and two assembly FMUs (``titop-fmu export``: the balloon, and
 ``examples/spacecraft.toml``: full inertias, mount angles, oblique axes, an
 attitude near gimbal lock) over their default experiment, in
 
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fmu_fixtures import IDS, fmu_dir, fmu_paths  # noqa: F401
+from fmu_fixtures import IDS, fmu_dir, fmu_paths, kind, kind_paths, standalone_paths  # noqa: F401
 from hosts import libcosim_complaints, libcosim_run, recorded_names, strict_fmpy_run
 from titop_fmu.cli import main
 from titop_fmu.cosim import systemfile
@@ -53,8 +53,8 @@ def outputs_of(path):
 
 
 @pytest.mark.parametrize("mid", IDS)
-def test_block_fmu_runs_in_a_strict_fmpy_host(fmu_paths, mid):
-    r = strict_fmpy_run(fmu_paths[mid])                 # the default experiment: 1 s
+def test_block_fmu_runs_in_a_strict_fmpy_host(kind_paths, mid):
+    r = strict_fmpy_run(kind_paths[mid])                # the default experiment: 1 s
     assert r["time"][-1] == pytest.approx(1.0)
     assert all(np.all(np.isfinite(r[n])) for n in r.dtype.names)
 
@@ -86,8 +86,8 @@ def test_assembly_fmu_runs_in_a_strict_fmpy_host(assemblies, name, stop):
 
 
 @pytest.mark.parametrize("mid", IDS)
-def test_block_fmu_runs_in_libcosim_with_no_warning(fmu_paths, mid, capfd):
-    path = fmu_paths[mid]
+def test_block_fmu_runs_in_libcosim_with_no_warning(kind_paths, mid, capfd):
+    path = kind_paths[mid]
     t, y = libcosim_run({"u": path}, [], {}, [f"u.{n}" for n in outputs_of(path)], 1.0, 0.01)
     assert len(t) == 100 and np.all(np.isfinite(y))
     assert libcosim_complaints(capfd) == []
