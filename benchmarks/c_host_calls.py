@@ -81,7 +81,7 @@ def syscalls(host, fmu, env, call, n, step, tmp):
         table = {m.group(2): int(m.group(1)) for m in
                  re.finditer(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)(?:\s+\d+)?\s+(\w+)\s*$", out.read_text(), re.M)}
         counts.append((table.get("mmap", 0), table.get("munmap", 0)))
-    return tuple((b - a) / n for a, b in zip(*counts))
+    return tuple(round((b - a) / n, 2) + 0.0 for a, b in zip(*counts))     # + 0.0: no "-0.00"
 
 
 def main():
