@@ -287,10 +287,10 @@ static void locate_self(char *dir, size_t n) {
         goto done;                                                                  \
     }
 
-/* at process exit (never earlier: this library is never unloaded, see point 3 above), before the
-   inner library's own static destructors */
 static int released; /* this copy's exit handler has run (point 7) */
 
+/* at process exit (never earlier: this library is never unloaded, see point 3 above), before the
+   inner library's own static destructors */
 static void release_interpreter(void) {
     __atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
     if (inner.finalize) inner.finalize();

@@ -23,8 +23,8 @@ logged with status ``fmi2Error`` during a call into the return status
 FMU state. ``fmi2GetFMUstate`` returns a snapshot of everything that
 determines the future: mode, parameter values, the host's tolerance, the
 unit's time, states, inputs and integrator step-size guess (pythonfmu's
-default only saves registered variables). The snapshot serializes to JSON (floats written with
-``repr``, so the round trip is exact).
+default only saves registered variables). The snapshot serializes to JSON
+(floats written with ``repr``, so the round trip is exact).
 
 Directional derivatives. pythonfmu has no ``fmi2GetDirectionalDerivative``: the
 FMU's entry points (``shim.c``) answer it by calling
