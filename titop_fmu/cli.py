@@ -356,7 +356,7 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("simulate", help="simulate a system and write a CSV")
-    p.add_argument("system", help="'balloon' (the paper's system, shared/balloon-scenario.md), a "
+    p.add_argument("system", help="'balloon' (the paper's system, docs/balloon-scenario.md), a "
                                   "system file (TOML or JSON, see examples/) or an SSP package (.ssp)")
     p.add_argument("--engine", choices=["inprocess", "fmu"], default="inprocess",
                    help="inprocess: the monolithic run (exact loop solve, no coupling error); "

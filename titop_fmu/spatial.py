@@ -3,7 +3,7 @@
 Every function here is a symbol of the paper's nomenclature or a numbered
 equation, written on plain numpy arrays.
 
-Conventions (shared/paper/titop-nonlinear.md, shared/balloon-scenario.md):
+Conventions (the paper's nomenclature; docs/balloon-scenario.md):
 
 * 6-vectors put translation first: twist ``x' = [v_P; omega]``, spatial
   acceleration ``x'dot = [vdot_P; omegadot]`` (time derivatives in the body

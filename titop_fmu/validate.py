@@ -302,7 +302,7 @@ def validate(out_dir, stop=20.0, reference_dir=None, engines=("inprocess",), log
     md = [
         "# Balloon system validation",
         "",
-        f"Scenario: shared/balloon-scenario.md, 0 to {stop:g} s, outputs every 0.01 s.",
+        f"Scenario: docs/balloon-scenario.md of the titop-fmu repository, 0 to {stop:g} s, outputs every 0.01 s.",
         "",
         "## Runs",
         *notes,

@@ -1,4 +1,4 @@
-"""The paper's balloon system (section 4, Table 1; shared/balloon-scenario.md), defined
+"""The paper's balloon system (section 4, Table 1; docs/balloon-scenario.md), defined
 once (:func:`system`) and run by every engine: the monolithic twin (:func:`build`), the
 co-simulation master on FMUs or in-process units, and ``examples/balloon.toml`` (a test
 checks it is the same system).
@@ -28,7 +28,7 @@ from ..spatial import Gamma, dcm_from_euler, dcm_from_quat, euler_from_dcm
 from ..system import System
 from ..titop.monolithic import twin
 
-#: Scenario values (shared/balloon-scenario.md); angles in rad.
+#: Scenario values (docs/balloon-scenario.md); angles in rad.
 DEFAULTS = {
     "m_B": 10.0,
     "I_B": [[5.0, 0.0, 0.0], [0.0, 10.0, -7.0], [0.0, -7.0, 10.0]],

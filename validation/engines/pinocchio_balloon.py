@@ -2,7 +2,7 @@
 
 This module shares no equation with ``titop_fmu`` (only the scenario data,
 ``titop_fmu.scenarios.balloon.DEFAULTS``); it rebuilds the 9-d.o.f. balloon
-system of the validation scenario (shared spec "balloon-scenario.md", paper
+system of the validation scenario (docs/balloon-scenario.md, paper
 Section 4 / Table 1) as a Pinocchio kinematic tree and integrates it with
 SciPy, so that the block-diagram model can be cross-checked against it.
 
@@ -41,7 +41,7 @@ from scipy.integrate import solve_ivp
 
 from titop_fmu.scenarios import balloon
 
-# The scenario's numbers (shared/balloon-scenario.md). Only the data is shared with
+# The scenario's numbers (docs/balloon-scenario.md). Only the data is shared with
 # the TITOP code, none of its equations.
 DEFAULTS = balloon.DEFAULTS
 
