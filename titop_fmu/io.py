@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ParameterError, TitopError
+from .errors import ParameterError, TitopError, did_you_mean
 
 
 def parse_set(items, defaults: dict) -> dict:
@@ -27,7 +27,7 @@ def parse_set(items, defaults: dict) -> dict:
         if not sep or not name:
             raise ParameterError(item, "expected NAME=VALUE")
         if name not in defaults:
-            raise ParameterError(name, f"unknown parameter; known: {', '.join(defaults)}")
+            raise ParameterError(name, f"unknown parameter{did_you_mean(name, defaults)}; known: {', '.join(defaults)}")
         scale = 1.0
         if text.endswith("deg"):
             text, scale = text[:-3], np.pi / 180.0

@@ -34,7 +34,7 @@ import numpy as np
 
 from .blocks.base import Block, col
 from .cosim.numerics import single_threaded_blas
-from .errors import ConnectionError_, SolverError
+from .errors import ConnectionError_, SolverError, did_you_mean
 from .spatial import tau
 from .topology import tree_order
 
@@ -84,7 +84,8 @@ class System:
     def _split(self, ref: str):
         name, _, port = ref.partition(".")
         if name not in self.blocks:
-            raise ConnectionError_(f"unknown block {name!r} in {ref!r}; blocks: {sorted(self.blocks)}")
+            raise ConnectionError_(f"unknown block {name!r} in {ref!r}{did_you_mean(name, self.blocks)}; blocks: "
+                                   f"{sorted(self.blocks)}")
         return name, port
 
     def link(self, child_port: str, parent_port: str):
@@ -94,9 +95,11 @@ class System:
         b, pport = self._split(parent_port)
         pport = pport or "p"
         if cport not in self.blocks[a].child_ports:
-            raise ConnectionError_(f"{a!r} has no child port {cport!r}; it has {self.blocks[a].child_ports}")
+            raise ConnectionError_(f"{a!r} has no child port {cport!r}{did_you_mean(cport, self.blocks[a].child_ports)}"
+                                   f"; it has {self.blocks[a].child_ports}")
         if pport not in self.blocks[b].parent_ports:
-            raise ConnectionError_(f"{b!r} has no parent port {pport!r}; it has {self.blocks[b].parent_ports}")
+            raise ConnectionError_(f"{b!r} has no parent port {pport!r}{did_you_mean(pport, self.blocks[b].parent_ports)}"
+                                   f"; it has {self.blocks[b].parent_ports}")
         for link in self.links:
             if (link.parent, link.child_port) == (a, cport):
                 raise ConnectionError_(f"child port {a}.{cport} is already connected")
@@ -111,7 +114,7 @@ class System:
         name, port = self._split(ref)
         spec = self.blocks[name].inputs
         if port not in spec:
-            raise ConnectionError_(f"{name!r} has no input {port!r}; inputs: {sorted(spec)}")
+            raise ConnectionError_(f"{name!r} has no input {port!r}{did_you_mean(port, spec)}; inputs: {sorted(spec)}")
         v = np.atleast_1d(np.asarray(value, dtype=float))
         if v.shape != (spec[port],):
             raise ConnectionError_(f"input {ref} takes {spec[port]} values, got {v.shape}")
@@ -240,6 +243,7 @@ class _Plan:
             raise ConnectionError_("the system has no block")
         self.parent_link = {(l.child, l.parent_port): j for j, l in enumerate(system.links)}
         self.child_link = {(l.parent, l.child_port): j for j, l in enumerate(system.links)}
+        self.order = self._topological_order()      # first: a cycle leaves ports free that are not the problem
         missing = []
         for n, b in blocks.items():
             for p in b.parent_ports:
@@ -250,7 +254,6 @@ class _Plan:
                     missing.append(f"{n}.{c} (child port: connect it, or set {n}.{c}.w for a free end)")
         if missing:
             raise ConnectionError_("dangling port(s): " + ", ".join(missing))
-        self.order = self._topological_order()
         offset = 0
         self.state_slices = {}
         for n in self.order:

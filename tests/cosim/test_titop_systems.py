@@ -301,7 +301,7 @@ def test_connection_errors_with_fmus(case, fmu_dir, no_units):
 def test_unknown_model_or_engine(no_units):
     s = tree()
     s.add("odd", "spring_c1")
-    with pytest.raises(ConnectionError_, match=r"unit 'odd': unknown TITOP model 'spring_c1'"):
+    with pytest.raises(ConnectionError_, match=r"unit 'odd': unknown model 'spring_c1'; models: floating_base_c<n>"):
         build(s, TitopUnits("inprocess"))
     with pytest.raises(ConnectionError_, match=r"unknown engine 'fmi'"):
         build(tree(), TitopUnits("fmi"))

@@ -26,7 +26,7 @@ import numpy as np
 from ..blocks import (FloatingBase, ImposedMotionBase, LoopClosure, PrismaticBody, RevoluteBody,
                       RigidBody, WeldedBody)
 from ..cosim.names import port_names, structured_names
-from ..errors import ParameterError
+from ..errors import ParameterError, did_you_mean
 from ..unit import BlockUnit
 
 # -- units of the port components ----------------------------------------------------------
@@ -270,13 +270,24 @@ def model_identifier(kind: str, n_children: int) -> str:
 
 
 def parse_identifier(model_id: str) -> tuple:
-    """``"revolute_c2"`` -> ``("revolute", 2)``."""
+    """``"revolute_c2"`` -> ``("revolute", 2)``; KeyError saying what the models are, with the
+    nearest identifiers to a misspelled one."""
     if model_id in KINDS and not KINDS[model_id].has_children:
         return model_id, 0
-    m = re.fullmatch(r"(\w+)_c(\d+)", model_id)
+    m = re.fullmatch(r"(\w+)_c(\d+)", str(model_id))
     if not m or m.group(1) not in KINDS or not KINDS[m.group(1)].has_children:
-        raise KeyError(f"not a TITOP FMU model identifier: {model_id!r}")
+        raise KeyError(unknown_model(model_id))
     return m.group(1), int(m.group(2))
+
+
+def unknown_model(model_id) -> str:
+    """What an unknown model identifier gets told: the nearest identifiers and every kind."""
+    m = re.fullmatch(r".*_c(\d+)", str(model_id))
+    counts = [int(m.group(1))] if m else DEFAULT_CHILDREN
+    near = did_you_mean(model_id, dict.fromkeys(model_identifier(k, n) for k in KINDS for n in counts))
+    kinds = ", ".join(f"{k}_c<n>" if KINDS[k].has_children else k for k in KINDS)
+    return (f"unknown model {model_id!r}{near}; models: {kinds} (n: the number of child ports; "
+            "titop-fmu models lists them)")
 
 
 def parameters(kind: str, n_children: int) -> tuple:
@@ -420,6 +431,20 @@ def interface_of(model_id: str) -> Interface:
     return interface(*parse_identifier(model_id))
 
 
+def unknown_parameter(iface: Interface, name: str) -> str:
+    """``"revolute_c0 has no parameter 'mas' (did you mean 'mass'?); parameters: ..."``
+    (an indexed name, ``com[4]``, is told the shape of its parameter)."""
+    base = re.sub(r"\[.*\]$", "", name)
+    for p in iface.params:
+        if p.name == base:
+            return (f"{iface.model_identifier} has no parameter {name!r}: {p.name} is "
+                    + (f"{'a 3x3 matrix' if len(p.shape) == 2 else f'a vector of {p.shape[0]}'}, "
+                       f"{p.scalars()[0][0]} .. {p.scalars()[-1][0]}" if p.shape else "a scalar"))
+    known = [p.name for p in iface.params]
+    return (f"{iface.model_identifier} has no parameter {name!r}{did_you_mean(base, known)}; "
+            f"parameters: {', '.join(known)}")
+
+
 def build_unit(model_id: str, parameters: dict) -> tuple:
     """``(BlockUnit, [warning messages])`` of the TITOP FMU ``model_id`` with ``parameters``
     (``{FMI scalar name: value}``) over the defaults: the one place where defaults merge
@@ -429,6 +454,6 @@ def build_unit(model_id: str, parameters: dict) -> tuple:
     values = dict(zip((s[0] for s in iface.param_scalars), iface.defaults()))
     for k, v in parameters.items():
         if k not in values:
-            raise KeyError(f"{model_id} has no parameter {k!r}")
+            raise KeyError(unknown_parameter(iface, k))
         values[k] = v
     return iface.make_unit([values[s[0]] for s in iface.param_scalars])
