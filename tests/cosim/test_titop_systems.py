@@ -567,9 +567,18 @@ def test_system_file_in_json_is_the_same_system(tmp_path):
 
 
 @pytest.mark.parametrize("text, pattern", [
-    ('colour = "red"\n[units.a]\nmodel = "revolute_c0"\n', r"unknown key\(s\) \['colour'\]"),
+    ('colour = "red"\n[units.a]\nmodel = "revolute_c0"\n', r"unknown key 'colour'; top-level keys: connections"),
     ('[units.a]\nmass = 1.0\n', r"units\.a needs exactly one of model"),
     ('[units.a]\nmodel = "revolute_c0"\nq0 = "ninety"\n', r"units\.a\.q0: cannot read 'ninety'"),
+    # a top-level key written after a [table] header belongs to that table: told so
+    ('[units.a]\nmodel = "revolute_c0"\n[inputs]\nmodelica = "twin/Arm.mo"\n',
+     r"inputs\.modelica: modelica is a top-level key, read here as part of \[inputs\]: write it before the first"),
+    ('[units.a]\nmodel = "revolute_c0"\nrecord = ["a.joint.q"]\n', r"units\.a\.record: record is a top-level key"),
+    ('[simulation]\nstop = 1.0\nlinks = []\n[units.a]\nmodel = "revolute_c0"\n', r"simulation\.links: links is a top-level"),
+    ('stop = 1.0\n[units.a]\nmodel = "revolute_c0"\n', r"unknown key 'stop'; it belongs in \[simulation\]"),
+    ('recrd = []\n[units.a]\nmodel = "revolute_c0"\n', r"unknown key 'recrd' \(did you mean 'record'\?\)"),
+    ('[simulation]\nstp = 1.0\n[units.a]\nmodel = "revolute_c0"\n',
+     r"unknown key simulation\.stp \(did you mean 'stop' or 'start'\?\); \[simulation\] keys: stop, output_interval"),
 ])
 def test_system_file_errors_name_the_entry(tmp_path, text, pattern):
     path = tmp_path / "bad.toml"
