@@ -14,6 +14,7 @@ from xml.etree import ElementTree
 import numpy as np
 import pytest
 
+from arm_system import arm
 from balloon_runs import effective_parameters, run_balloon
 import hosts
 from c_host import harness, host_env, run  # noqa: F401
@@ -458,3 +459,60 @@ def test_appendage_under_the_balloon_base_in_the_master_20_s(appendage_fmu):
     print(f"\n[assembly] balloon base + appendage FMU, master, 20 s: error {err:.3g}, "
           f"{res.stats.macro_steps} macro steps")
     assert err <= 1e-5
+
+
+ARM = arm('["link2.c1.m[13]", "link2.c1.m", "link2.c1.position[2]", "link2.c1.position", "link1.joint.q", '
+          '"link1.joint.q[3]", "base.p.position", "link2.euler"]', axis2="[1.0, 0.0, 1.0]")
+
+
+@pytest.fixture(scope="module")
+def arm_fmu(tmp_path_factory):
+    """An arm whose record list names its free child port's motion (an output of the FMU
+    anyway), a component and then its whole port, and inertial outputs."""
+    d = tmp_path_factory.mktemp("arm")
+    (d / "arm.toml").write_text(ARM)
+    assert main(["export", str(d / "arm.toml"), "--out", str(d / "arm.fmu")]) == 0
+    return d / "arm.fmu"
+
+
+def test_each_recorded_output_is_one_variable(arm_fmu):
+    """A recorded output that is already an output (the free child port's motion), or listed twice
+    (a component, then its port), is one variable: the FMU validates. It used to have
+    link3.c1.m[13] twice: FMPy's validator refused it and export exited 0."""
+    pytest.importorskip("lark", reason="FMPy validates structured variable names with lark")
+    assert validate_fmu(str(arm_fmu)) == []
+    outputs = [v.name for v in read_model_description(str(arm_fmu)).modelVariables if v.causality == "output"]
+    assert len(outputs) == len(set(outputs))
+    assert set(outputs) == {f"link2.c1.m[{k}]" for k in range(1, 19)} | \
+        {f"link2.c1.position[{k}]" for k in (1, 2, 3)} | {f"link1.joint.q[{k}]" for k in (1, 2, 3)} | \
+        {f"base.p.position[{k}]" for k in (1, 2, 3)} | {f"link2.euler[{k}]" for k in (1, 2, 3)}
+
+
+def test_inertial_outputs_of_an_assembly(arm_fmu):
+    """An assembly's inertial outputs have their units and are those of the in-process run (the
+    oblique second axis turns link2 out of the plane)."""
+    md = read_model_description(str(arm_fmu))
+    var = {v.name: v for v in md.modelVariables}
+    assert var["link2.c1.position[2]"].unit == "m" and var["link2.euler[1]"].unit == "rad"
+    assert var["link2.c1.position[1]"].description == "link2: position of the point C1 in R_i"
+    cs = systemfile.read(arm_fmu.parent / "arm.toml").system
+    names = ["link2.c1.position[1]", "link2.c1.position[2]", "link2.c1.position[3]", "link2.euler[1]",
+             "link2.euler[2]", "link2.euler[3]", "base.p.position[2]"]
+    t, y = fmpy_run(arm_fmu, 1.0, names, rtol=1e-12, atol=1e-12)
+    cs.recorded[:] = ["link2.c1.position", "link2.euler", "base.p.position[2]"]
+    ref = monolithic.simulate(cs, 1.0, H)[1]
+    assert np.ptp(ref[:, 2]) > 0.1                                    # out of the plane
+    assert np.abs(y - ref).max() <= 1e-9
+
+
+def test_an_invalid_fmu_is_not_written(tmp_path, monkeypatch, capsys):
+    """export validates the FMU before it is moved in place: one that FMPy refuses (here a
+    description with a variable named twice) is an error, exit code 2, and nothing is written."""
+    from titop_fmu.titop import export
+    describe = export.describe
+    monkeypatch.setattr(export, "describe", lambda *a, **kw: describe(*a, **kw).replace(b'"atol"', b'"rtol"'))
+    (tmp_path / "arm.toml").write_text(ARM)
+    assert main(["export", str(tmp_path / "arm.toml"), "--out", str(tmp_path / "arm.fmu")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("titop-fmu: error: the FMU would be invalid, nothing written:") and err.count("\n") == 1
+    assert 'The variable name "rtol"' in err and list(tmp_path.iterdir()) == [tmp_path / "arm.toml"]

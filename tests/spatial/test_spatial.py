@@ -237,3 +237,18 @@ def test_inertial_position_of_a_motion_vector():
     rng = np.random.default_rng(7)
     m[12:18] = rng.standard_normal(6)
     assert np.allclose(sp.inertial_position(m), sp.dcm_from_euler(m[15:18]) @ m[12:15], rtol=0, atol=1e-15)
+
+
+def test_inertial_position_and_twist_of_a_body_point():
+    """A point X of a body from its motion vector at P, by the nomenclature's routes: the motion
+    vector carried to X (upsilon_XP, eq. (14)) then turned into R_i by P_b/i."""
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        m = rng.standard_normal(18)
+        m[15:18] = [rng.uniform(-np.pi, np.pi), rng.uniform(-1.5, 1.5), rng.uniform(-np.pi, np.pi)]
+        PX = rng.standard_normal(3)
+        P = sp.dcm_from_euler(m[15:18])
+        m_X = sp.upsilon(-PX, m)                                    # XP = -PX
+        assert np.allclose(sp.inertial_position(m, PX), P @ m_X[12:15], rtol=0, atol=1e-14)
+        assert np.allclose(sp.inertial_twist(m, PX), sp.P_x2(P) @ m_X[6:12], rtol=0, atol=1e-14)
+        assert np.array_equal(sp.inertial_position(m), P @ m[12:15])

@@ -171,12 +171,33 @@ def model_description(kind: str, n_children: int, guid_parts=(), options=None) -
                     guid_parts=guid_parts, options=options)
 
 
+def validate(path):
+    """FMPy's validation of the FMU ``path``: the model description against the schema, unique
+    and well-formed variable names (this one needs lark, the ``test`` extra; skipped without
+    it), the ``ModelStructure``, start values, units. An :class:`FmuBuildError` lists what is
+    wrong."""
+    from fmpy import read_model_description
+    from fmpy.model_description import ValidationError
+    try:
+        import lark  # noqa: F401  (FMPy checks the structured names' grammar with it)
+        names = True
+    except ImportError:
+        names = False
+    try:
+        read_model_description(str(path), validate=True, validate_variable_names=names,
+                               validate_model_structure=True)
+    except ValidationError as e:
+        raise FmuBuildError(f"the FMU would be invalid, nothing written: {'; '.join(e.problems[:3])}"
+                            + (f" (and {len(e.problems) - 3} more)" if len(e.problems) > 3 else "")) from None
+
+
 def package_fmu(out: Path, model_id: str, slave_source: str, description, shim: Path, common: dict,
-                resources: dict | None = None) -> Path:
+                resources: dict | None = None, check=None) -> Path:
     """Write the FMU ``out``: the ``common`` files, the slave module ``slave_source`` of the
     class ``model_id``, the entry points ``shim``, the extra ``resources``
     (``{name under resources/: bytes}``) and ``description(guid_parts)``, its model
-    description, the GUID depending on every resource."""
+    description, the GUID depending on every resource; ``check(path)`` may refuse it
+    (:func:`validate`), nothing is written then."""
     files = dict(common)
     files.update({f"resources/{k}": v for k, v in (resources or {}).items()})
     files[f"resources/{model_id}.py"] = slave_source.encode()
@@ -185,7 +206,7 @@ def package_fmu(out: Path, model_id: str, slave_source: str, description, shim: 
     resources = sorted((k, v) for k, v in files.items() if k.startswith("resources/"))
     files["modelDescription.xml"] = description([k.encode() + v for k, v in resources])
     out = Path(out)
-    write_zip(out, files)
+    write_zip(out, files, check)
     return out
 
 
