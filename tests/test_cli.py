@@ -191,12 +191,18 @@ connections = [["arm.c1.m", "tie.l.m"], ["tie.l.w", "arm.c1.w"], ["ground.c2.m",
 record = ["arm.joint.q[3]"]
 [units.ground]
 model = "imposed_motion_base_c2"
+mass = 1.0
+inertia = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+com = [0.0, 0.0, 0.0]
 "c1.r" = [0.0, 0.0, 0.0]
 "c2.r" = [1.0, -1.0, 0.0]
 [units.arm]
 model = "revolute_c1"
+mass = 1.0
+inertia = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
 com = [0.0, -1.0, 0.0]
 "c1.r" = [0.0, -1.0, 0.0]
+axis = [0.0, 0.0, 1.0]
 q0 = "30 deg"
 [units.tie]
 model = "loop_closure"

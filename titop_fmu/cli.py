@@ -163,6 +163,7 @@ def cmd_simulate(args):
     start = time.perf_counter()
     from .cosim import ssp, systemfile
     from .titop import monolithic
+    from .titop.checks import check
     if args.system == "balloon":
         sim = {}
         overrides = balloon.checked(parse_set(args.set, balloon.DEFAULTS))
@@ -175,6 +176,7 @@ def cmd_simulate(args):
         sf = (ssp.read if path.suffix == ".ssp" else systemfile.read)(path)
         if not sf.system.recorded and args.out:
             raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
+        records = check(sf.system, stated=path.suffix != ".ssp")
         sim = sf.simulation
     resolve_options(args, sim)
     out = writable_file("--out", args.out) if args.out else None
@@ -318,6 +320,7 @@ def cmd_export(args):
     """``titop-fmu export {balloon | SYSTEM_FILE} --out NAME.fmu | --ssp NAME.ssp``: the whole
     system as one FMU, or its block FMUs as an SSP package."""
     from .cosim import systemfile
+    from .titop.checks import check
     from .titop.export import export_fmu, export_ssp
     for option, path in (("--out", args.out), ("--ssp", args.ssp)):
         if path:
@@ -326,6 +329,7 @@ def cmd_export(args):
         system, simulation = balloon.system(), {"stop": DEFAULTS["stop"], "output_interval": DEFAULTS["dt"]}
     elif Path(args.system).is_file():
         sf = systemfile.read(args.system)
+        check(sf.system, stated=True, exported=not args.ssp)    # an assembly's free ports are its inputs
         system, simulation = sf.system, sf.simulation
     else:
         raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file")

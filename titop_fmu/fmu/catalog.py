@@ -127,6 +127,7 @@ class Param:
     unit: object          # one unit for every component, or a tuple shaped like ``default``
     description: str
     type: str = "Real"    # "Real" or "Integer"
+    stated: bool = False  # physical data with no meaningful default: a system file must give it
 
     @property
     def shape(self) -> tuple:
@@ -148,16 +149,18 @@ class Param:
 
 def _body_params(com):
     return (
-        Param("mass", 1.0, "kg", "mass m of the body"),
+        Param("mass", 1.0, "kg", "mass m of the body", stated=True),
         Param("inertia", np.eye(3).tolist(), "kg.m2",
-              "inertia tensor I_B at the centre of mass B, body frame (symmetric, positive semi-definite)"),
-        Param("com", list(com), "m", "[PB]: from the port point P to the centre of mass B, body frame"),
+              "inertia tensor I_B at the centre of mass B, body frame (symmetric, positive semi-definite)",
+              stated=True),
+        Param("com", list(com), "m", "[PB]: from the port point P to the centre of mass B, body frame",
+              stated=True),
     )
 
 
 def child_param(i: int) -> Param:
     return Param(f"c{i}.r", [0.0, -1.0, 0.0], "m",
-                 f"[PC{i}]: from the port point P to the child point C{i}, body frame")
+                 f"[PC{i}]: from the port point P to the child point C{i}, body frame", stated=True)
 
 
 GRAVITY = Param("gravity", [0.0, -9.81, 0.0], "m/s2", "gravity vector g in the inertial frame R_i")
@@ -180,7 +183,7 @@ TOLERANCES = (
 def _joint_params(joint, axis):
     effort, (acc, vel, pos) = JOINT_UNITS[joint]
     return (
-        Param("axis", list(axis), "1", f"{joint} joint axis in the body frame (normalised)"),
+        Param("axis", list(axis), "1", f"{joint} joint axis in the body frame (normalised)", stated=True),
         Param("q0", 0.0, pos, "initial joint position"),
         Param("qd0", 0.0, vel, "initial joint velocity"),
         Param("k", 0.0, f"{effort}/{pos}", "spring stiffness inside the joint (effort -k q)"),
@@ -190,9 +193,11 @@ def _joint_params(joint, axis):
 
 LOOP_PARAMS = (
     Param("K", (1000.0 * np.eye(6)).tolist(), _blocks6("N/m", "N/rad", "N", "N.m/rad"),
-          "6x6 stiffness of the closure, [force; torque] from [translation; rotation] (symmetric PSD)"),
+          "6x6 stiffness of the closure, [force; torque] from [translation; rotation] (symmetric PSD)",
+          stated=True),
     Param("D", (10.0 * np.eye(6)).tolist(), _blocks6("N.s/m", "N.s/rad", "N.s", "N.m.s/rad"),
-          "6x6 damping of the closure, [force; torque] from [velocity; angular velocity] (symmetric PSD)"),
+          "6x6 damping of the closure, [force; torque] from [velocity; angular velocity] (symmetric PSD)",
+          stated=True),
 )
 
 

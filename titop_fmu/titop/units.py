@@ -72,16 +72,24 @@ def with_titop_ports(t: UnitType) -> UnitType:
 
 
 @lru_cache(maxsize=None)
+def declared_unit_type(model_id: str) -> UnitType:
+    """The :class:`UnitType` of the TITOP FMU ``model_id`` (``"revolute_c1"``) from its catalog
+    interface alone, without dependencies: what a system is checked against
+    (:func:`~titop_fmu.titop.checks.check`), at no cost."""
+    iface = catalog.interface_of(model_id)
+    variables = {v.name: Variable(v.name, v.causality, v.type, v.unit, v.start) for v in iface.variables}
+    return with_titop_ports(UnitType(model_id, variables, list(iface.input_names), list(iface.output_names),
+                                     [np.zeros(0, dtype=int)] * len(iface.output_names)))
+
+
+@lru_cache(maxsize=None)
 def titop_unit_type(model_id: str) -> UnitType:
     """The :class:`UnitType` of the TITOP FMU ``model_id`` (``"revolute_c1"``), with the
     dependencies the FMU declares (measured on the block as at the FMU build)."""
     from ..fmu.model_description import measure_dependencies
-    iface = catalog.interface_of(model_id)
-    variables = {v.name: Variable(v.name, v.causality, v.type, v.unit, v.start) for v in iface.variables}
-    on_inputs, _ = measure_dependencies(iface)
-    deps = [np.flatnonzero(row) for row in on_inputs]
-    return with_titop_ports(UnitType(model_id, variables, list(iface.input_names), list(iface.output_names), deps,
-                                     derivatives=True, trial_steps=True))
+    on_inputs, _ = measure_dependencies(catalog.interface_of(model_id))
+    return dataclasses.replace(declared_unit_type(model_id), dependencies=[np.flatnonzero(row) for row in on_inputs],
+                               derivatives=True, trial_steps=True)
 
 
 def default_fmu_dir(kind: str = "pythonfmu") -> Path:
