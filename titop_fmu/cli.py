@@ -1,4 +1,4 @@
-"""Command line: ``titop-fmu simulate | animate | plot | build | export | validate``.
+"""Command line: ``titop-fmu simulate | animate | plot | build | export | models | validate``.
 
 Every option is checked before any work (a one-line error, exit code 2); a
 result file is written whole at the end or not at all; Ctrl-C stops a run
@@ -341,6 +341,12 @@ def cmd_export(args):
         print(export_ssp(system, args.ssp, simulation, args.fmu_dir))
 
 
+def cmd_models(args):
+    """``titop-fmu models [NAME]``: the model kinds, or one model's ports and parameters."""
+    from .models import describe, listing
+    print(describe(args.name) if args.name else listing())
+
+
 def cmd_validate(args):
     from .validate import validate
     _number("--stop", args.stop)
@@ -452,6 +458,10 @@ def parser() -> argparse.ArgumentParser:
                                     "(a joint's q in rad or m)")
     p.add_argument("--title", help="title of the figure")
     p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("models", help="list the TITOP models (block kinds), or one model's ports and parameters")
+    p.add_argument("name", nargs="?", help="a model identifier, e.g. revolute_c1 (default: list them all)")
+    p.set_defaults(func=cmd_models)
 
     p = sub.add_parser("validate", help="compare the balloon runs with every reference; write a report")
     p.add_argument("--out", default="validation-report", help="report folder (default validation-report/)")
