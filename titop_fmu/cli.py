@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .cosim import Options
-from .errors import ParameterWarning, TitopError
+from .errors import ParameterWarning, TitopError, did_you_mean
 from .io import parse_set, read_result, write_atomically, write_csv
 from .scenarios import balloon
 
@@ -63,14 +63,15 @@ def writable_file(option, path) -> Path:
 
 
 def writable_folder(option, path) -> Path:
-    """``path`` is a writable folder or can be created as one."""
+    """``path`` is a writable folder, or a new one in an existing writable folder: only the
+    last level is created (a mistyped path does not grow a tree of folders)."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise TitopError(f"{option} {path}: is a file, not a folder")
-    existing = path
-    while not existing.exists():
-        existing = existing.parent if existing.parent != existing else Path(".")
-    if not existing.is_dir() or not os.access(existing, os.W_OK):
+    existing = path if path.is_dir() else path.parent if str(path.parent) else Path(".")
+    if not existing.is_dir():
+        raise TitopError(f"{option} {path}: no folder {existing} (only the last level of a folder is created)")
+    if not os.access(existing, os.W_OK):
         raise TitopError(f"{option} {path}: cannot be written ({existing} is not a writable folder)")
     return path
 
@@ -120,6 +121,25 @@ def _sequence(text) -> tuple:
     return seq
 
 
+#: options of one engine only: the master's, the in-process run's
+MASTER_OPTIONS = {"tol": "--tol", "dt_max": "--dt-max", "workers": "--workers", "sequence": "--sequence",
+                  "fmu_dir": "--fmu-dir"}
+INPROCESS_OPTIONS = {"rtol": "--rtol", "kernel": "--kernel"}
+
+
+def engine_options(args):
+    """An option of the other engine is an error, not silently ignored."""
+    master = args.engine == "fmu" or args.inprocess_units
+    other = INPROCESS_OPTIONS if master else MASTER_OPTIONS
+    for name, option in other.items():
+        if getattr(args, name) is not None:
+            if master:
+                raise TitopError(f"{option} applies to the in-process engine (--engine inprocess); the co-simulation "
+                                 "master's tolerance is --tol")
+            raise TitopError(f"{option} applies to the co-simulation master (--engine fmu); the in-process engine "
+                             "takes --rtol")
+
+
 def resolve_options(args, simulation: dict):
     """Command-line options given explicitly win; then the system file's [simulation] values;
     then the defaults. Every value is checked (one-line error)."""
@@ -143,7 +163,7 @@ def resolve_options(args, simulation: dict):
 
 def run_master(args, system, observe=None):
     """The co-simulation master on ``system`` (FMUs, or in-process units); returns
-    ``(result, options, engine)``."""
+    ``(result, options, engine, {unit: UnitType})``."""
     from .cosim import build
     from .titop import TitopUnits
     engine = "inprocess" if args.inprocess_units else "fmu"
@@ -156,7 +176,7 @@ def run_master(args, system, observe=None):
         raise Interrupted(f"interrupted at t = {master.t:.6g} s; nothing written") from None
     finally:
         master.terminate()
-    return res, opt, engine
+    return res, opt, engine, dict(zip(master.st.unit_names, master.st.types))
 
 
 def cmd_simulate(args):
@@ -164,13 +184,17 @@ def cmd_simulate(args):
     from .cosim import ssp, systemfile
     from .titop import monolithic
     from .titop.checks import check
+    from .titop.records import Records
     if args.system == "balloon":
         sim = {}
         overrides = balloon.checked(parse_set(args.set, balloon.DEFAULTS))
     else:
         path = Path(args.system)
         if not path.is_file():
-            raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file")
+            raise TitopError(f"unknown system {args.system!r}: not 'balloon'{did_you_mean(args.system, ['balloon'])} "
+                             "and no such system file")
+        if path.suffix == ".ssp" and args.engine != "fmu" and not args.inprocess_units:
+            raise TitopError(f"{path}: an SSP package runs through its FMUs: add --engine fmu")
         if args.set:
             raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
         sf = (ssp.read if path.suffix == ".ssp" else systemfile.read)(path)
@@ -178,8 +202,11 @@ def cmd_simulate(args):
             raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
         records = check(sf.system, stated=path.suffix != ".ssp")
         sim = sf.simulation
+    engine_options(args)
     resolve_options(args, sim)
     out = writable_file("--out", args.out) if args.out else None
+    if args.fmu_dir is not None:
+        writable_folder("--fmu-dir", args.fmu_dir)
     master = args.engine == "fmu" or args.inprocess_units
     anim = animation(args, balloon.system(overrides) if args.system == "balloon" else sf.system,
                      "co-simulation master" if master else "in-process monolithic run")
@@ -188,16 +215,19 @@ def cmd_simulate(args):
             system = balloon.system(overrides)
             observe = balloon.observed(overrides)
         else:
-            system, observe = (anim.recording() if anim else sf.system), None
-        res, opt, engine = run_master(args, system, observe)
-        n = len(res.labels)
+            recs = Records(anim.recording()) if anim else records
+            system, observe = recs.raw_system(), None
+        res, opt, engine, types = run_master(args, system, observe)
+        values, labels = (res.values, res.labels) if args.system == "balloon" else \
+            recs.finish(res.values, res.labels, types)
+        n = len(labels)
         if observe is None and anim:                # the outputs added for the view come last
-            n -= len(system.recorded) - len(sf.system.recorded)
-            anim.write(res.t, dict(zip(res.labels, res.values.T)))
+            n -= sum(len(e.labels) for e in recs.entries[len(records.entries):])
+            anim.write(res.t, dict(zip(labels, values.T)))
         elif anim:
             anim.write_balloon(res.t, res.values)
         if out:
-            write_result(out, res.t, res.values[:, :n], ["t"] + res.labels[:n])
+            write_result(out, res.t, values[:, :n], ["t"] + labels[:n])
         rows = len(res.t)
         if res.warning:                             # printed even with --quiet
             print(f"titop-fmu: {res.warning}", file=sys.stderr)
@@ -209,14 +239,14 @@ def cmd_simulate(args):
         if args.system == "balloon":
             s = balloon.build(overrides)
             tr = s.simulate(args.stop, args.dt, rtol=args.rtol, atol=args.rtol, progress=not args.quiet,
-                            kernel=args.kernel)
+                            kernel=args.kernel or "auto")
             values, header = balloon.columns(s, tr.y), balloon.COLUMNS
             if anim:
                 anim.write_balloon(tr.t, values)
         else:
             tr, values = monolithic.run(sf.system, args.stop, args.dt, args.rtol, args.rtol, progress=not args.quiet,
-                                        kernel=args.kernel)
-            header = ["t"] + monolithic.labels(sf.system)
+                                        kernel=args.kernel or "auto")
+            header = ["t"] + records.labels
             if anim:
                 anim.write_twin(tr)
         if out:
@@ -325,6 +355,8 @@ def cmd_export(args):
     for option, path in (("--out", args.out), ("--ssp", args.ssp)):
         if path:
             writable_file(option, path)
+    if args.fmu_dir is not None:
+        writable_folder("--fmu-dir", args.fmu_dir)
     if args.system == "balloon":
         system, simulation = balloon.system(), {"stop": DEFAULTS["stop"], "output_interval": DEFAULTS["dt"]}
     elif Path(args.system).is_file():
@@ -375,7 +407,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dt", type=float, help=f"output interval [s] (default: the file's, else {DEFAULTS['dt']:g})")
     p.add_argument("--rtol", type=float, help=f"integration tolerance of the in-process run (default "
                                               f"{DEFAULTS['rtol']:g}, at least {RTOL_MIN:g})")
-    p.add_argument("--kernel", choices=["auto", "c", "numpy"], default="auto",
+    p.add_argument("--kernel", choices=["auto", "c", "numpy"],
                    help="right-hand side of the in-process run: c, the C kernel (built with the C compiler "
                         "on first use); numpy, the reference blocks; auto (default): c when it covers the "
                         "system and a compiler is there, else numpy")
@@ -491,6 +523,9 @@ def main(argv=None):
         return 130
     except TitopError as e:
         print(f"titop-fmu: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:                            # a file or folder the system refuses, as it says
+        print(f"titop-fmu: error: {f'{e.filename}: ' if e.filename else ''}{e.strerror or e}", file=sys.stderr)
         return 2
     return 0
 

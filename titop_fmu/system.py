@@ -168,7 +168,7 @@ class System:
 
     def simulate(self, t_stop: float, dt: float = 0.01, rtol: float = 1e-11, atol: float = 1e-11,
                  method: str = "DOP853", progress: bool = False, y0=None, kernel: str = "auto"):
-        """Integrate all states together (scipy ``solve_ivp``) and sample every ``dt``.
+        """Integrate all states together (scipy ``solve_ivp``) and sample every ``dt`` and at ``t_stop``.
 
         Returns a :class:`Trajectory`. ``progress=True`` shows a progress bar on
         runs that last more than a second. ``kernel``: the right-hand side on the C
@@ -180,7 +180,10 @@ class System:
         if not (t_stop > 0 and dt > 0):
             raise ValueError(f"need t_stop > 0 and dt > 0, got {t_stop}, {dt}")
         n = int(round(t_stop / dt))
+        n -= n * dt > t_stop * (1 + 1e-12)                  # the grid stops at t_stop ...
         t_eval = np.linspace(0.0, n * dt, n + 1)
+        if t_stop - n * dt > 1e-9 * dt:                     # ... and includes it
+            t_eval = np.append(t_eval, t_stop)
         y0 = self.initial_state() if y0 is None else np.asarray(y0, dtype=float)
         fun, used = self.rhs, "numpy"
         if kernel != "numpy" and self.solver == "recursive":
@@ -211,6 +214,8 @@ class System:
             with single_threaded_blas():
                 sol = solve_ivp(fun, (0.0, t_eval[-1]), y0, method=method, t_eval=t_eval,
                                 rtol=rtol, atol=atol)
+            if bar is not None and sol.status == 0:
+                bar.update(bar.total - bar.n)               # the last evaluation may stop short of it
         finally:
             if bar is not None:
                 bar.close()

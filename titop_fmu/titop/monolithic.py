@@ -62,23 +62,6 @@ def recorded(cs: CoSystem, system: System, y, records: Records | None = None) ->
     return np.array([records.row(system.outputs(yy), system.values) for yy in np.atleast_2d(y)])
 
 
-def labels(cs: CoSystem) -> list:
-    """The scalar names of the recorded outputs of ``cs``, in the order of :func:`recorded`'s
-    columns: a port ``"arm.joint.q"`` is ``arm.joint.q[1]`` .. ``arm.joint.q[3]``, as the master
-    names them (outputs of units that are not TITOP models are left as they are)."""
-    out = []
-    for ref in cs.recorded:
-        name, _, var = ref.partition(".")
-        spec = cs.units.get(name)
-        try:
-            outputs = catalog.interface_of(spec.model).output_names
-        except (AttributeError, KeyError, TypeError):
-            outputs = ()
-        ports = [o for o in outputs if port_of(o)[0] == var and o != var]
-        out.extend([f"{name}.{o}" for o in ports] if ports else [ref])
-    return out
-
-
 def run(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12, progress=False, kernel="auto"):
     """``(trajectory, recorded outputs)`` of the monolithic twin every ``dt`` from 0 to ``stop``
     (``kernel``: as :meth:`System.simulate`'s)."""

@@ -150,8 +150,9 @@ class Records:
 
     @property
     def labels(self) -> list:
-        """The scalar labels, in order (only when every entry is a TITOP unit's)."""
-        return [label for e in self.entries for label in e.labels]
+        """The scalar labels, in order (``arm.joint.q`` is ``arm.joint.q[1]`` .. ``[3]``, as the
+        master names them; an entry of a unit this module does not know as it is written)."""
+        return [label for e in self.entries for label in (e.labels if e.labels is not None else [e.ref])]
 
     # -- resolution ---------------------------------------------------------------------------
     def block(self, unit: str):

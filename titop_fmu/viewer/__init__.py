@@ -18,6 +18,7 @@ from ..errors import TitopError
 from ..io import write_atomically
 from ..scenarios import balloon
 from ..titop import monolithic
+from ..titop.records import Records
 from . import html, poses, scene
 from .poses import model, needed
 
@@ -39,7 +40,7 @@ class Animation:
 
     def extra(self) -> list:
         """The outputs to record besides those ``cs`` records."""
-        return needed(self.model, monolithic.labels(self.cs))
+        return needed(self.model, Records(self.cs).labels)
 
     def recording(self) -> CoSystem:
         """``cs`` recording also the outputs the view needs (appended: the user's come first)."""
