@@ -288,10 +288,12 @@ class Records:
         return np.concatenate([e.value(outs, inputs, motions) for e in self.entries] or [np.zeros(0)])
 
     def raw(self) -> list:
-        """What the master records for these entries: each unit-output entry as written, then
-        the whole output ports the inertial entries are computed from."""
-        needs = sorted({n for e in self.entries if e.quantity for n in e.needs()})
-        return [e.ref for e in self.entries if e.quantity is None] + [f"{u}.{p}" for u, p in needs]
+        """What the master records for these entries: the entries of units this module does not
+        know as written, then every whole output port the others are read or computed from, once
+        (a port recorded whole and its scalars again would be interpolated twice, the copies'
+        Euler angles component-wise, not on the rotation group)."""
+        ports = sorted({n for e in self.entries if e.labels is not None for n in e.needs()})
+        return [e.ref for e in self.entries if e.labels is None] + [f"{u}.{p}" for u, p in ports]
 
     def raw_system(self) -> CoSystem:
         """``cs`` recording :meth:`raw`."""
@@ -308,15 +310,15 @@ class Records:
             n = len(types[unit].scalars(var, "output"))
             cols[ref] = slice(k, k + n)
             k += n
-        ports = [(ref, *ref.split(".", 1)) for ref in refs[sum(e.quantity is None for e in self.entries):]]
-        outs = [{} for _ in values] if self.inertial else []
+        ports = [(ref, *ref.split(".", 1)) for ref in refs[sum(e.labels is None for e in self.entries):]]
+        outs = [{} for _ in values]
         for row, o in zip(values, outs):
             for ref, unit, port in ports:
                 o.setdefault(unit, {})[port] = row[cols[ref]]
         inputs, motions = self.inputs(), [{} for _ in outs]
         columns, names = [], []
         for e in self.entries:
-            if e.quantity is None:
+            if e.labels is None:
                 columns.append(values[:, cols[e.ref]])
                 names += list(labels[cols[e.ref]])
             else:
