@@ -285,6 +285,7 @@ def cmd_animate(args):
         sim.stop, sim.dt, sim.set, sim.quiet = args.stop, args.dt, args.set, args.quiet
         return cmd_simulate(sim)
     from .cosim import systemfile
+    from .titop.checks import check
     from .viewer import Animation
     if args.stop is not None or args.dt is not None:
         raise TitopError("--stop and --dt apply to a run: the CSV given is shown as it is")
@@ -297,6 +298,7 @@ def cmd_animate(args):
         if args.set:
             raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
         system = systemfile.read(args.system).system
+        check(system, stated=True)                  # the bodies drawn are those simulate runs
     else:
         raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file (TOML or JSON)")
     anim = Animation(writable_file("--out", args.out), system, args.title or

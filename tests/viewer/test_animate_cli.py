@@ -108,7 +108,7 @@ def test_the_in_process_csv_names_a_whole_port_s_columns_as_the_master_does(tmp_
     assert main(["simulate", str(path), "--stop", "0.2", "--inprocess-units", "--workers", "0",
                  "--out", str(tmp_path / "master.csv"), "--quiet", "--no-stats"]) == 0
     header, data = read(tmp_path / "in.csv")
-    assert header == read(tmp_path / "master.csv")[0] and len(header) == data.shape[1] == 1 + 18 + 10
+    assert header == read(tmp_path / "master.csv")[0] and len(header) == data.shape[1] == 1 + 18 + 10 + 21   # + inertial
     assert header[1:3] == ["hub.c2.m[1]", "hub.c2.m[2]"]
     assert main(["animate", str(path), str(tmp_path / "in.csv"), "--out", str(tmp_path / "v.html"), "--quiet"]) == 0
 

@@ -17,6 +17,7 @@ from titop_fmu.io import read_result
 from titop_fmu.scenarios import balloon
 from titop_fmu.spatial import Rz, dcm_from_euler, inertial_position
 from titop_fmu.titop import monolithic
+from titop_fmu.titop.records import Records
 from titop_fmu.viewer import Animation, poses, scene
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +30,7 @@ model = "revolute_c0"
 mass = 2.0
 inertia = [[0.01, 0, 0], [0, 0.01, 0], [0, 0, 0.01]]
 com = [0.0, -1.5, 0.0]
+axis = [0.0, 0.0, 1.0]
 q0 = "60 deg"
 [inputs]
 # a fixed support: its point at [1, 2, 0.5] in its own frame, turned by psi = 0.3 rad about z
@@ -175,7 +177,7 @@ def test_what_a_run_must_record():
     # the file records the joints and the balloon's attitude, not its position: the pose is added
     assert Animation("x.html", cs, "x").extra() == [f"balloon.p.m[{k}]" for k in range(13, 19)]
     cs.record("balloon.c1.m")                   # a whole motion port places the balloon
-    assert poses.needed(m, monolithic.labels(cs)) == []
+    assert poses.needed(m, Records(cs).labels) == []
 
 
 def test_a_csv_without_the_placing_outputs_is_refused_by_name(tmp_path, capsys):
