@@ -1,4 +1,4 @@
-"""Wall time of the in-process monolithic balloon run (shared/balloon-scenario.md).
+"""Wall time of the in-process monolithic balloon run (docs/balloon-scenario.md).
 
     python benchmarks/balloon_inprocess.py [--stop 20] [--rtol 1e-12]
 

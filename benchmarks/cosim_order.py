@@ -2,7 +2,7 @@
 
     python benchmarks/cosim_order.py [--stop 1] [--h 0.04] [--levels 4] [--fmu]
 
-The balloon (shared/balloon-scenario.md) through the co-simulation master with
+The balloon (docs/balloon-scenario.md) through the co-simulation master with
 a fixed macro step ``H``, halved ``--levels - 1`` times, against the in-process
 monolithic run (exact loop solve, DOP853 at 1e-12: no coupling error). For
 each scheme the maximum error of the nine CSV columns (positions [m], angles

@@ -6,7 +6,8 @@ Default file ``examples/two_branch.toml``: a floating hub with a pendulum and a
 welded boom carrying a double pendulum and a slider (a topology other than the
 balloon's, run with no code change). The twin is the same blocks wired in
 :class:`titop_fmu.system.System` (exact loop solve, DOP853 at 1e-12). Prints
-the wall time, the statistics and the largest error of every recorded output.
+the wall time, the statistics and the largest error of every recorded output (its
+inertial quantities too: titop_fmu.titop.records.simulate).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from titop_fmu.errors import ParameterWarning
-from titop_fmu.cosim import Options, simulate, systemfile
-from titop_fmu.titop import TitopUnits, monolithic
+from titop_fmu.cosim import Options, systemfile
+from titop_fmu.titop import TitopUnits, monolithic, records
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,8 +42,8 @@ def main():
     t_ref, y_ref = monolithic.simulate(sf.system, stop, dt)
     print(f"{Path(args.system).name}: monolithic twin, {stop:g} s in {time.perf_counter() - t0:.2f} s wall")
     t0 = time.perf_counter()
-    res = simulate(sf.system, stop, TitopUnits("fmu"), output_interval=dt,
-                   options=Options(tol=args.tol, workers=args.workers))
+    res = records.simulate(sf.system, stop, TitopUnits("fmu"), output_interval=dt,
+                           options=Options(tol=args.tol, workers=args.workers))
     wall = time.perf_counter() - t0
     n = min(len(res.t), len(t_ref))
     err = np.abs(res.values[:n] - y_ref[:n]).max(axis=0)

@@ -33,3 +33,15 @@ def balloon_run():
 def balloon_undamped_run():
     """The scenario with d_s = d_p1 = d_p2 = 0, 20 s."""
     return run_balloon({"d_s": 0.0, "d_p1": 0.0, "d_p2": 0.0})
+
+
+@pytest.fixture
+def no_run(monkeypatch):
+    """Fail if a simulation starts (the master's or the in-process one): every check of the
+    command line must come before."""
+    from titop_fmu import cli
+
+    def refuse(*a, **kw):
+        raise AssertionError("a simulation started")
+    monkeypatch.setattr(cli, "run_master", refuse)
+    monkeypatch.setattr("titop_fmu.system.System.simulate", refuse)

@@ -20,8 +20,9 @@ LAYERS = [
     {"titop_fmu.system", "titop_fmu.invariants"},     # the monolithic engine
     {"titop_fmu.titop"},                              # TITOP units for the master, monolithic twins
     {"titop_fmu.scenarios"},                          # reference systems
-    {"titop_fmu.io", "titop_fmu.modelica", "titop_fmu.validate", "titop_fmu.simulation",   # one run, by name;
-     "titop_fmu.campaign", "titop_fmu.cli"},                                                # many runs; commands
+    {"titop_fmu.io", "titop_fmu.modelica", "titop_fmu.validate", "titop_fmu.viewer",
+     "titop_fmu.plot", "titop_fmu.models", "titop_fmu.simulation",      # one run, by name;
+     "titop_fmu.campaign", "titop_fmu.cli"},                            # many runs; commands
 ]
 #: what the co-simulation package may import from the rest of titop_fmu
 COSIM_MAY_IMPORT = {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators",

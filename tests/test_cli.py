@@ -17,6 +17,7 @@ from titop_fmu import cli
 from titop_fmu.cli import main
 from titop_fmu.cosim import systemfile
 from titop_fmu.titop import monolithic
+from titop_fmu.titop.records import Records
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO_BRANCH = ROOT / "examples" / "two_branch.toml"
@@ -26,15 +27,6 @@ def read(path):
     with open(path) as f:
         rows = list(csv.reader(f))
     return rows[0], np.array(rows[1:], dtype=float)
-
-
-@pytest.fixture
-def no_run(monkeypatch):
-    """Fail if a simulation starts: every check must come before."""
-    def refuse(*a, **kw):
-        raise AssertionError("a simulation started")
-    monkeypatch.setattr(cli, "run_master", refuse)
-    monkeypatch.setattr("titop_fmu.system.System.simulate", refuse)
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -117,7 +109,7 @@ def test_a_system_file_runs_on_the_monolithic_engine(tmp_path, capsys):
     assert "in-process monolithic run (C kernel): 0.5 s simulated in" in err and "right-hand-side evaluations" in err
     header, got = read(out)
     t, truth = monolithic.simulate(systemfile.read(TWO_BRANCH).system, 0.5, 0.01)
-    assert header == ["t"] + systemfile.read(TWO_BRANCH).system.recorded
+    assert header == ["t"] + Records(systemfile.read(TWO_BRANCH).system).labels      # each scalar named
     assert np.array_equal(got[:, 0], t) and np.allclose(got[:, 1:], truth, rtol=0, atol=1e-12)
     # the reference blocks: the same run to the integration's tolerance
     assert main(["simulate", str(TWO_BRANCH), "--stop", "0.5", "--kernel", "numpy", "--out", str(out)]) == 0
@@ -191,12 +183,18 @@ connections = [["arm.c1.m", "tie.l.m"], ["tie.l.w", "arm.c1.w"], ["ground.c2.m",
 record = ["arm.joint.q[3]"]
 [units.ground]
 model = "imposed_motion_base_c2"
+mass = 1.0
+inertia = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+com = [0.0, 0.0, 0.0]
 "c1.r" = [0.0, 0.0, 0.0]
 "c2.r" = [1.0, -1.0, 0.0]
 [units.arm]
 model = "revolute_c1"
+mass = 1.0
+inertia = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
 com = [0.0, -1.0, 0.0]
 "c1.r" = [0.0, -1.0, 0.0]
+axis = [0.0, 0.0, 1.0]
 q0 = "30 deg"
 [units.tie]
 model = "loop_closure"

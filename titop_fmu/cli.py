@@ -1,4 +1,5 @@
-"""Command line: ``titop-fmu simulate | sweep | report | build | export | validate``.
+"""Command line: ``titop-fmu simulate | sweep | report | animate | plot | build | export | models |
+validate``.
 
 Every option is checked before any work (a one-line error, exit code 2); a
 result file is written whole at the end or not at all; Ctrl-C stops a run
@@ -11,16 +12,19 @@ import argparse
 import os
 import signal
 import sys
-import tempfile
 import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import Interrupted, ParameterWarning, TitopError
-from .io import write_csv
+import numpy as np
+
+from .errors import Interrupted, ParameterWarning, TitopError, did_you_mean
+from .io import parse_set, read_result, write_atomically, write_csv
 from .scenarios import balloon
-from .simulation import DEFAULTS, MAX_CHILDREN, MAX_WORKERS, RTOL_MIN, TOL_MIN, Target, _number, resolve_options
+from .simulation import (DEFAULTS, MAX_CHILDREN, MAX_WORKERS, RTOL_MIN, TOL_MIN, _number, master_options,
+                         resolve_options)
+
 
 def writable_file(option, path) -> Path:
     """``path`` can be written as a file: its folder exists and is writable, it is not a folder."""
@@ -36,28 +40,22 @@ def writable_file(option, path) -> Path:
 
 
 def writable_folder(option, path) -> Path:
-    """``path`` is a writable folder or can be created as one."""
+    """``path`` is a writable folder, or a new one in an existing writable folder: only the
+    last level is created (a mistyped path does not grow a tree of folders)."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise TitopError(f"{option} {path}: is a file, not a folder")
-    existing = path
-    while not existing.exists():
-        existing = existing.parent if existing.parent != existing else Path(".")
-    if not existing.is_dir() or not os.access(existing, os.W_OK):
+    existing = path if path.is_dir() else path.parent if str(path.parent) else Path(".")
+    if not existing.is_dir():
+        raise TitopError(f"{option} {path}: no folder {existing} (only the last level of a folder is created)")
+    if not os.access(existing, os.W_OK):
         raise TitopError(f"{option} {path}: cannot be written ({existing} is not a writable folder)")
     return path
 
 
 def write_result(path: Path, t, values, header):
     """The CSV written to a temporary file beside ``path``, then moved in place: never half."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
-    os.close(fd)
-    try:
-        write_csv(tmp, t, values, header)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, lambda tmp: write_csv(tmp, t, values, header))
 
 
 @contextmanager
@@ -85,29 +83,93 @@ def cooperative_interrupt():
         signal.signal(signal.SIGINT, previous)
 
 
-def run_master(args, target, overrides):
-    """The co-simulation master on ``target`` with ``overrides`` (FMUs, or in-process units);
-    returns ``(result, engine)``. Ctrl-C stops it at the end of a macro step."""
+#: options of one engine only: the master's, the in-process run's
+MASTER_OPTIONS = {"tol": "--tol", "dt_max": "--dt-max", "workers": "--workers", "sequence": "--sequence",
+                  "fmu_dir": "--fmu-dir"}
+INPROCESS_OPTIONS = {"rtol": "--rtol", "kernel": "--kernel"}
+
+
+def engine_options(args):
+    """An option of the other engine is an error, not silently ignored."""
+    master = args.engine == "fmu" or args.inprocess_units
+    other = INPROCESS_OPTIONS if master else MASTER_OPTIONS
+    for name, option in other.items():
+        if getattr(args, name) is not None:
+            if master:
+                raise TitopError(f"{option} applies to the in-process engine (--engine inprocess); the co-simulation "
+                                 "master's tolerance is --tol")
+            raise TitopError(f"{option} applies to the co-simulation master (--engine fmu); the in-process engine "
+                             "takes --rtol")
+
+
+def run_master(args, system, observe=None):
+    """The co-simulation master on ``system`` (FMUs, or in-process units); returns
+    ``(result, options, engine, {unit: UnitType})``."""
+    from .cosim import build
     from .titop import TitopUnits
     engine = "inprocess" if args.inprocess_units else "fmu"
-    with cooperative_interrupt() as asked:
-        try:
-            _, _, res = target.run(overrides, args, "fmu", TitopUnits(engine, args.fmu_dir), progress=not args.quiet,
-                                   stop_requested=asked)
-        except KeyboardInterrupt as e:
-            raise Interrupted(f"interrupted {e}; nothing written") from None
-    return res, engine
+    opt = master_options(args, **(observe or {}))
+    master = build(system, TitopUnits(engine, args.fmu_dir), opt)
+    try:
+        with cooperative_interrupt() as asked:
+            res = master.simulate(args.stop, args.dt, progress=not args.quiet, stop_requested=asked)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted at t = {master.t:.6g} s; nothing written") from None
+    finally:
+        master.terminate()
+    return res, opt, engine, dict(zip(master.st.unit_names, master.st.types))
 
 
 def cmd_simulate(args):
     start = time.perf_counter()
-    target = Target(args.system)
-    overrides = target.overrides(args.set)
-    resolve_options(args, target.simulation)
-    out = writable_file("--out", args.out)
-    if args.engine == "fmu" or args.inprocess_units:
-        res, engine = run_master(args, target, overrides)
-        write_result(out, res.t, res.values, ["t"] + res.labels)
+    from .cosim import ssp, systemfile
+    from .titop import monolithic
+    from .titop.checks import check
+    from .titop.records import Records
+    if args.system == "balloon":
+        sim = {}
+        overrides = balloon.checked(parse_set(args.set, balloon.DEFAULTS))
+    else:
+        path = Path(args.system)
+        if not path.is_file():
+            raise TitopError(f"unknown system {args.system!r}: not 'balloon'{did_you_mean(args.system, ['balloon'])} "
+                             "and no such system file")
+        if path.suffix == ".ssp" and args.engine != "fmu" and not args.inprocess_units:
+            raise TitopError(f"{path}: an SSP package runs through its FMUs: add --engine fmu")
+        sf = (ssp.read if path.suffix == ".ssp" else systemfile.read)(path)
+        if args.set:                                # unit parameters and free inputs by name
+            from .titop import overrides as ov
+            sf.system = ov.apply(sf.system, parse_set(args.set, ov.settable(sf.system)))
+        if not sf.system.recorded and args.out:
+            raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
+        records = check(sf.system, stated=path.suffix != ".ssp")
+        sim = sf.simulation
+    engine_options(args)
+    resolve_options(args, sim)
+    out = writable_file("--out", args.out) if args.out else None
+    if args.fmu_dir is not None:
+        writable_folder("--fmu-dir", args.fmu_dir)
+    master = args.engine == "fmu" or args.inprocess_units
+    anim = animation(args, balloon.system(overrides) if args.system == "balloon" else sf.system,
+                     "co-simulation master" if master else "in-process monolithic run")
+    if master:
+        if args.system == "balloon":
+            system = balloon.system(overrides)
+            observe = balloon.observed(overrides)
+        else:
+            recs = Records(anim.recording()) if anim else records
+            system, observe = recs.raw_system(), None
+        res, opt, engine, types = run_master(args, system, observe)
+        values, labels = (res.values, res.labels) if args.system == "balloon" else \
+            recs.finish(res.values, res.labels, types)
+        n = len(labels)
+        if observe is None and anim:                # the outputs added for the view come last
+            n -= sum(len(e.labels) for e in recs.entries[len(records.entries):])
+            anim.write(res.t, dict(zip(labels, values.T)))
+        elif anim:
+            anim.write_balloon(res.t, res.values)
+        if out:
+            write_result(out, res.t, values[:, :n], ["t"] + labels[:n])
         rows = len(res.t)
         if res.warning:                             # printed even with --quiet
             print(f"titop-fmu: {res.warning}", file=sys.stderr)
@@ -116,15 +178,105 @@ def cmd_simulate(args):
                   f"{args.stop:g} s simulated in {time.perf_counter() - start:.2f} s", file=sys.stderr)
             print(res.stats.summary(), file=sys.stderr)
     else:
-        t, values, tr = target.run(overrides, args, progress=not args.quiet)
-        write_result(out, t, values, target.header)
-        rows = len(t)
+        if args.system == "balloon":
+            s = balloon.build(overrides)
+            tr = s.simulate(args.stop, args.dt, rtol=args.rtol, atol=args.rtol, progress=not args.quiet,
+                            kernel=args.kernel or "auto")
+            values, header = balloon.columns(s, tr.y), balloon.COLUMNS
+            if anim:
+                anim.write_balloon(tr.t, values)
+        else:
+            tr, values = monolithic.run(sf.system, args.stop, args.dt, args.rtol, args.rtol, progress=not args.quiet,
+                                        kernel=args.kernel or "auto")
+            header = ["t"] + records.labels
+            if anim:
+                anim.write_twin(tr)
+        if out:
+            write_result(out, tr.t, values, header)
+        rows = len(tr.t)
         if not args.quiet:
             print(f"in-process monolithic run ({'C kernel' if tr.kernel == 'c' else 'NumPy blocks'}): "
                   f"{args.stop:g} s simulated in {tr.wall:.2f} s wall, {tr.nfev} right-hand-side evaluations",
                   file=sys.stderr)
     if not args.quiet:
-        print(f"wrote {out} ({rows} rows)", file=sys.stderr)
+        for path in (out, anim and anim.path):
+            if path:
+                print(f"wrote {path}" + (f" ({rows} rows)" if path == out else ""), file=sys.stderr)
+
+
+def animation(args, system, engine):
+    """The :class:`~titop_fmu.viewer.Animation` that ``--animate`` asks for (None without it),
+    checked before the run."""
+    if not args.animate:
+        return None
+    if args.out and Path(args.animate).resolve() == Path(args.out).resolve():
+        raise TitopError(f"--animate {args.animate}: the same file as --out")
+    from .viewer import Animation
+    name = "balloon" if args.system == "balloon" else Path(args.system).stem
+    return Animation(writable_file("--animate", args.animate), system, args.title or f"{name}: {engine}, "
+                     f"{args.stop:g} s", args.trace)
+
+
+def cmd_animate(args):
+    """``titop-fmu animate SYSTEM [RUN.csv] --out VIEW.html``: the view of a result CSV that has
+    the outputs placing every body, or of an in-process run of the system."""
+    writable_file("--out", args.out)
+    if args.run is None:
+        sim = parser().parse_args(["simulate", args.system])
+        sim.out, sim.animate, sim.trace, sim.title = None, args.out, args.trace, args.title
+        sim.stop, sim.dt, sim.set, sim.quiet = args.stop, args.dt, args.set, args.quiet
+        return cmd_simulate(sim)
+    from .cosim import systemfile
+    from .titop.checks import check
+    from .viewer import Animation
+    if args.stop is not None or args.dt is not None:
+        raise TitopError("--stop and --dt apply to a run: the CSV given is shown as it is")
+    if args.system == "balloon":
+        system = balloon.system(balloon.checked(parse_set(args.set, balloon.DEFAULTS)))
+    elif Path(args.system).suffix == ".ssp":
+        raise TitopError(f"{args.system}: the units of an SSP package are FMU files, which the view cannot "
+                         "draw; animate the system file it was exported from")
+    elif Path(args.system).is_file():
+        if args.set:
+            raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
+        system = systemfile.read(args.system).system
+        check(system, stated=True)                  # the bodies drawn are those simulate runs
+    else:
+        raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file (TOML or JSON)")
+    anim = Animation(writable_file("--out", args.out), system, args.title or
+                     f"{Path(args.system).stem}: {Path(args.run).name}", args.trace)
+    t, columns = read_result(args.run)
+    if args.system == "balloon":
+        if list(columns) != list(balloon.COLUMNS[1:]):
+            raise TitopError(f"{args.run}: not a run of the balloon (columns {','.join(balloon.COLUMNS)})")
+        anim.write_balloon(t, np.column_stack(list(columns.values())))
+    else:
+        try:
+            anim.write(t, columns)
+        except TitopError as e:
+            raise TitopError(f"{args.run}: {e}; record them in {args.system}, or leave out {args.run} "
+                             "to run the system") from None
+    if not args.quiet:
+        print(f"wrote {anim.path}", file=sys.stderr)
+
+
+def cmd_plot(args):
+    """``titop-fmu plot RUN.csv --out FIG.png``: chosen columns of a result CSV as a figure."""
+    from .cosim import systemfile
+    from .plot import check_format, plot
+    out = args.out or str(Path(args.run).with_suffix(".png"))
+    check_format("--out", out)
+    out = writable_file("--out", out)
+    system = None
+    if args.system == "balloon":
+        system = balloon.system()
+    elif args.system is not None:
+        if not Path(args.system).is_file():
+            raise TitopError(f"--system {args.system}: not 'balloon' and no such system file")
+        system = systemfile.read(args.system).system
+    t, columns = read_result(args.run)
+    plot(t, columns, out, args.columns, args.by_unit, system, args.title)
+    print(f"wrote {out}", file=sys.stderr)
 
 
 def cmd_build(args):
@@ -142,14 +294,18 @@ def cmd_export(args):
     """``titop-fmu export {balloon | SYSTEM_FILE} --out NAME.fmu | --ssp NAME.ssp``: the whole
     system as one FMU, or its block FMUs as an SSP package."""
     from .cosim import systemfile
+    from .titop.checks import check
     from .titop.export import export_fmu, export_ssp
     for option, path in (("--out", args.out), ("--ssp", args.ssp)):
         if path:
             writable_file(option, path)
+    if args.fmu_dir is not None:
+        writable_folder("--fmu-dir", args.fmu_dir)
     if args.system == "balloon":
         system, simulation = balloon.system(), {"stop": DEFAULTS["stop"], "output_interval": DEFAULTS["dt"]}
     elif Path(args.system).is_file():
         sf = systemfile.read(args.system)
+        check(sf.system, stated=True, exported=not args.ssp)    # an assembly's free ports are its inputs
         system, simulation = sf.system, sf.simulation
     else:
         raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file")
@@ -159,6 +315,12 @@ def cmd_export(args):
         print(export_fmu(system, args.out, simulation))
     if args.ssp:
         print(export_ssp(system, args.ssp, simulation, args.fmu_dir))
+
+
+def cmd_models(args):
+    """``titop-fmu models [NAME]``: the model kinds, or one model's ports and parameters."""
+    from .models import describe, listing
+    print(describe(args.name) if args.name else listing())
 
 
 def cmd_validate(args):
@@ -207,12 +369,19 @@ def cmd_report(args):
     print(report(open_store(args.store), out))
 
 
+def animation_options(p):
+    p.add_argument("--trace", action="append", metavar="UNIT[.POINT]",
+                   help="draw the path of a body point: UNIT.com (the default point), UNIT.p or UNIT.c<i> "
+                        "(repeatable; default: the centre of mass of every body without a child body, eight at most)")
+    p.add_argument("--title", help="title shown in the view (default: the system, the engine and the horizon)")
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="titop-fmu", description=__doc__.splitlines()[0])
     sub = top.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("simulate", help="simulate a system and write a CSV")
-    p.add_argument("system", help="'balloon' (the paper's system, shared/balloon-scenario.md), a "
+    p.add_argument("system", help="'balloon' (the paper's system, docs/balloon-scenario.md), a "
                                   "system file (TOML or JSON, see examples/) or an SSP package (.ssp)")
     p.add_argument("--engine", choices=["inprocess", "fmu"], default="inprocess",
                    help="inprocess: the monolithic run (exact loop solve, no coupling error); "
@@ -221,7 +390,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dt", type=float, help=f"output interval [s] (default: the file's, else {DEFAULTS['dt']:g})")
     p.add_argument("--rtol", type=float, help=f"integration tolerance of the in-process run (default "
                                               f"{DEFAULTS['rtol']:g}, at least {RTOL_MIN:g})")
-    p.add_argument("--kernel", choices=["auto", "c", "numpy"], default="auto",
+    p.add_argument("--kernel", choices=["auto", "c", "numpy"],
                    help="right-hand side of the in-process run: c, the C kernel (built with the C compiler "
                         "on first use); numpy, the reference blocks; auto (default): c when it covers the "
                         "system and a compiler is there, else numpy")
@@ -244,6 +413,10 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--inprocess-units", action="store_true",
                    help="the master on the in-process blocks instead of the FMUs (no FMI; implies the master)")
     g.add_argument("--no-stats", dest="stats", action="store_false", help="no statistics summary")
+    g = p.add_argument_group("3-D view (titop-fmu animate)")
+    g.add_argument("--animate", metavar="VIEW.html", help="also write a 3-D view of the run: one HTML file that "
+                                                          "opens offline in a browser (docs/animation.md)")
+    animation_options(g)
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("sweep", help="run a campaign (Monte Carlo, sweep) of a system on Dask; store it as Parquet")
@@ -303,6 +476,46 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--fmu-dir", default=None, help="folder of the block FMUs for --ssp (default: the cache)")
     p.set_defaults(func=cmd_export)
 
+    p = sub.add_parser(
+        "animate", help="write a 3-D view of a run: one HTML file that opens offline in a browser",
+        description="Write a 3-D view of a system's motion: bodies, joints and frames, a time slider, "
+                    "play/pause, speed and loop; drag to orbit, wheel to zoom. One HTML file, nothing "
+                    "fetched: it opens offline. With RUN.csv, the CSV is shown as it is: it must hold the "
+                    "outputs that place every body (a base's p.m[13..18] or any body's c<i>.m[13..18], and "
+                    "joint.q[3] of the joints below; the balloon's columns x..theta2), as written by "
+                    "'titop-fmu simulate'. Without RUN.csv, the system is run by the in-process monolithic "
+                    "engine; 'titop-fmu simulate SYSTEM --engine fmu --animate VIEW.html' shows a "
+                    "co-simulation run. The time shown can be set in the address: VIEW.html#t=3.5.")
+    p.add_argument("system", help="'balloon' or a system file (TOML or JSON)")
+    p.add_argument("run", nargs="?", metavar="RUN.csv", help="a result CSV of this system (default: run it)")
+    p.add_argument("--out", default="view.html", help="the HTML file to write (default view.html)")
+    p.add_argument("--stop", type=float, help="stop time of the run [s] (default: the file's, else "
+                                              f"{DEFAULTS['stop']:g})")
+    p.add_argument("--dt", type=float, help="output interval of the run [s] (default: the file's, else "
+                                            f"{DEFAULTS['dt']:g})")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a balloon value (as simulate)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    animation_options(p)
+    p.set_defaults(func=cmd_animate)
+
+    p = sub.add_parser("plot", help="draw chosen columns of a result CSV (PNG, PDF or SVG), for reports",
+                       description="Draw columns of a result CSV of titop-fmu against time: one subplot per "
+                                   "column, or one per unit with --by-unit; SI units in the labels where "
+                                   "known. Needs matplotlib (the report extra).")
+    p.add_argument("run", metavar="RUN.csv", help="a result CSV (titop-fmu simulate)")
+    p.add_argument("--out", help="the figure, .png, .pdf or .svg (default: RUN.png)")
+    p.add_argument("--columns", nargs="+", metavar="NAME",
+                   help="columns to draw, by name or pattern ('arm.joint.q[*]', 'theta*'; default: all)")
+    p.add_argument("--by-unit", action="store_true", help="one subplot per unit, the columns sharing it together")
+    p.add_argument("--system", help="'balloon' or the system file of the run: the units of every output "
+                                    "(a joint's q in rad or m)")
+    p.add_argument("--title", help="title of the figure")
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("models", help="list the TITOP models (block kinds), or one model's ports and parameters")
+    p.add_argument("name", nargs="?", help="a model identifier, e.g. revolute_c1 (default: list them all)")
+    p.set_defaults(func=cmd_models)
+
     p = sub.add_parser("validate", help="compare the balloon runs with every reference; write a report")
     p.add_argument("--out", default="validation-report", help="report folder (default validation-report/)")
     p.add_argument("--stop", type=float, default=20.0, help="horizon [s] (default 20)")
@@ -331,6 +544,9 @@ def main(argv=None):
         return 130
     except TitopError as e:
         print(f"titop-fmu: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:                            # a file or folder the system refuses, as it says
+        print(f"titop-fmu: error: {f'{e.filename}: ' if e.filename else ''}{e.strerror or e}", file=sys.stderr)
         return 2
     return 0
 

@@ -34,3 +34,13 @@ class Interrupted(TitopError):
 
 class ParameterWarning(UserWarning):
     """A parameter is accepted but physically unusual (e.g. triangle inequality violated)."""
+
+
+def did_you_mean(name, known, n: int = 3) -> str:
+    """``" (did you mean 'mass'?)"``: the nearest of the names ``known`` to a misspelled
+    ``name`` (:func:`difflib.get_close_matches`), or ``""`` when none is close. Every message
+    about an unknown model, unit, port, parameter, record entry or key ends with it."""
+    import difflib
+    cutoff = 0.5 if len(str(name)) <= 3 else 0.6            # 'qo' for 'q0'; not 'record' for 'colour'
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=n, cutoff=cutoff)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""

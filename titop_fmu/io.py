@@ -1,27 +1,30 @@
-"""Reading ``--set NAME=VALUE`` overrides and writing result CSVs."""
+"""Reading ``--set NAME=VALUE`` overrides, writing and reading result CSVs."""
 
 from __future__ import annotations
 
 import ast
-import difflib
+import os
 import re
+import tempfile
+import warnings
+from pathlib import Path
 
 import numpy as np
 
-from .errors import ParameterError
+from .errors import ParameterError, TitopError, did_you_mean
 
 _INDEXED = re.compile(r"^(.+?)\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]$")
 
 
 def unknown(name: str, known, what: str = "parameter") -> ParameterError:
-    """The error of an unknown name: the nearest known ones when there are close ones,
-    else every known name (up to 30)."""
+    """The error of an unknown name: the nearest known ones, and the known names (when they
+    are few, or none is near)."""
     known = list(known)
-    near = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-    if near:
-        return ParameterError(name, f"unknown {what}; did you mean {', '.join(near)}?")
+    near = did_you_mean(name, known)
+    if near and len(known) > 30:
+        return ParameterError(name, f"unknown {what}{near}")
     listed = ", ".join(known[:30]) + (f", ... ({len(known)} in all)" if len(known) > 30 else "")
-    return ParameterError(name, f"unknown {what}; known: {listed}")
+    return ParameterError(name, f"unknown {what}{near}; known: {listed}")
 
 
 def resolve(name: str, defaults: dict) -> tuple:
@@ -94,3 +97,39 @@ def write_csv(path, t, cols, header):
     """``t`` and the columns ``cols`` (``(len(t), n)``) under the ``header`` names, full precision."""
     data = np.column_stack([t, cols])
     np.savetxt(path, data, delimiter=",", header=",".join(header), comments="", fmt="%.17g")
+
+
+def write_atomically(path, write):
+    """``write(temporary path)`` beside ``path``, then the file moved in place: a result is
+    written whole or not at all."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+    os.close(fd)
+    try:
+        write(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)                  # as a file opened for writing would be
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_result(path) -> tuple:
+    """``(t, {label: column})`` of a result CSV (its first column ``t``)."""
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            header = f.readline().strip().split(",")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")                     # an empty file: said below
+            data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise TitopError(f"{path}: cannot read a result CSV ({e})") from None
+    if not header or header[0] != "t" or data.shape[1] != len(header) or len(data) == 0:
+        raise TitopError(f"{path}: not a result CSV of titop-fmu (a header line 't,...' and rows of "
+                         f"{len(header)} numbers)")
+    if not np.all(np.isfinite(data)) or np.any(np.diff(data[:, 0]) <= 0):
+        raise TitopError(f"{path}: the times must increase and every value be finite")
+    return data[:, 0], {name: data[:, j] for j, name in enumerate(header) if j}

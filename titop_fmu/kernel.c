@@ -4,7 +4,7 @@
  * kernel.py beside it builds and loads it.
  *
  * The NumPy blocks (titop_fmu/blocks/) stay the reference; this file follows
- * them step by step, with the same equation numbers (shared/paper/titop-nonlinear.md),
+ * them step by step, with the same equation numbers (those of the paper, eqs. (1)-(29)),
  * and tests check it equal to them to rounding (tests/physics/test_loop_solve.py,
  * tests/blocks/test_unit.py):
  *

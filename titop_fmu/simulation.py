@@ -92,11 +92,13 @@ class Target:
         path = Path(name)
         if not path.is_file():
             raise TitopError(f"unknown system {name!r}: not 'balloon' and no such system file")
-        self.file = (ssp.read if path.suffix == ".ssp" else systemfile.read)(path)
+        from .titop.checks import check
+        self.ssp = path.suffix == ".ssp"
+        self.file = (ssp.read if self.ssp else systemfile.read)(path)
         if not self.file.system.recorded:
             raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
         self.simulation = self.file.simulation
-        self.header = ["t"] + list(self.file.system.recorded)
+        self.header = ["t"] + check(self.file.system, stated=not self.ssp).labels
 
     @property
     def settable(self) -> dict:
@@ -133,7 +135,7 @@ class Target:
         """The master's options that make it write :attr:`header` (None: the recorded outputs)."""
         return balloon.observed(overrides) if self.file is None else None
 
-    def run(self, overrides, args, engine="inprocess", units=None, progress=False, stop_requested=None):
+    def run(self, overrides, args, engine="inprocess", units=None, progress=False):
         """One run: ``(t, values, info)`` with the columns :attr:`header` (``t`` first) as
         ``simulate`` writes them (``overrides`` as :meth:`checked` returns them: an invalid value
         may stop the run with an error naming a unit's parameter); ``args`` has the resolved options (:func:`resolve_options`),
@@ -143,17 +145,20 @@ class Target:
         if engine == "fmu":
             from .cosim import build
             from .titop import TitopUnits
+            from .titop.records import Records
             units = units or TitopUnits("fmu", getattr(args, "fmu_dir", None))
-            master = build(self.system(overrides, check=False), units, master_options(args, **(self.observed(overrides) or {})))
+            records = None if self.file is None else Records(self.system(overrides, check=False))
+            system = balloon.system(overrides) if records is None else records.raw_system()
+            master = build(system, units, master_options(args, **(self.observed(overrides) or {})))
             try:
-                res = master.simulate(args.stop, args.dt, progress=progress, stop_requested=stop_requested)
-            except KeyboardInterrupt:
-                raise KeyboardInterrupt(f"at t = {master.t:.6g} s") from None
+                res = master.simulate(args.stop, args.dt, progress=progress)
+                types = dict(zip(master.st.unit_names, master.st.types))
             finally:
                 master.terminate()
-            return res.t, res.values, res
+            values = res.values if records is None else records.finish(res.values, res.labels, types)[0]
+            return res.t, values, res
         from .titop import monolithic
-        kernel = getattr(args, "kernel", "auto")
+        kernel = getattr(args, "kernel", None) or "auto"
         if self.file is None:
             s = balloon.build(overrides)
             tr = s.simulate(args.stop, args.dt, rtol=args.rtol, atol=args.rtol, progress=progress, kernel=kernel)

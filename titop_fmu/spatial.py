@@ -3,7 +3,7 @@
 Every function here is a symbol of the paper's nomenclature or a numbered
 equation, written on plain numpy arrays.
 
-Conventions (shared/paper/titop-nonlinear.md, shared/balloon-scenario.md):
+Conventions (the paper's nomenclature; docs/balloon-scenario.md):
 
 * 6-vectors put translation first: twist ``x' = [v_P; omega]``, spatial
   acceleration ``x'dot = [vdot_P; omegadot]`` (time derivatives in the body
@@ -383,3 +383,26 @@ def gravity6(P_ai, g_i):
     g6 = np.zeros(6)
     g6[0:3] = g_i.dot(P_ai)                                         # P_a/i^T g
     return g6
+
+
+# --- a body's motion in the inertial frame ---------------------------------------
+
+def inertial_position(m_P, PX=None):
+    """``[IX]_Ri = P_b/i ([IP]_Rb + [PX]_Rb)``: the position in ``R_i`` of the point ``X``
+    of a body from its motion vector ``m_P`` (18) at ``P`` (pose ``[IP]_Rb`` and the Euler
+    angles ``Theta`` of ``R_b``, components 13-18: the paper's ``x = [IP; Theta]``) and
+    ``[PX]_Rb`` (``None``: ``X = P``, ``[IP]_Ri = P_b/i(Theta) [IP]_Rb``)."""
+    IX = np.asarray(m_P[12:15], dtype=float)
+    return dcm_from_euler(m_P[15:18]).dot(IX if PX is None else IX + PX)
+
+
+def inertial_twist(m_P, PX=None):
+    """``[v_X; omega]_Ri``: the velocity of the point ``X`` of a body and its angular
+    velocity, projected in ``R_i``, from its motion vector ``m_P`` at ``P`` (twist
+    ``[v_P; omega]_Rb``, components 7-12) and ``[PX]_Rb``: ``v_X = v_P + omega x PX``
+    (``tau_XP`` of the nomenclature), both turned by ``P_b/i``."""
+    v, w = m_P[6:9], m_P[9:12]
+    if PX is not None:
+        v = v + np.cross(w, PX)
+    P = dcm_from_euler(m_P[15:18])
+    return np.concatenate([P.dot(v), P.dot(w)])

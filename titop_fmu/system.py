@@ -34,7 +34,7 @@ import numpy as np
 
 from .blocks.base import Block, col
 from .cosim.numerics import single_threaded_blas
-from .errors import ConnectionError_, SolverError
+from .errors import ConnectionError_, SolverError, did_you_mean
 from .spatial import tau
 from .topology import tree_order
 
@@ -84,7 +84,8 @@ class System:
     def _split(self, ref: str):
         name, _, port = ref.partition(".")
         if name not in self.blocks:
-            raise ConnectionError_(f"unknown block {name!r} in {ref!r}; blocks: {sorted(self.blocks)}")
+            raise ConnectionError_(f"unknown block {name!r} in {ref!r}{did_you_mean(name, self.blocks)}; blocks: "
+                                   f"{sorted(self.blocks)}")
         return name, port
 
     def link(self, child_port: str, parent_port: str):
@@ -94,9 +95,11 @@ class System:
         b, pport = self._split(parent_port)
         pport = pport or "p"
         if cport not in self.blocks[a].child_ports:
-            raise ConnectionError_(f"{a!r} has no child port {cport!r}; it has {self.blocks[a].child_ports}")
+            raise ConnectionError_(f"{a!r} has no child port {cport!r}{did_you_mean(cport, self.blocks[a].child_ports)}"
+                                   f"; it has {self.blocks[a].child_ports}")
         if pport not in self.blocks[b].parent_ports:
-            raise ConnectionError_(f"{b!r} has no parent port {pport!r}; it has {self.blocks[b].parent_ports}")
+            raise ConnectionError_(f"{b!r} has no parent port {pport!r}{did_you_mean(pport, self.blocks[b].parent_ports)}"
+                                   f"; it has {self.blocks[b].parent_ports}")
         for link in self.links:
             if (link.parent, link.child_port) == (a, cport):
                 raise ConnectionError_(f"child port {a}.{cport} is already connected")
@@ -111,7 +114,7 @@ class System:
         name, port = self._split(ref)
         spec = self.blocks[name].inputs
         if port not in spec:
-            raise ConnectionError_(f"{name!r} has no input {port!r}; inputs: {sorted(spec)}")
+            raise ConnectionError_(f"{name!r} has no input {port!r}{did_you_mean(port, spec)}; inputs: {sorted(spec)}")
         v = np.atleast_1d(np.asarray(value, dtype=float))
         if v.shape != (spec[port],):
             raise ConnectionError_(f"input {ref} takes {spec[port]} values, got {v.shape}")
@@ -165,7 +168,7 @@ class System:
 
     def simulate(self, t_stop: float, dt: float = 0.01, rtol: float = 1e-11, atol: float = 1e-11,
                  method: str = "DOP853", progress: bool = False, y0=None, kernel: str = "auto"):
-        """Integrate all states together (scipy ``solve_ivp``) and sample every ``dt``.
+        """Integrate all states together (scipy ``solve_ivp``) and sample every ``dt`` and at ``t_stop``.
 
         Returns a :class:`Trajectory`. ``progress=True`` shows a progress bar on
         runs that last more than a second. ``kernel``: the right-hand side on the C
@@ -177,7 +180,10 @@ class System:
         if not (t_stop > 0 and dt > 0):
             raise ValueError(f"need t_stop > 0 and dt > 0, got {t_stop}, {dt}")
         n = int(round(t_stop / dt))
+        n -= n * dt > t_stop * (1 + 1e-12)                  # the grid stops at t_stop ...
         t_eval = np.linspace(0.0, n * dt, n + 1)
+        if t_stop - n * dt > 1e-9 * dt:                     # ... and includes it
+            t_eval = np.append(t_eval, t_stop)
         y0 = self.initial_state() if y0 is None else np.asarray(y0, dtype=float)
         fun, used = self.rhs, "numpy"
         if kernel != "numpy" and self.solver == "recursive":
@@ -208,6 +214,8 @@ class System:
             with single_threaded_blas():
                 sol = solve_ivp(fun, (0.0, t_eval[-1]), y0, method=method, t_eval=t_eval,
                                 rtol=rtol, atol=atol)
+            if bar is not None and sol.status == 0:
+                bar.update(bar.total - bar.n)               # the last evaluation may stop short of it
         finally:
             if bar is not None:
                 bar.close()
@@ -240,6 +248,7 @@ class _Plan:
             raise ConnectionError_("the system has no block")
         self.parent_link = {(l.child, l.parent_port): j for j, l in enumerate(system.links)}
         self.child_link = {(l.parent, l.child_port): j for j, l in enumerate(system.links)}
+        self.order = self._topological_order()      # first: a cycle leaves ports free that are not the problem
         missing = []
         for n, b in blocks.items():
             for p in b.parent_ports:
@@ -250,7 +259,6 @@ class _Plan:
                     missing.append(f"{n}.{c} (child port: connect it, or set {n}.{c}.w for a free end)")
         if missing:
             raise ConnectionError_("dangling port(s): " + ", ".join(missing))
-        self.order = self._topological_order()
         offset = 0
         self.state_slices = {}
         for n in self.order:

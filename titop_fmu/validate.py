@@ -32,8 +32,7 @@ from .spatial import relative_rotation_vector
 
 OUTPUTS = balloon.COLUMNS[1:]
 ANGLES = {"phi", "theta", "psi", "theta1", "theta2"}
-UNITS = {"x": "m", "y": "m", "z": "m", "phi": "rad", "theta": "rad", "psi": "rad", "p": "m",
-         "theta1": "rad", "theta2": "rad"}
+UNITS = balloon.UNITS
 WINDOWS = (5.0, 10.0, 20.0)
 
 
@@ -303,7 +302,7 @@ def validate(out_dir, stop=20.0, reference_dir=None, engines=("inprocess",), log
     md = [
         "# Balloon system validation",
         "",
-        f"Scenario: shared/balloon-scenario.md, 0 to {stop:g} s, outputs every 0.01 s.",
+        f"Scenario: docs/balloon-scenario.md of the titop-fmu repository, 0 to {stop:g} s, outputs every 0.01 s.",
         "",
         "## Runs",
         *notes,

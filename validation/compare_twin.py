@@ -11,9 +11,10 @@ same grid, and prints the error of every recorded output. Exit 0 when every
 error is within ``--bound``, 1 when not, 2 when no Modelica compiler or MSL is
 available (the reason on one line).
 
-The twin's outputs are named after the system file's ``record`` entries:
-``"."`` and ``"[k]"`` become ``"_"`` and ``"_k"`` (``arm.joint.q[3]`` ->
-``arm_joint_q_3``); see validation/modelica/README.md. The model file is the
+The twin's outputs are named after the scalars of the system file's ``record``
+entries: ``"."`` and ``"[k]"`` become ``"_"`` and ``"_k"`` (``arm.joint.q[3]`` ->
+``arm_joint_q_3``, ``arm.com.position`` -> ``arm_com_position_1`` .. ``_3``); see
+validation/modelica/README.md. The model file is the
 second argument, or the system file's ``modelica = "<path relative to the
 system file>"`` key.
 
@@ -49,6 +50,7 @@ from titop_fmu.cosim.numerics import wrap  # noqa: E402
 from titop_fmu.scenarios import balloon  # noqa: E402
 from titop_fmu.spatial import dcm_from_euler, rotation_vector  # noqa: E402,F401  (dcm_from_euler: for the tests)
 from titop_fmu.titop import monolithic  # noqa: E402
+from titop_fmu.titop.records import Records  # noqa: E402
 
 BALLOON_MODEL = ROOT / "validation" / "modelica" / "BalloonSystem.mo"
 DT = 0.01
@@ -82,8 +84,10 @@ def balloon_fmu(stop, fmu_dir=None, workers=2):
 
 
 def system_file_records(path):
-    """The ``record`` list of a system file (read and checked by the project's reader)."""
-    return list(systemfile.read(path).system.recorded)
+    """The scalar outputs a system file records (its ``record`` list, each entry as its scalars:
+    ``"link3.com.position"`` is ``link3.com.position[1]`` .. ``[3]``), read and checked by the
+    project's reader."""
+    return Records(systemfile.read(path).system).labels
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -98,21 +102,29 @@ def modelica_name(record_entry: str) -> str:
 
 
 def is_euler_angle(record_entry: str) -> bool:
-    """Motion-vector components 16-18 are 3-2-1 Euler angles, wrapped to (-pi, pi]."""
-    return bool(re.search(r"\.m\[1[678]\]$", record_entry))
+    """Motion-vector components 16-18 and a body's ``euler[1..3]`` are 3-2-1 Euler angles,
+    wrapped to (-pi, pi]."""
+    return bool(re.search(r"(\.m\[1[678]\]|\.euler\[[123]\])$", record_entry))
 
 
 def euler_triples(names):
     """``[(label, (i_phi, i_theta, i_psi))]``: the columns holding a body's three Euler angles,
-    ``<x>.m[16..18]`` of a system file's records or the balloon's ``phi, theta, psi``."""
+    ``<x>.m[16..18]`` or ``<body>.euler[1..3]`` of a system file's records, or the balloon's
+    ``phi, theta, psi``."""
     names = list(names)
     out = []
     if all(a in names for a in ("phi", "theta", "psi")):
         out.append(("phi, theta, psi", tuple(names.index(a) for a in ("phi", "theta", "psi"))))
     for n in names:
-        m = re.fullmatch(r"(.+)\.m\[16\]", n)
-        if m and all(f"{m[1]}.m[{k}]" in names for k in (17, 18)):
-            out.append((f"{m[1]}.m[16..18]", tuple(names.index(f"{m[1]}.m[{k}]") for k in (16, 17, 18))))
+        m = re.fullmatch(r"(.+)\.(m\[16\]|euler\[1\])", n)
+        if not m:
+            continue
+        first, k0 = (16, 17, 18), "m[{}]"
+        if m[2].startswith("euler"):
+            first, k0 = (1, 2, 3), "euler[{}]"
+        labels = [f"{m[1]}.{k0.format(k)}" for k in first]
+        if all(x in names for x in labels):
+            out.append((f"{m[1]}.{k0.format(f'{first[0]}..{first[2]}')}", tuple(names.index(x) for x in labels)))
     return out
 
 
@@ -155,7 +167,7 @@ def compare_system_file(path, model_file=None, stop=None, msl=None):
     model_file = model_file or sf.twin
     if model_file is None:
         raise ValueError(f"{path}: no Modelica twin given (second argument or a 'modelica' key)")
-    records = list(sf.system.recorded)
+    records = Records(sf.system).labels
     stop = float(sf.simulation.get("stop", 10.0)) if stop is None else stop
     names = [modelica_name(r) for r in records]
     mo = modelica.simulate(model_file, names, stop, DT, msl=msl)

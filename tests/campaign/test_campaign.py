@@ -262,7 +262,7 @@ def test_a_campaign_file_is_the_command_line(serial, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--vary", "m_P=uniform(1,2)", "--samples", "3"], "--vary m_P: unknown parameter; did you mean m_P2, m_P1"),
+    (["--vary", "m_P=uniform(1,2)", "--samples", "3"], "--vary m_P: unknown parameter (did you mean 'm_P2' or 'm_P1'"),
     (["--vary", "t=uniform(1,2)", "--samples", "3"], "--vary t: a vector or matrix; vary one element, e.g. t[1]"),
     (["--vary", "m_P1=uniform(2,1)", "--samples", "3"], "--vary m_P1=uniform(2,1): uniform(a, b) needs a < b"),
     (["--vary", "m_P1=uniform(1,2)"], "how many samples? give --samples N"),

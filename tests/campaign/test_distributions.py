@@ -45,7 +45,7 @@ def test_grid_is_every_combination_first_slowest():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("normall(1, 2)", "--vary m=normall(1, 2): unknown distribution 'normall'; did you mean normal"),
+    ("normall(1, 2)", "--vary m=normall(1, 2): unknown distribution 'normall' (did you mean 'normal'"),
     ("uniform(2, 1)", "uniform(a, b) needs a < b"),
     ("normal(1)", "normal takes 2 numbers, got 1"),
     ("normal(1, 0)", "sigma must be > 0"),

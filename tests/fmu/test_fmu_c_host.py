@@ -11,14 +11,19 @@ numpy on ``PYTHONPATH``; for the standalone FMUs, none at all (started by ``env 
 Python anywhere on any path).
 The printed outputs and derivatives must equal the in-process block's, and over one
 second those of a standalone FMU equal the pythonfmu FMU's.
+
+A second host (``tests/fmu/c/fmu_threads.c``) calls a pythonfmu FMU from several threads.
 """
+
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from c_host import H, STEPS, harness, host_env, run  # noqa: F401
-from fmu_fixtures import (IDS, Host, fmu_dir, fmu_paths, kind, kind_paths, random_inputs,  # noqa: F401
-                          random_setup, standalone_paths)
+from fmu_fixtures import (IDS, Host, compile_c, fmu_dir, fmu_paths, kind, kind_paths, random_inputs,  # noqa: F401
+                          random_setup, standalone_paths, unzip_fmu)
 from titop_fmu.fmu import catalog
 
 
@@ -136,3 +141,41 @@ def test_missing_python_library_is_reported(harness, host_env, fmu_paths, tmp_pa
     r = run(harness, env, fmu_paths["welded_c0"], tmp_path)
     assert r.returncode == 2 and "call fmi2Instantiate NULL" in r.stdout
     assert "cannot load the Python library libpython-does-not-exist.so" in r.stdout
+
+
+THREADS, CALLS = 3, 100
+
+
+@pytest.fixture(scope="module")
+def threads_host(tmp_path_factory):
+    return compile_c(Path(__file__).parent / "c" / "fmu_threads.c", tmp_path_factory.mktemp("threads") / "fmu_threads")
+
+
+def test_calls_from_several_host_threads_keep_one_python_thread_state_each(threads_host, host_env, fmu_paths,
+                                                                          tmp_path):
+    """Three host threads each step their own instance (c/fmu_threads.c): each keeps one Python
+    thread state through all its calls (before, a state was made and destroyed at every call),
+    the interpreter holds one more state per live thread and none once they have exited, the
+    outputs are the in-process block's, and the process exits cleanly (Python finalized)."""
+    mid = "revolute_c1"
+    iface = catalog.interface(*catalog.parse_identifier(mid))
+    vr = {v.name: k for k, v in enumerate(iface.variables)}
+    d, _, guid = unzip_fmu(fmu_paths[mid], tmp_path / mid)
+    outputs = [vr[o] for o in iface.output_names]
+    args = [str(threads_host), str(d), mid, guid, str(THREADS), str(CALLS), "-i", f"{vr['joint.tau']}=0.3",
+            "-h", repr(H)] + [a for o in outputs for a in ("-o", str(o))]
+    r = subprocess.run(args, capture_output=True, text=True, env=host_env, timeout=300)
+    assert r.returncode == 0 and r.stderr == "", r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert "done" in lines and not any(line.startswith(("fail", "log")) for line in lines), r.stdout
+    count = {w[1]: int(w[2]) for w in (line.split() for line in lines) if w[0] == "states"}
+    assert count["alive"] == count["before"] + THREADS and count["after"] == count["before"], count
+    assert sorted(line for line in lines if " kept " in line) == [f"thread {k} kept yes" for k in range(THREADS)]
+    unit, _ = iface.make_unit(iface.defaults())
+    unit.set_input("joint.tau", 0.3)
+    for k in range(CALLS):
+        unit.do_step(k * H, H)
+    want = unit.outputs()
+    for k in range(THREADS):
+        got = np.array([float(w[4]) for w in (line.split() for line in lines) if w[:3] == ["thread", str(k), "y"]])
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * max(1, np.abs(want).max()))

@@ -92,7 +92,7 @@ def test_the_c_host_runs_the_order_asked_and_reports_a_failure(unload_host, host
     missing = (folders["y"][0].parent / "nowhere", Y, folders["y"][2])
     results, output = run_orders(unload_host, host_env, [folders["x1"], missing], order="F0,U0,F1,U1")
     assert list(results) == ["F0,U0,F1,U1"] and results["F0,U0,F1,U1"] == "FAILED exit 1", output
-    assert "fail dlopen of instance 1" in output
+    assert "fail loading instance 1" in output and "nowhere/binaries/linux64/welded_c0.so failed" in output
 
 
 # ---- libcosim ----

@@ -274,7 +274,7 @@ AFTER_THE_MASTER = textwrap.dedent("""
     s.record("body.p.m")
     simulate(s, 0.05, TitopUnits("fmu", fmu_dir), options=Options(workers=0))
     gc.collect()
-    r = simulate_fmu(f"{fmu_dir}/welded_c0.fmu", stop_time=0.05,
+    r = simulate_fmu(f"{fmu_dir}/welded_c0.fmu", stop_time=0.05, debug_logging=True,
                      start_values={"inertia[1,1]": 3.0, "inertia[2,2]": 5.0, "inertia[3,3]": 17.0})
     print("ok", len(r))
 """)
@@ -284,7 +284,8 @@ def test_fmpy_logs_after_the_master_has_run(fmu_dir, tmp_path):
     """The master's FMU units log through FMPy's native logger proxy, which keeps one global
     pointer to a Python logger; a logger per unit, freed with it, made FMPy's own runs in the
     same process crash at their first message (segmentation fault, reproduced: a warned-of
-    inertia after a master run). Both runs log a parameter warning here."""
+    inertia after a master run). FMPy's run logs the accepted-property message of an unusual
+    inertia here (debug logging on)."""
     script = tmp_path / "after.py"
     script.write_text(AFTER_THE_MASTER)
     r = subprocess.run([sys.executable, str(script), str(fmu_dir)], capture_output=True, text=True, timeout=300)
@@ -418,18 +419,122 @@ def test_misuse_is_an_error_never_a_crash(kind_paths):
         host.free()
 
 
-def test_warning_for_an_unusual_parameter(fmu_paths):
-    """Principal moments violating the triangle inequality: accepted, with fmi2Warning."""
-    host = Host(fmu_paths["welded_c0"])
+def test_accepted_property_is_logged_with_status_ok(kind_paths):
+    """Principal moments violating the triangle inequality: accepted, logged with status fmi2OK
+    in the category logStatusWarning (when logging is on), and the call returns fmi2OK: a host
+    that stops on any other status runs it."""
+    unusual = {"inertia[1,1]": 1.0, "inertia[2,2]": 1.0, "inertia[3,3]": 5.0}
+    said = (0, "logStatusWarning", "parameter warning: inertia: principal moments [1.0, 1.0, 5.0] violate the "
+            "triangle inequality (no real mass distribution has them); accepted as given")
+    for logging in (True, False):
+        host = Host(kind_paths["welded_c0"], logging=logging)
+        try:
+            host.fmu.setupExperiment(startTime=0.0)
+            host.set(unusual)
+            host.fmu.enterInitializationMode()
+            assert host.fmu.fmi2ExitInitializationMode(host.fmu.component) == 0     # fmi2OK
+            assert host.log == ([said] if logging else []), host.log
+        finally:
+            host.free()
+
+
+# -- the host's tolerance ------------------------------------------------------------------
+
+@pytest.mark.parametrize("mid", IDS)
+def test_default_experiment_gives_the_default_tolerance(kind_paths, mid):
+    md, _ = unzipped(kind_paths[mid])
+    rtol = next(p for p in catalog.TOLERANCES if p.name == "rtol").default
+    assert md.defaultExperiment.tolerance == "1e-10" and float(md.defaultExperiment.tolerance) == rtol
+
+
+#: long communication steps, over which the integrator's tolerance shows in the outputs
+LONG = 0.5
+
+
+def run_with_tolerance(path, params, u, tolerance=None):
+    """The outputs after 5 steps of ``LONG`` of one instance, ``tolerance`` given to
+    ``fmi2SetupExperiment`` (None: not defined)."""
+    host = Host(path)
     try:
-        host.fmu.setupExperiment(startTime=0.0)
-        host.set({"inertia[1,1]": 1.0, "inertia[2,2]": 1.0, "inertia[3,3]": 5.0})
-        host.fmu.enterInitializationMode()
-        status = host.fmu.fmi2ExitInitializationMode(host.fmu.component)
-        assert status == 1                                           # fmi2Warning
-        assert any(s == 1 and "triangle" in m for s, _, m in host.log)
+        host.initialize(params, dict(zip(host.names("input"), u)), tolerance=tolerance)
+        for k in range(5):
+            host.fmu.doStep(k * LONG, LONG)
+        assert host.errors() == []
+        return host.get(host.names("output"))
     finally:
         host.free()
+
+
+@pytest.mark.parametrize("mid", ["floating_base_c1", "revolute_c1", "prismatic_c1"])
+def test_host_tolerance_sets_the_integrator_tolerances(kind_paths, mid):
+    """A tolerance given to fmi2SetupExperiment is the integrator's rtol and atol, in place of
+    the parameters'; none given: the parameters' (the in-process unit at the same tolerances)."""
+    iface, params, ref = random_setup(mid, seed=11)
+    u = random_inputs(iface, np.random.default_rng(12))
+
+    def unit_run(tol):
+        unit, _ = iface.make_unit([{**params, "rtol": tol, "atol": tol}[s[0]] for s in iface.param_scalars])
+        unit.set_inputs(unit.ALL, u)
+        for k in range(5):
+            unit.do_step(k * LONG, LONG)
+        return unit.outputs()
+
+    loose, tight = unit_run(1e-4), unit_run(1e-10)
+    assert np.abs(loose - tight).max() > 1e-7              # the tolerance matters here
+    path = kind_paths[mid]
+    assert close(run_with_tolerance(path, params, u, tolerance=1e-4), loose)
+    assert close(run_with_tolerance(path, {**params, "rtol": 1e-8, "atol": 1e-8}, u, tolerance=1e-4), loose)
+    assert close(run_with_tolerance(path, {**params, "rtol": 1e-4, "atol": 1e-4}, u), loose)
+    assert close(run_with_tolerance(path, params, u), tight)
+
+
+@pytest.mark.parametrize("tolerance", [0.0, -1e-6, float("nan"), float("inf")])
+def test_bad_host_tolerance_is_an_error(kind_paths, tolerance):
+    host = Host(kind_paths["revolute_c1"])
+    try:
+        with pytest.raises(FMICallException) as e:
+            host.fmu.setupExperiment(tolerance=tolerance, startTime=0.0)
+        assert e.value.status == 3
+        assert host.errors() == [f"fmi2SetupExperiment: tolerance must be a finite positive number, got {tolerance!r}"]
+        host.initialize(tolerance=1e-6)                     # still usable
+        host.fmu.doStep(0.0, H)
+    finally:
+        host.free()
+
+
+def test_setup_experiment_only_before_initialization(kind_paths):
+    """Given later, a tolerance could not reach the integrator: an error, not ignored."""
+    host = Host(kind_paths["revolute_c1"])
+    try:
+        host.initialize()
+        with pytest.raises(FMICallException):
+            host.fmu.setupExperiment(tolerance=1e-6, startTime=0.0)
+        assert host.errors() == ["fmi2SetupExperiment: not allowed in mode step"]
+    finally:
+        host.free()
+
+
+def test_fmu_state_holds_the_host_tolerance(kind, kind_paths):
+    """A state saved by an instance given a tolerance, restored into one given none: the same
+    future, bit for bit."""
+    mid = "revolute_c2"
+    iface, params, _ = random_setup(mid, seed=13)
+    inputs = dict(zip(iface.input_names, random_inputs(iface, np.random.default_rng(14))))
+    a, b = Host(kind_paths[mid], "a"), Host(kind_paths[mid], "b")
+    try:
+        a.initialize(params, inputs, tolerance=1e-4)
+        b.initialize(params, inputs)
+        a.fmu.doStep(0.0, H)
+        blob = a.fmu.serializeFMUstate(a.fmu.getFMUstate())
+        b.fmu.setFMUstate(b.fmu.deSerializeFMUstate(blob))
+        for host in (a, b):
+            host.fmu.doStep(H, 0.1)
+        assert np.array_equal(a.get(iface.output_names), b.get(iface.output_names))
+        if kind == "pythonfmu":
+            assert json.loads(bytes(blob))["tolerance"] == 1e-4
+    finally:
+        a.free()
+        b.free()
 
 
 # -- packaging ------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The balloon system (shared/balloon-scenario.md) in-process: invariants and CLI."""
+"""The balloon system (docs/balloon-scenario.md) in-process: invariants and CLI."""
 
 import csv
 import subprocess

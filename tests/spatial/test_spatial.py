@@ -225,3 +225,30 @@ def test_upsilon_is_rigid_body_kinematics():
     assert np.array_equal(mC[3:6], m[3:6]) and np.array_equal(mC[9:12], m[9:12])
     assert np.allclose(mC[12:15], m[12:15] + PC, atol=1e-15) and np.array_equal(mC[15:18], m[15:18])
     assert np.array_equal(sp.upsilon(CP, m, sp.tau(CP)), mC)
+
+
+def test_inertial_position_of_a_motion_vector():
+    """``[IP]_Ri = P_b/i [IP]_Rb``: a frame turned 90 deg about y sees the point ``[0, 0, 2]_Ri``
+    at ``[-2, 0, 0]`` in its own axes (``x_b = -z_i``, ``z_b = x_i``)."""
+    m = np.zeros(18)
+    m[12:15] = [-2.0, 0.0, 0.0]
+    m[15:18] = [0.0, np.pi / 2, 0.0]
+    assert np.allclose(sp.inertial_position(m), [0.0, 0.0, 2.0], atol=1e-15)
+    rng = np.random.default_rng(7)
+    m[12:18] = rng.standard_normal(6)
+    assert np.allclose(sp.inertial_position(m), sp.dcm_from_euler(m[15:18]) @ m[12:15], rtol=0, atol=1e-15)
+
+
+def test_inertial_position_and_twist_of_a_body_point():
+    """A point X of a body from its motion vector at P, by the nomenclature's routes: the motion
+    vector carried to X (upsilon_XP, eq. (14)) then turned into R_i by P_b/i."""
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        m = rng.standard_normal(18)
+        m[15:18] = [rng.uniform(-np.pi, np.pi), rng.uniform(-1.5, 1.5), rng.uniform(-np.pi, np.pi)]
+        PX = rng.standard_normal(3)
+        P = sp.dcm_from_euler(m[15:18])
+        m_X = sp.upsilon(-PX, m)                                    # XP = -PX
+        assert np.allclose(sp.inertial_position(m, PX), P @ m_X[12:15], rtol=0, atol=1e-14)
+        assert np.allclose(sp.inertial_twist(m, PX), sp.P_x2(P) @ m_X[6:12], rtol=0, atol=1e-14)
+        assert np.array_equal(sp.inertial_position(m), P @ m[12:15])

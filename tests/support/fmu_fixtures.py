@@ -53,17 +53,13 @@ def compile_c(source: Path, exe: Path) -> Path:
 @pytest.fixture(scope="module")
 def host_env():
     """The environment of the FMU documentation for a C host: libpython findable, numpy importable."""
-    from titop_fmu.fmu.build import libpython_soname
-    libdir = sysconfig.get_config_var("LIBDIR") or ""
-    soname = libpython_soname()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    if os.path.isfile(os.path.join(libdir, soname)):
-        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [libdir, env.get("LD_LIBRARY_PATH")]))
-    else:   # on the loader's default path?
+    from titop_fmu.fmu.build import c_host_env, libpython_soname
+    env = c_host_env()
+    libdir, soname = sysconfig.get_config_var("LIBDIR") or "", libpython_soname()
+    if not os.path.isfile(os.path.join(libdir, soname)):    # on the loader's default path?
         check = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({soname!r})"], env=env)
         if check.returncode:
             pytest.skip(f"no shared Python library {soname} for a C host to load")
-    env["PYTHONPATH"] = str(Path(np.__file__).resolve().parents[1])      # where numpy is installed
     return env
 
 
@@ -146,9 +142,10 @@ _LOGGERS = []
 
 class Host:
     """One FMU instance through FMPy, with the messages it logs in :attr:`log`
-    (``(status, category, message)``) and value references by name."""
+    (``(status, category, message)``) and value references by name; ``logging``: debug
+    logging on (the messages of status fmi2OK too)."""
 
-    def __init__(self, path, name="instance"):
+    def __init__(self, path, name="instance", logging=False):
         self.md, unzipdir = unzipped(path)
         self.vr = {v.name: v.valueReference for v in self.md.modelVariables}
         self.var = {v.name: v for v in self.md.modelVariables}
@@ -165,7 +162,7 @@ class Host:
         # FMPy's native logger proxy keeps a pointer to the last logger it was given, for every
         # later instance in the process (simulate_fmu's too): a freed one crashes the next message
         _LOGGERS.append(self._callbacks)
-        self.fmu.instantiate(callbacks=self._callbacks)
+        self.fmu.instantiate(callbacks=self._callbacks, loggingOn=logging)
 
     def _logger(self, env, instance, status, category, message):
         self.log.append((status, (category or b"").decode(), message.decode()))
@@ -184,8 +181,8 @@ class Host:
     def get(self, names):
         return np.array(self.fmu.getReal([self.vr[n] for n in names]))
 
-    def initialize(self, params: dict = None, inputs: dict = None, start=0.0):
-        self.fmu.setupExperiment(startTime=start)
+    def initialize(self, params: dict = None, inputs: dict = None, start=0.0, tolerance=None):
+        self.fmu.setupExperiment(tolerance=tolerance, startTime=start)
         if params:
             self.set(params)
         self.fmu.enterInitializationMode()

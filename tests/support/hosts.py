@@ -5,6 +5,7 @@ algebraic-loop solver."""
 
 from __future__ import annotations
 
+import ctypes
 import tempfile
 from pathlib import Path
 from xml.dom.minidom import parseString
@@ -55,6 +56,66 @@ def controller_fmu(out: Path) -> Path:
         shim = compile_shim(Path(tmp) / "shim.so")
         return package_fmu(Path(out) / "pd_controller.fmu", "pd_controller", CONTROLLER, description, shim,
                            common_files())
+
+
+def recorded_names(cs):
+    """The outputs of the assembly FMU of ``cs`` that are its recorded ports, in order."""
+    from titop_fmu.cosim import systemfile
+    from titop_fmu.titop.assembly import assembly_interface
+    iface = assembly_interface(systemfile.to_dict(cs), "x")
+    return [n for n in iface.output_names if any(n == r or n.startswith(r + "[") for r in cs.recorded)]
+
+
+class NotOK(AssertionError):
+    """A strict host met a status other than fmi2OK."""
+
+
+def strict_fmpy_run(path, **kw):
+    """FMPy's ``simulate_fmu`` (``kw`` its options; by default the default experiment's stop time,
+    output interval and tolerance) as a strict host: debug logging on, every FMI call must
+    return fmi2OK and every message the FMU logs must have status fmi2OK, else :class:`NotOK`
+    at the call; the result as ``simulate_fmu``'s."""
+    from fmpy import extract, read_model_description, simulate_fmu
+    from fmpy.fmi2 import FMU2Slave, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
+    from fmpy.logging import addLoggerProxy
+
+    class FMU2StrictSlave(FMU2Slave):     # FMPy binds the functions of classes named FMU2...
+        def __init__(self, **kw):
+            self.messages = []                      # (status, category, message) since the last call
+            super().__init__(**kw)
+
+        def _call(self, fname, *args):
+            res = super()._call(fname, *args)          # FMICallException above fmi2Warning
+            bad = [m for m in self.messages if m[0] != 0]
+            if (self._functions[fname].restype == ctypes.c_int and res != 0) or bad:
+                raise NotOK(f"{fname} returned status {res}, logged {bad}")
+            self.messages.clear()
+            return res
+
+    md = read_model_description(str(path))
+    unzipdir = extract(str(path))
+    fmu = FMU2StrictSlave(guid=md.guid, unzipDirectory=unzipdir, modelIdentifier=md.coSimulation.modelIdentifier,
+                      instanceName="strict")
+    callbacks = fmi2CallbackFunctions()
+    callbacks.logger = fmi2CallbackLoggerTYPE(lambda env, name, status, category, message:
+                                              fmu.messages.append((status, category, message)))
+    addLoggerProxy(ctypes.byref(callbacks))
+    _CALLBACKS.append(callbacks)    # FMPy's logger proxy keeps a pointer to the last one (never freed)
+    fmu.instantiate(callbacks=callbacks, loggingOn=True)
+    try:
+        return simulate_fmu(unzipdir, fmi_type="CoSimulation", fmu_instance=fmu, model_description=md, **kw)
+    finally:
+        fmu.freeInstance()
+
+
+_CALLBACKS = []
+
+
+def libcosim_complaints(capfd) -> list:
+    """The lines of libcosim's log (captured by pytest's ``capfd`` since the last read) at level
+    warning or error: libcosim logs an FMU's messages at their status."""
+    log = capfd.readouterr()
+    return [line for line in (log.out + log.err).splitlines() if "[warning]" in line or "[error]" in line]
 
 
 def libcosim_run(units: dict, connections, start: dict, outputs, stop: float, step: float):

@@ -35,9 +35,12 @@ def check(r, stop=20.0):
     assert r["t"][-1] == stop and len(r["t"]) == int(round(stop / 0.01)) + 1
     assert np.ptp(r["titop"], axis=0).min() > 1e-3                  # every recorded output moves
     assert r["scaled"].max() <= BOUND, dict(zip(r["names"], r["scaled"].tolist()))
-    (e, to_lock, k), = r["attitude"].values()                        # the bus, bus.p.m[16..18]
-    assert e <= BOUND
+    assert set(r["attitude"]) == {"bus.p.m[16..18]", "link3.euler[1..3]"}
+    e, to_lock, k = r["attitude"]["bus.p.m[16..18]"]
+    assert e <= BOUND and r["attitude"]["link3.euler[1..3]"][0] <= BOUND
     assert to_lock < 0.5 and 12.0 < r["t"][k] < 12.5                  # the near-lock passage is covered
+    # the inertial outputs (positions, a velocity, a DCM, Euler angles of a spinning link) are there
+    assert {"bus.com.position[1]", "boom.dcm[9]", "panel.com.velocity[6]", "link3.euler[3]"} <= set(r["names"])
     q3 = r["titop"][:, r["names"].index("link3.joint.q[3]")]
     assert np.ptp(q3) > 4 * np.pi                                     # link3 turns more than twice
 
@@ -100,6 +103,7 @@ def test_attitude_errors_see_through_gimbal_lock():
     from titop_fmu.spatial import axis_rotation, euler_from_dcm
     names = ["x.m[13]", "x.m[16]", "x.m[17]", "x.m[18]", "y.joint.q[3]"]
     assert twin.euler_triples(names) == [("x.m[16..18]", (1, 2, 3))]
+    assert twin.euler_triples(["z.euler[1]", "z.euler[2]", "z.euler[3]"]) == [("z.euler[1..3]", (0, 1, 2))]
     assert twin.euler_triples(["phi", "theta", "psi", "p"]) == [("phi, theta, psi", (0, 1, 2))]
     assert twin.euler_triples(["x.m[16]", "x.m[17]"]) == []
     P = twin.dcm_from_euler([0.3, np.radians(89.99), -0.2])

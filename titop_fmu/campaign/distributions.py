@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import TitopError
+from ..errors import TitopError, did_you_mean
 
 SAMPLINGS = ("random", "lhs", "sobol", "grid")
 KINDS = {"uniform": 2, "normal": 2, "truncnormal": 4, "choice": None, "linspace": 3}
@@ -98,10 +98,7 @@ def parse(name: str, text: str) -> Distribution:
                              "[v1,v2,..], choice(v1,v2,..) or linspace(a,b,n)")
         kind, body = m.group(1), m.group(2)
     if kind not in KINDS:
-        import difflib
-        near = difflib.get_close_matches(kind, KINDS, n=2)
-        raise SweepError(f"{where}: unknown distribution {kind!r}"
-                         + (f"; did you mean {' or '.join(near)}?" if near else f"; known: {', '.join(KINDS)}"))
+        raise SweepError(f"{where}: unknown distribution {kind!r}{did_you_mean(kind, KINDS)}; known: {', '.join(KINDS)}")
     args = tuple(_number(where, a) for a in body.split(",")) if body.strip() else ()
     n = KINDS[kind]
     if n is not None and len(args) != n:

@@ -72,6 +72,8 @@ class Sweep:
         target = Target(s.system)
         if s.engine not in ENGINES:
             raise SweepError(f"--engine must be one of {', '.join(ENGINES)}, got {s.engine!r}")
+        if getattr(target, "ssp", False) and s.engine != "fmu":
+            raise SweepError(f"{s.system}: an SSP package runs through its FMUs: add --engine fmu")
         if s.sampling not in SAMPLINGS:
             raise SweepError(f"--sampling must be one of {', '.join(SAMPLINGS)}, got {s.sampling!r}")
         if s.kernel not in ("auto", "c", "numpy"):

@@ -20,12 +20,12 @@ from __future__ import annotations
 import builtins
 import fcntl
 import json
-import os
 import re
 from pathlib import Path
 
 import numpy as np
 
+from ..io import write_atomically
 from .distributions import SweepError
 from .spec import Sweep
 
@@ -34,16 +34,6 @@ VERSION = 1
 _PART = re.compile(r"^(\d+)\.parquet$")
 #: the columns of a sample's row besides its varied values
 COLUMNS = ("status", "wall", "error", "worker")
-
-
-def _atomic_write(path: Path, write):
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 class Store:
@@ -85,7 +75,7 @@ class Store:
             self._lock.close()
             raise SweepError(f"--out {self.root}: another sweep is writing this store") from None
         if not manifest.is_file():
-            _atomic_write(manifest, lambda p: p.write_text(json.dumps(self._manifest, indent=1)))
+            write_atomically(manifest, lambda p: Path(p).write_text(json.dumps(self._manifest, indent=1)))
         for stale in (self.root / "samples").glob(".*.tmp"):       # left by a process killed mid-write
             stale.unlink(missing_ok=True)
 
@@ -106,7 +96,7 @@ class Store:
         cols["worker"] = pa.array([rec["worker"]], pa.string())
         cols["table"] = _table_array(rec["table"], len(self.header))
         table = pa.table(cols)
-        _atomic_write(part(self.root, rec["index"]), lambda p: pq.write_table(
+        write_atomically(part(self.root, rec["index"]), lambda p: pq.write_table(
             table, p, compression="zstd", use_dictionary=False, write_statistics=False))
 
     def close(self):

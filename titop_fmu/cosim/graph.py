@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
 
 from ..errors import ConnectionError_
 from .function_unit import FunctionSpec
@@ -25,6 +26,7 @@ class UnitSpec:
     name: str
     model: object
     parameters: dict = field(default_factory=dict)      # FMI scalar name -> value
+    shapes: dict = field(default_factory=dict)          # name -> shape of each vector or matrix given whole
 
 
 class CoSystem:
@@ -60,7 +62,12 @@ class CoSystem:
                                    f"an .fmu path or a FunctionSpec, got {model!r}")
         params = dict(parameters or {})
         params.update(kw)
-        self.units[name] = UnitSpec(name, model, expand_parameters(params))
+        try:
+            expanded = expand_parameters(params)
+        except ConnectionError_ as e:
+            raise ConnectionError_(f"unit {name!r}: {e}") from None
+        self.units[name] = UnitSpec(name, model, expanded,
+                                    {k: np.shape(v) for k, v in params.items() if k not in expanded})
         return name
 
     def connect(self, output: str, input: str):

@@ -76,6 +76,13 @@ H_MIN = 1e-9
 WARN_TABLEAU = 30.0
 
 
+def output_grid(t0, t_stop, dt) -> np.ndarray:
+    """``t0, t0 + dt, ...`` up to ``t_stop``, and ``t_stop`` itself when it is not on it."""
+    n = int(math.floor((t_stop - t0) / dt + 1e-9))
+    grid = t0 + dt * np.arange(n + 1)
+    return np.append(grid, t_stop) if t_stop - grid[-1] > 1e-9 * dt else grid
+
+
 @dataclass
 class Result:
     t: np.ndarray                    # output grid
@@ -309,8 +316,10 @@ class Master:
             from tqdm import tqdm
             bar = tqdm(total=float(t_stop - t0), delay=0.5, unit="s(sim)", bar_format=(
                 "{l_bar}{bar}| {n:.2f}/{total:.2f} s [{elapsed}<{remaining}{postfix}]"))
+            # shown with the bar's next update: a refresh of its own would print the bar before its
+            # delay, a line that close() then leaves unfinished (it clears only bars it has shown)
             self.on_attempt = lambda H: bar.set_postfix_str(
-                f"retrying t={self.t:.6g} s with H={H:.3g} s ({self.stats.rejected} rejected)")
+                f"retrying t={self.t:.6g} s with H={H:.3g} s ({self.stats.rejected} rejected)", refresh=False)
         try:
             with single_threaded_blas():
                 while self.t < t_stop - 1e-12 * max(1.0, abs(t_stop)):
@@ -335,8 +344,7 @@ class Master:
         self.collect_stats()
         mesh_t, mesh_v = np.array(mesh_t), np.array(mesh_v)
         if output_interval:
-            n = int(math.floor((t_stop - t0) / output_interval + 1e-9))
-            grid = t0 + output_interval * np.arange(n + 1)
+            grid = output_grid(t0, t_stop, output_interval)
             values = dense(mesh_t, mesh_v, grid, self.chart)
         else:
             grid, values = mesh_t, (mesh_v[:, 0] if mesh_v.ndim == 3 else mesh_v)

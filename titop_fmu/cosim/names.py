@@ -8,6 +8,8 @@ import re
 
 import numpy as np
 
+from ..errors import ConnectionError_
+
 _INDEXED = re.compile(r"^(.*)\[(\d+)\]$")
 
 
@@ -33,7 +35,11 @@ def expand_parameters(params: dict) -> dict:
     the scalar names ``com[1]``, ``inertia[1,1]``, ``c1.r[1]``, ``mass`` with their values."""
     out = {}
     for name, value in params.items():
-        a = np.asarray(value)
+        try:
+            a = np.asarray(value)
+        except ValueError:
+            raise ConnectionError_(f"parameter {name!r}: not a vector or matrix (rows of different lengths?): "
+                                   f"{value!r}") from None
         if a.dtype == object or a.dtype.kind in "US":
             out[name] = value
         elif a.ndim == 0:

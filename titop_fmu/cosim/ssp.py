@@ -12,7 +12,9 @@ The mapping (the one :mod:`.systemfile` notes):
 * a connection is one ``ssd:Connection`` per scalar; a port connection or a link is several
   (a link: motion down, wrench up);
 * the recorded outputs, in order, are an annotation of the system (:data:`RECORD_ANNOTATION`):
-  not system output connectors, which hosts such as libcosim do not read;
+  not system output connectors, which hosts such as libcosim do not read; an entry that is no
+  output of its unit, a quantity the unit factory derives from outputs (a TITOP body's inertial
+  position), is written as it is given;
 * the stop time is the ``ssd:DefaultExperiment``.
 """
 
@@ -87,9 +89,9 @@ def write(system: CoSystem, types: dict, fmus: dict, out, name: str = "system", 
             raise ConnectionError_(f"input {ref} takes {len(scalars)} values, got {len(flat)}")
         values[unit].update(zip(scalars, flat.tolist()))
     recorded = []
-    for ref in system.recorded:
+    for ref in system.recorded:         # a quantity derived from outputs (a factory's) as it is written
         unit, _, var = ref.partition(".")
-        recorded += [(unit, o) for o in types[unit].scalars(var, "output")]
+        recorded += [(unit, o) for o in types[unit].scalars(var, "output") or [var]]
 
     root = Element(_q("ssd:SystemStructureDescription"), version="1.0", name=name)
     sysel = SubElement(root, _q("ssd:System"), name=name)

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConnectionError_
+from ..errors import ConnectionError_, did_you_mean
 from ..topology import tree_order
 from .charts import Chart
-from .graph import CoSystem
+from .graph import MOTION, CoSystem
 from .names import port_of
 from .protocol import UnitType
 from .cycles import find_loops, schedules
@@ -91,7 +91,8 @@ def _split(ref: str, units: dict):
     if not dot or not var:
         raise ConnectionError_(f"{ref!r}: expected 'unit.variable'")
     if name not in units:
-        raise ConnectionError_(f"unknown unit {name!r} in {ref!r}; units: {', '.join(units) or 'none'}")
+        raise ConnectionError_(f"unknown unit {name!r} in {ref!r}{did_you_mean(name, units)}; units: "
+                               f"{', '.join(units) or 'none'}")
     return name, var
 
 
@@ -109,8 +110,13 @@ def _resolve(ref: str, types: dict, causality: str) -> tuple[str, list]:
     v = t.variables.get(var)
     if v is not None:
         raise ConnectionError_(f"{ref!r} is a {v.causality} of {name!r} ({t.name}), not an {causality}")
-    ports = ", ".join(t.ports(causality))
-    raise ConnectionError_(f"{name!r} ({t.name}) has no {causality} {var!r}; its {causality}s: {ports}")
+    ports = t.ports(causality)
+    port, k = port_of(var)
+    if port in ports:
+        raise ConnectionError_(f"{ref!r}: {port} has {len(ports[port])} component(s), {ports[port][0]} .. "
+                               f"{ports[port][-1]}")
+    raise ConnectionError_(f"{name!r} ({t.name}) has no {causality} {var!r}{did_you_mean(var, ports)}; its "
+                           f"{causality}s: {', '.join(ports)}")
 
 
 def analyse(system: CoSystem, types: dict) -> Structure:
@@ -132,9 +138,18 @@ def analyse(system: CoSystem, types: dict) -> Structure:
                     raise ConnectionError_(f"{n}.{p} is a {v.causality}, not a parameter")
                 base = port_of(p)[0].split("[")[0]
                 known = sorted({re.sub(r"\[.*\]$", "", q) for q in t.parameter_names})
-                hint = f" (did you mean {base}[...]?)" if base in known else ""
+                hint = f" (did you mean {base}[...]?)" if base in known else did_you_mean(base, known)
                 raise ConnectionError_(f"{n!r} ({t.name}) has no parameter {p!r}{hint}; parameters: "
                                        + ", ".join(known))
+
+    # links: a child port (motion out) to a parent port (motion in)
+    for child_port, parent_port in system.links:
+        a, _, va = child_port.partition(".")
+        b, _, vb = parent_port.partition(".")
+        if a in types and b in types and types[a].scalars(f"{va}.{MOTION}", "input") \
+                and types[b].scalars(f"{vb}.{MOTION}", "output"):
+            raise ConnectionError_(f"link {child_port} -> {parent_port}: a link goes from a child port to a parent "
+                                   f"port: [\"{parent_port}\", \"{child_port}\"]")
 
     # connections, scalar by scalar
     src_of: dict[tuple, tuple] = {}
@@ -171,6 +186,9 @@ def analyse(system: CoSystem, types: dict) -> Structure:
                 raise ConnectionError_(f"input {b}.{i} is both connected and set to a value")
             constants[index[b]][i] = float(x)
 
+    # the link tree first: a cycle leaves its bases' ports free, which are not the problem
+    _check_links(system, names)
+
     # dangling required inputs
     missing = []
     for n in names:
@@ -182,8 +200,6 @@ def analyse(system: CoSystem, types: dict) -> Structure:
         ports = sorted({m.split("[")[0] for m in missing})
         raise ConnectionError_("dangling required input(s): " + ", ".join(ports)
                                + " (connect them; set a free child port's wrench c<i>.w to zero explicitly)")
-
-    _check_links(system, names)
 
     # coupling inputs
     out_offset = np.zeros(len(names), dtype=int)

@@ -1,13 +1,15 @@
 """The declarative system file: TOML (``.toml``) or JSON (``.json``), same structure.
 
-Example (``examples/balloon.toml`` is the full balloon)::
+Example (``examples/balloon.toml`` is the full balloon; docs/system-files.md describes every key)::
 
-    # connections: output -> input, scalars or whole ports (sizes must match)
-    connections = [["ctrl.y", "arm.joint.tau"]]
     # TITOP links: child port -> parent port, i.e. A.ci.m -> B.p.m and B.p.w -> A.ci.w
     links = [["base.c1", "arm.p"]]
-    # outputs written to the CSV, in order (scalars or ports)
-    record = ["arm.joint.q[3]", "base.c1.m[16]"]
+    # connections: output -> input, scalars or whole ports (sizes must match), e.g. a
+    # controller unit: connections = [["ctrl.y", "arm.joint.tau"]]
+    # outputs written to the CSV, in order (scalars, ports, inertial quantities)
+    record = ["arm.joint.q[3]", "base.c1.m[16]", "arm.com.position"]
+    # optional: an independent Modelica twin (validation/compare_twin.py runs both)
+    modelica = "twin/Arm.mo"
 
     [simulation]                       # defaults of the command-line options (all optional)
     stop = 10.0
@@ -15,22 +17,26 @@ Example (``examples/balloon.toml`` is the full balloon)::
     tolerance = 3e-5
 
     [units.base]
-    model = "floating_base_c1"         # a TITOP FMU of ``titop-fmu build`` ...
+    model = "floating_base_c1"         # a TITOP model (titop-fmu models lists them) ...
     mass = 10.0
     inertia = [[5, 0, 0], [0, 10, -7], [0, -7, 10]]
+    com = [0, 0, 0]
     "c1.r" = [0, -2, 0]
 
     [units.arm]
-    fmu = "fmus/revolute_c0.fmu"       # ... or any FMI 2.0 co-simulation FMU (path relative to this file)
-    mass = 2.0
+    model = "revolute_c0"              # ... or fmu = "any.fmu": an FMI 2.0 co-simulation FMU
+    mass = 2.0                         # (path relative to this file)
+    inertia = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
     com = [0, -1.2, 0]
+    axis = [0, 0, 1]
     q0 = "170 deg"                     # a string "<number> deg" is converted to radians
 
     [inputs]                           # constant values of unconnected inputs
     "base.ext.w" = [0, 117.72, 0, 0, 0, 0]
 
-    modelica = "twin/Arm.mo"           # optional (top level): an independent Modelica twin of the
-                                       # system (validation/compare_twin.py runs both)
+Top-level keys come before the first ``[table]``: TOML puts every key after a
+``[table]`` header in that table (a top-level key found in a table is an error
+saying so).
 
 Every other key of a ``[units.NAME]`` table is an FMI parameter; a vector or
 matrix value sets ``name[i]`` / ``name[i,j]`` (1-based, FMI structured names).
@@ -51,7 +57,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ConnectionError_
+from ..errors import ConnectionError_, did_you_mean
 from .graph import MOTION, WRENCH, CoSystem
 
 TOP_KEYS = {"connections", "links", "record", "simulation", "units", "inputs", "modelica"}
@@ -90,9 +96,8 @@ def _load(path: Path) -> dict:
 
 
 def _value(where, v):
-    """Numbers, nested lists of numbers; ``"<x> deg"`` strings in radians."""
-    if isinstance(v, bool):
-        return int(v)
+    """Numbers (``true``/``false`` as they are: a unit may have Boolean parameters), nested lists
+    of numbers; ``"<x> deg"`` strings in radians."""
     if isinstance(v, (int, float)):
         return v
     if isinstance(v, str):
@@ -136,9 +141,10 @@ def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
     path = where
     if not isinstance(d, dict):
         raise ConnectionError_(f"{path}: a system file holds a table, got {type(d).__name__}")
-    unknown = set(d) - TOP_KEYS
-    if unknown:
-        raise ConnectionError_(f"{path}: unknown key(s) {sorted(unknown)}; known: {sorted(TOP_KEYS)}")
+    for key in d:
+        if key not in TOP_KEYS:
+            where = "; it belongs in [simulation]" if key in SIMULATION_KEYS else did_you_mean(key, TOP_KEYS)
+            raise ConnectionError_(f"{path}: unknown key {key!r}{where}; top-level keys: {', '.join(sorted(TOP_KEYS))}")
     units = d.get("units")
     if not isinstance(units, dict) or not units:
         raise ConnectionError_(f"{path}: no [units.NAME] table")
@@ -146,6 +152,7 @@ def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
     for name, spec in units.items():
         if not isinstance(spec, dict):
             raise ConnectionError_(f"{path}: units.{name} must be a table")
+        misplaced(path, f"units.{name}", spec)
         spec = dict(spec)
         model, fmu = spec.pop("model", None), spec.pop("fmu", None)
         if (model is None) == (fmu is None):
@@ -165,6 +172,7 @@ def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
     inputs = d.get("inputs", {})
     if not isinstance(inputs, dict):
         raise ConnectionError_(f"{path}: [inputs] must be a table of \"unit.input\" = value")
+    misplaced(path, "inputs", inputs)
     for ref, v in inputs.items():
         s.set_input(ref, _value(f"{path}: inputs.{ref}", v))
     record = d.get("record", [])
@@ -172,13 +180,27 @@ def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
         raise ConnectionError_(f'{path}: "record" must be a list of "unit.output" strings')
     s.record(*record)
     sim = d.get("simulation", {})
-    if not isinstance(sim, dict) or set(sim) - set(SIMULATION_KEYS):
-        raise ConnectionError_(f"{path}: [simulation] keys are {sorted(SIMULATION_KEYS)}")
+    if not isinstance(sim, dict):
+        raise ConnectionError_(f"{path}: [simulation] must be a table")
+    misplaced(path, "simulation", sim)
+    for key in sim:
+        if key not in SIMULATION_KEYS:
+            raise ConnectionError_(f"{path}: unknown key simulation.{key}{did_you_mean(key, SIMULATION_KEYS)}; "
+                                   f"[simulation] keys: {', '.join(SIMULATION_KEYS)}")
     try:
         sim = {k: SIMULATION_KEYS[k](v) for k, v in sim.items()}
     except (TypeError, ValueError):
         raise ConnectionError_(f"{path}: [simulation] values must be numbers") from None
     return s, sim
+
+
+def misplaced(path, table: str, content: dict):
+    """A top-level key found in a table (written after its ``[table]`` header) is an error
+    saying where it belongs."""
+    for key in content:
+        if key in TOP_KEYS:
+            raise ConnectionError_(f"{path}: {table}.{key}: {key} is a top-level key, read here as part of "
+                                   f"[{table}]: write it before the first [table]")
 
 
 def to_dict(system: CoSystem, simulation: dict | None = None) -> dict:

@@ -76,6 +76,7 @@ class RemoteStepper:
         self._lost = False
         self._set_up = False
         self._commit = False                # commit before the next command
+        self._pending = 0                   # commands sent whose answer is not read yet
 
     def setup(self, system, units, opt: Options, indices, st):
         """Make the runs ``indices`` in the worker; the caller collects the answer with result()."""
@@ -92,6 +93,7 @@ class RemoteStepper:
     def start(self, method, *args):
         self._send((method, args, self._commit))
         self._commit = False
+        self._pending += 1
 
     def commit_later(self):
         """The worker commits the interval when it gets the next command (one round trip less
@@ -111,6 +113,7 @@ class RemoteStepper:
         except (EOFError, OSError):
             self._lost = True
             raise self._ended() from None
+        self._pending -= 1
         if not ok:
             kind, msg, extra = value
             if kind == "NoConvergence":
@@ -122,9 +125,17 @@ class RemoteStepper:
 
     def terminate(self):
         """The worker's units terminated, then the process ends (its input closed); killed if it
-        has not ended 2 s later."""
+        has not ended 2 s later. Every answer the worker sends is read first (after a failure
+        elsewhere, the one to a command still under way): the worker never writes to a closed
+        pipe, and ends before this returns."""
         if self.proc.poll() is None and not self._lost and self._set_up:    # else: its input closed, it ends
             try:
+                while self._pending:
+                    try:
+                        self.result()
+                    except SolverError:
+                        if self._lost:
+                            raise
                 self.start("terminate")
                 self.result()
                 self._send(("exit", (), False))
@@ -191,9 +202,14 @@ def _worker(inp, out):
 
 def serve():
     """The worker's main: the protocol owns stdin/stdout; anything printed goes to stderr.
-    Ctrl-C reaches the whole process group: the master decides, the worker ignores it."""
+    Ctrl-C reaches the whole process group: the master decides, the worker ignores it. A
+    master gone (its end of a pipe closed) ends the worker silently."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
-    with single_threaded_blas():
-        _worker(inp, out)
+    try:
+        with single_threaded_blas():
+            _worker(inp, out)
+    except BrokenPipeError:
+        # nobody reads the answers: the unflushed ones must not fail again at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())

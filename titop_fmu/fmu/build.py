@@ -21,6 +21,7 @@ zip timestamps, a GUID derived from the content, no generation date).
 
 from __future__ import annotations
 
+import os
 import platform
 import sysconfig
 import tempfile
@@ -64,6 +65,19 @@ def libpython_soname() -> str:
     return f"libpython{sysconfig.get_config_var('VERSION')}{abiflags}.so.1.0"
 
 
+def c_host_env(base=None) -> dict:
+    """The environment a C host needs to run the FMUs (``fmus/README.md``): ``base`` (default
+    ``os.environ``) without ``PYTHONPATH``/``PYTHONHOME``, this Python's library directory on
+    ``LD_LIBRARY_PATH`` when its shared library is there, numpy's site directory on ``PYTHONPATH``."""
+    import numpy
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    if os.path.isfile(os.path.join(libdir, libpython_soname())):
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [libdir, env.get("LD_LIBRARY_PATH")]))
+    env["PYTHONPATH"] = str(Path(numpy.__file__).resolve().parents[1])
+    return env
+
+
 def _pythonfmu():
     """``(pythonfmu's package folder, its export library)`` of the installed distribution: not
     of ``import pythonfmu``, which in a process that has run a TITOP FMU is the copy in that
@@ -97,17 +111,17 @@ def linux_c_compiler(where: str = "") -> str:
     return cc
 
 
-def compile_shim(dest: Path) -> Path:
-    """Compile the FMI entry points (``shim.c``) to ``dest``."""
+def compile_shim(dest: Path, source: Path = SHIM_SOURCE) -> Path:
+    """Compile the FMI entry points (``shim.c``, or another version of it: ``source``) to ``dest``."""
     cc = linux_c_compiler()
-    if not SHIM_SOURCE.is_file():
-        raise FmuBuildError(f"{SHIM_SOURCE.name} is missing from the installed titop_fmu.fmu package")
+    if not Path(source).is_file():
+        raise FmuBuildError(f"{Path(source).name} is missing from the installed titop_fmu.fmu package")
     # -z nodelete: dlclose never unloads the entry points, so the Python interpreter outlives every
     # FMU freed before the process exits (see point 3 of shim.c's header)
     flags = ["-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-Wl,-Bsymbolic", "-Wl,-z,nodelete",
              f'-DTITOP_LIBPYTHON="{libpython_soname()}"', f"-I{FMI2_TYPES.parent}"]
     try:
-        return compile_c(SHIM_SOURCE, dest, cc, flags, ["-ldl", "-lpthread"], "the FMU entry points")
+        return compile_c(Path(source), dest, cc, flags, ["-ldl", "-lpthread"], "the FMU entry points")
     except CompileError as e:
         raise FmuBuildError(str(e)) from None
 
@@ -157,12 +171,33 @@ def model_description(kind: str, n_children: int, guid_parts=(), options=None) -
                     guid_parts=guid_parts, options=options)
 
 
+def validate(path):
+    """FMPy's validation of the FMU ``path``: the model description against the schema, unique
+    and well-formed variable names (this one needs lark, the ``test`` extra; skipped without
+    it), the ``ModelStructure``, start values, units. An :class:`FmuBuildError` lists what is
+    wrong."""
+    from fmpy import read_model_description
+    from fmpy.model_description import ValidationError
+    try:
+        import lark  # noqa: F401  (FMPy checks the structured names' grammar with it)
+        names = True
+    except ImportError:
+        names = False
+    try:
+        read_model_description(str(path), validate=True, validate_variable_names=names,
+                               validate_model_structure=True)
+    except ValidationError as e:
+        raise FmuBuildError(f"the FMU would be invalid, nothing written: {'; '.join(e.problems[:3])}"
+                            + (f" (and {len(e.problems) - 3} more)" if len(e.problems) > 3 else "")) from None
+
+
 def package_fmu(out: Path, model_id: str, slave_source: str, description, shim: Path, common: dict,
-                resources: dict | None = None) -> Path:
+                resources: dict | None = None, check=None) -> Path:
     """Write the FMU ``out``: the ``common`` files, the slave module ``slave_source`` of the
     class ``model_id``, the entry points ``shim``, the extra ``resources``
     (``{name under resources/: bytes}``) and ``description(guid_parts)``, its model
-    description, the GUID depending on every resource."""
+    description, the GUID depending on every resource; ``check(path)`` may refuse it
+    (:func:`validate`), nothing is written then."""
     files = dict(common)
     files.update({f"resources/{k}": v for k, v in (resources or {}).items()})
     files[f"resources/{model_id}.py"] = slave_source.encode()
@@ -171,7 +206,7 @@ def package_fmu(out: Path, model_id: str, slave_source: str, description, shim: 
     resources = sorted((k, v) for k, v in files.items() if k.startswith("resources/"))
     files["modelDescription.xml"] = description([k.encode() + v for k, v in resources])
     out = Path(out)
-    write_zip(out, files)
+    write_zip(out, files, check)
     return out
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from ..blocks import (FloatingBase, ImposedMotionBase, LoopClosure, PrismaticBody, RevoluteBody,
                       RigidBody, WeldedBody)
 from ..cosim.names import port_names, structured_names
-from ..errors import ParameterError
+from ..errors import ParameterError, did_you_mean
 from ..unit import BlockUnit
 
 # -- units of the port components ----------------------------------------------------------
@@ -127,6 +127,7 @@ class Param:
     unit: object          # one unit for every component, or a tuple shaped like ``default``
     description: str
     type: str = "Real"    # "Real" or "Integer"
+    stated: bool = False  # physical data with no meaningful default: a system file must give it
 
     @property
     def shape(self) -> tuple:
@@ -148,16 +149,18 @@ class Param:
 
 def _body_params(com):
     return (
-        Param("mass", 1.0, "kg", "mass m of the body"),
+        Param("mass", 1.0, "kg", "mass m of the body", stated=True),
         Param("inertia", np.eye(3).tolist(), "kg.m2",
-              "inertia tensor I_B at the centre of mass B, body frame (symmetric, positive semi-definite)"),
-        Param("com", list(com), "m", "[PB]: from the port point P to the centre of mass B, body frame"),
+              "inertia tensor I_B at the centre of mass B, body frame (symmetric, positive semi-definite)",
+              stated=True),
+        Param("com", list(com), "m", "[PB]: from the port point P to the centre of mass B, body frame",
+              stated=True),
     )
 
 
 def child_param(i: int) -> Param:
     return Param(f"c{i}.r", [0.0, -1.0, 0.0], "m",
-                 f"[PC{i}]: from the port point P to the child point C{i}, body frame")
+                 f"[PC{i}]: from the port point P to the child point C{i}, body frame", stated=True)
 
 
 GRAVITY = Param("gravity", [0.0, -9.81, 0.0], "m/s2", "gravity vector g in the inertial frame R_i")
@@ -180,7 +183,7 @@ TOLERANCES = (
 def _joint_params(joint, axis):
     effort, (acc, vel, pos) = JOINT_UNITS[joint]
     return (
-        Param("axis", list(axis), "1", f"{joint} joint axis in the body frame (normalised)"),
+        Param("axis", list(axis), "1", f"{joint} joint axis in the body frame (normalised)", stated=True),
         Param("q0", 0.0, pos, "initial joint position"),
         Param("qd0", 0.0, vel, "initial joint velocity"),
         Param("k", 0.0, f"{effort}/{pos}", "spring stiffness inside the joint (effort -k q)"),
@@ -190,9 +193,11 @@ def _joint_params(joint, axis):
 
 LOOP_PARAMS = (
     Param("K", (1000.0 * np.eye(6)).tolist(), _blocks6("N/m", "N/rad", "N", "N.m/rad"),
-          "6x6 stiffness of the closure, [force; torque] from [translation; rotation] (symmetric PSD)"),
+          "6x6 stiffness of the closure, [force; torque] from [translation; rotation] (symmetric PSD)",
+          stated=True),
     Param("D", (10.0 * np.eye(6)).tolist(), _blocks6("N.s/m", "N.s/rad", "N.s", "N.m.s/rad"),
-          "6x6 damping of the closure, [force; torque] from [velocity; angular velocity] (symmetric PSD)"),
+          "6x6 damping of the closure, [force; torque] from [velocity; angular velocity] (symmetric PSD)",
+          stated=True),
 )
 
 
@@ -270,13 +275,24 @@ def model_identifier(kind: str, n_children: int) -> str:
 
 
 def parse_identifier(model_id: str) -> tuple:
-    """``"revolute_c2"`` -> ``("revolute", 2)``."""
+    """``"revolute_c2"`` -> ``("revolute", 2)``; KeyError saying what the models are, with the
+    nearest identifiers to a misspelled one."""
     if model_id in KINDS and not KINDS[model_id].has_children:
         return model_id, 0
-    m = re.fullmatch(r"(\w+)_c(\d+)", model_id)
+    m = re.fullmatch(r"(\w+)_c(\d+)", str(model_id))
     if not m or m.group(1) not in KINDS or not KINDS[m.group(1)].has_children:
-        raise KeyError(f"not a TITOP FMU model identifier: {model_id!r}")
+        raise KeyError(unknown_model(model_id))
     return m.group(1), int(m.group(2))
+
+
+def unknown_model(model_id) -> str:
+    """What an unknown model identifier gets told: the nearest identifiers and every kind."""
+    m = re.fullmatch(r".*_c(\d+)", str(model_id))
+    counts = [int(m.group(1))] if m else DEFAULT_CHILDREN
+    near = did_you_mean(model_id, dict.fromkeys(model_identifier(k, n) for k in KINDS for n in counts))
+    kinds = ", ".join(f"{k}_c<n>" if KINDS[k].has_children else k for k in KINDS)
+    return (f"unknown model {model_id!r}{near}; models: {kinds} (n: the number of child ports; "
+            "titop-fmu models lists them)")
 
 
 def parameters(kind: str, n_children: int) -> tuple:
@@ -420,6 +436,20 @@ def interface_of(model_id: str) -> Interface:
     return interface(*parse_identifier(model_id))
 
 
+def unknown_parameter(iface: Interface, name: str) -> str:
+    """``"revolute_c0 has no parameter 'mas' (did you mean 'mass'?); parameters: ..."``
+    (an indexed name, ``com[4]``, is told the shape of its parameter)."""
+    base = re.sub(r"\[.*\]$", "", name)
+    for p in iface.params:
+        if p.name == base:
+            return (f"{iface.model_identifier} has no parameter {name!r}: {p.name} is "
+                    + (f"{'a 3x3 matrix' if len(p.shape) == 2 else f'a vector of {p.shape[0]}'}, "
+                       f"{p.scalars()[0][0]} .. {p.scalars()[-1][0]}" if p.shape else "a scalar"))
+    known = [p.name for p in iface.params]
+    return (f"{iface.model_identifier} has no parameter {name!r}{did_you_mean(base, known)}; "
+            f"parameters: {', '.join(known)}")
+
+
 def build_unit(model_id: str, parameters: dict) -> tuple:
     """``(BlockUnit, [warning messages])`` of the TITOP FMU ``model_id`` with ``parameters``
     (``{FMI scalar name: value}``) over the defaults: the one place where defaults merge
@@ -429,6 +459,6 @@ def build_unit(model_id: str, parameters: dict) -> tuple:
     values = dict(zip((s[0] for s in iface.param_scalars), iface.defaults()))
     for k, v in parameters.items():
         if k not in values:
-            raise KeyError(f"{model_id} has no parameter {k!r}")
+            raise KeyError(unknown_parameter(iface, k))
         values[k] = v
     return iface.make_unit([values[s[0]] for s in iface.param_scalars])

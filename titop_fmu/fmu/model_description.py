@@ -6,7 +6,8 @@ every input (PythonFMU issue #258), and no ``<InitialUnknowns>``, which FMI 2.0
 requires and ``fmpy validate`` checks. :func:`finalize` adds
 
 * ``<UnitDefinitions>`` and a ``unit`` on every Real variable;
-* descriptions, exact start values (``repr`` of the float), a default experiment;
+* descriptions, exact start values (``repr`` of the float), a default experiment
+  (with a ``tolerance``);
 * ``<ModelStructure>``: ``<Outputs>`` with the direct-feedthrough dependencies
   on inputs, ``<InitialUnknowns>`` (every output) with their dependencies on
   inputs and parameters;
@@ -53,7 +54,8 @@ UNITS = {
     "N.m.s/rad": {"kg": 1, "m": 2, "s": -1, "rad": -1},
 }
 
-#: ``tolerance``: the default of the FMUs' rtol (a host's tolerance replaces rtol and atol)
+#: ``tolerance``: the default of the FMUs' ``rtol``; a host that passes it (or another) to
+#: ``fmi2SetupExperiment`` sets the FMU's integrator tolerances (``rtol`` and ``atol``) with it
 DEFAULT_EXPERIMENT = {"startTime": "0", "stopTime": "1", "tolerance": repr(float(TOLERANCES[0].default)),
                       "stepSize": "0.01"}
 

@@ -93,6 +93,27 @@
  *    - titopGetDirectionalDerivatives: fmi2GetDirectionalDerivative for nSeeds
  *      seeds, dvKnown[j*nKnown ..] giving dvUnknown[j*nUnknown ..] (the same
  *      slave method as point 5).
+ *
+ * 7. One Python thread state per host thread. pythonfmu's library wraps every
+ *    call in PyGILState_Ensure/Release: on a thread the interpreter does not
+ *    know (any thread of a C host), that creates a Python thread state and
+ *    destroys it again at each call (about 12 us, and an mmap/munmap pair for
+ *    the state's frame stack). So at each call, on a thread that has no Python
+ *    thread state, this layer makes one (PyGILState_Ensure, then
+ *    PyEval_SaveThread: the state stays registered as the thread's, without
+ *    the GIL) and keeps it in thread-local storage; pythonfmu's
+ *    PyGILState_Ensure/Release, and this layer's (points 5, 6), then only take
+ *    and give back the GIL with it. A thread that already has one (a Python
+ *    host's threads, or a thread another TITOP FMU's copy of this layer has
+ *    equipped) is left alone: one state per thread whichever FMUs it calls.
+ *    Several host threads each get their own; calls serialize on the GIL as
+ *    before. The state is deleted when its thread exits (a thread-local
+ *    destructor, with the GIL) while the interpreter lives; the interpreter's
+ *    finalization at process exit (point 3) deletes the states of the threads
+ *    still alive, after which this layer no longer touches them (this copy's
+ *    exit handler has run, Py_IsInitialized is 0, or the interpreter is
+ *    finalizing). Nothing is kept before the interpreter exists (the first
+ *    fmi2Instantiate starts it) nor once it is gone.
  */
 
 #define _GNU_SOURCE
@@ -172,6 +193,10 @@ static struct {
     void (*RestoreThread)(void *);
     int (*GILState_Ensure)(void);
     void (*GILState_Release)(int);
+    void *(*GILState_GetThisThreadState)(void);
+    void (*ThreadState_Clear)(void *);
+    void (*ThreadState_DeleteCurrent)(void);
+    int (*IsFinalizing)(void); /* optional: _Py_IsFinalizing (3.10-3.12) or Py_IsFinalizing (3.13) */
     void (*IncRef)(PyObject *);
     void (*DecRef)(PyObject *);
     PyObject *(*CallMethod)(PyObject *, const char *, const char *, ...);
@@ -244,6 +269,7 @@ static fmi2Status finish(Instance *s, fmi2Status status) {
         report(s, fmi2Error, "%s: the instance is unusable after an earlier error", __func__); \
         return fmi2Error;                                                                  \
     }                                                                                      \
+    keep_thread_state();                                                                   \
     s->worst = fmi2OK
 
 static void locate_self(char *dir, size_t n) {
@@ -261,9 +287,12 @@ static void locate_self(char *dir, size_t n) {
         goto done;                                                                  \
     }
 
+static int released; /* this copy's exit handler has run (point 7) */
+
 /* at process exit (never earlier: this library is never unloaded, see point 3 above), before the
    inner library's own static destructors */
 static void release_interpreter(void) {
+    __atomic_store_n(&released, 1, __ATOMIC_SEQ_CST);
     if (inner.finalize) inner.finalize();
 }
 
@@ -278,16 +307,58 @@ static int resolve_python(void) {
             PY_RESOLVE(IsInitialized, "Py_IsInitialized") PY_RESOLVE(GILState_Check, "PyGILState_Check")
             PY_RESOLVE(SaveThread, "PyEval_SaveThread") PY_RESOLVE(RestoreThread, "PyEval_RestoreThread")
             PY_RESOLVE(GILState_Ensure, "PyGILState_Ensure") PY_RESOLVE(GILState_Release, "PyGILState_Release")
+            PY_RESOLVE(GILState_GetThisThreadState, "PyGILState_GetThisThreadState")
+            PY_RESOLVE(ThreadState_Clear, "PyThreadState_Clear")
+            PY_RESOLVE(ThreadState_DeleteCurrent, "PyThreadState_DeleteCurrent")
             PY_RESOLVE(IncRef, "Py_IncRef") PY_RESOLVE(DecRef, "Py_DecRef")
             PY_RESOLVE(CallMethod, "PyObject_CallMethod") PY_RESOLVE(Err_Clear, "PyErr_Clear")
             PY_RESOLVE(List_Size, "PyList_Size") PY_RESOLVE(List_GetItem, "PyList_GetItem")
             PY_RESOLVE(Arg_ParseTuple, "PyArg_ParseTuple")
-            py.resolved = 1;
+            *(void **)&py.IsFinalizing = dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
+            if (!py.IsFinalizing) *(void **)&py.IsFinalizing = dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+            __atomic_store_n(&py.resolved, 1, __ATOMIC_RELEASE);
         } while (0);
     }
 done:
     pthread_mutex_unlock(&inner_lock);
     return py.resolved;
+}
+
+/* ---- one Python thread state per host thread (point 7 above) ---- */
+static pthread_key_t thread_state_key;
+static pthread_once_t thread_state_once = PTHREAD_ONCE_INIT;
+
+/* the interpreter runs and is not being finalized: a thread state may be made or deleted */
+static int interpreter_alive(void) {
+    return !__atomic_load_n(&released, __ATOMIC_SEQ_CST) && py.IsInitialized() &&
+           !(py.IsFinalizing && py.IsFinalizing());
+}
+
+/* at the exit of a thread this layer equipped: its state deleted, with the GIL (taken with the
+   state, given back by the deletion). Not by PyGILState_Release: the thread's exit may already
+   have cleared Python's thread-local pointer to its state (glibc clears every thread-local key
+   before calling the destructors of those that have one). */
+static void delete_thread_state(void *state) {
+    if (state && interpreter_alive()) {
+        py.RestoreThread(state);
+        py.ThreadState_Clear(state);
+        py.ThreadState_DeleteCurrent();
+    }
+}
+
+static void make_thread_state_key(void) {
+    if (pthread_key_create(&thread_state_key, delete_thread_state)) thread_state_key = (pthread_key_t)-1;
+}
+
+/* give the calling thread a Python thread state that outlives the call, if it has none */
+static void keep_thread_state(void) {
+    if (!__atomic_load_n(&py.resolved, __ATOMIC_ACQUIRE) && !resolve_python()) return;
+    if (!interpreter_alive() || py.GILState_GetThisThreadState()) return;
+    pthread_once(&thread_state_once, make_thread_state_key);
+    if (thread_state_key == (pthread_key_t)-1) return;
+    py.GILState_Ensure();                   /* a new state, this thread's, with the GIL */
+    void *state = py.SaveThread();          /* the GIL given back, the state kept */
+    pthread_setspecific(thread_state_key, state);
 }
 
 static int load_inner(char *err, size_t n) {
@@ -423,6 +494,7 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         free_instance(s);
         return NULL;
     }
+    keep_thread_state();
     BINDING(s, s->inner = inner.Instantiate(instanceName, fmuType, fmuGUID, fmuResourceLocation, &s->to_inner,
                                             visible, 1));
     if (!s->inner) {
@@ -436,6 +508,7 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
 EXPORT void fmi2FreeInstance(fmi2Component c) {
     Instance *s = (Instance *)c;
     if (!s) return;
+    keep_thread_state();
     if (!s->broken) inner.FreeInstance(s->inner);
     free_instance(s);
 }

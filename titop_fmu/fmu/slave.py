@@ -21,10 +21,10 @@ logged with status ``fmi2Error`` during a call into the return status
 ``fmi2Error`` of that call.
 
 FMU state. ``fmi2GetFMUstate`` returns a snapshot of everything that
-determines the future: mode, parameter values, the unit's time, states,
-inputs and integrator step-size guess (pythonfmu's default only saves
-registered variables). The snapshot serializes to JSON (floats written with
-``repr``, so the round trip is exact).
+determines the future: mode, parameter values, the host's tolerance, the
+unit's time, states, inputs and integrator step-size guess (pythonfmu's
+default only saves registered variables). The snapshot serializes to JSON
+(floats written with ``repr``, so the round trip is exact).
 
 Directional derivatives. pythonfmu has no ``fmi2GetDirectionalDerivative``: the
 FMU's entry points (``shim.c``) answer it by calling
@@ -115,12 +115,13 @@ _STATE_FORMAT = "titop-fmu-state-1"
 class _Snapshot:
     """An FMU state (opaque to the host)."""
 
-    __slots__ = ("model", "mode", "params", "t0", "inputs", "unit")
+    __slots__ = ("model", "mode", "params", "t0", "inputs", "unit", "tolerance")
 
-    def __init__(self, model, mode, params, t0, inputs, unit):
+    def __init__(self, model, mode, params, t0, inputs, unit, tolerance=None):
         self.model, self.mode, self.params, self.t0 = model, mode, tuple(params), t0
         self.inputs = None if inputs is None else np.array(inputs, dtype=float)
         self.unit = unit        # BlockUnit.get_state() or None
+        self.tolerance = tolerance      # the host's (fmi2SetupExperiment) or None
 
     def to_json(self) -> dict:
         unit = None
@@ -129,7 +130,8 @@ class _Snapshot:
             unit = [t, x.tolist(), u.tolist(), h]
         return {"format": _STATE_FORMAT, "model": self.model, "mode": self.mode,
                 "params": list(self.params), "t0": self.t0,
-                "inputs": None if self.inputs is None else self.inputs.tolist(), "unit": unit}
+                "inputs": None if self.inputs is None else self.inputs.tolist(), "unit": unit,
+                "tolerance": self.tolerance}
 
     @classmethod
     def from_json(cls, d):
@@ -140,7 +142,9 @@ class _Snapshot:
             t, x, u, h = unit
             unit = (float(t), np.array(x, dtype=float), np.array(u, dtype=float),
                     None if h is None else float(h))
-        return cls(d["model"], d["mode"], d["params"], d["t0"], d["inputs"], unit)
+        tolerance = d.get("tolerance")
+        return cls(d["model"], d["mode"], d["params"], d["t0"], d["inputs"], unit,
+                   None if tolerance is None else float(tolerance))
 
 
 class _InvalidState:
@@ -174,8 +178,9 @@ class TitopSlave(Fmi2Slave):
         self._pending = np.array([v.start for v in iface.variables if v.causality == "input"],
                                  dtype=float).reshape(n_in)      # inputs while there is no unit
         self._unit = None
-        self._unit_params = None            # the parameter values the unit was built from
+        self._unit_settings = None          # the _settings() the unit was built from
         self._t0 = 0.0
+        self._tolerance = None              # the host's, from fmi2SetupExperiment
         self._mode = INSTANTIATED
         for vr, v in enumerate(iface.variables):
             cls = Integer if v.type == "Integer" else Real
@@ -209,17 +214,30 @@ class TitopSlave(Fmi2Slave):
         return self.iface.variables[vr].name if 0 <= vr < self._end else f"<value reference {vr}>"
 
     # -- the unit ---------------------------------------------------------------------------
+    def _settings(self):
+        """What the unit is built from: the parameter values and the host's tolerance."""
+        return tuple(self._params), self._tolerance
+
     def _ensure_unit(self):
-        """The unit for the current parameters (built or rebuilt if they changed)."""
-        params = tuple(self._params)
-        if self._unit is None or self._unit_params != params:
+        """The unit for the current parameters and tolerance (built or rebuilt if they changed).
+
+        A known and accepted property of the parameters (principal moments violating the
+        triangle inequality) is logged with status fmi2OK, category ``logStatusWarning``:
+        a warning status would stop the hosts that treat any status but fmi2OK as fatal.
+        The host's tolerance, when it gave one, is the integrator's ``rtol`` and ``atol``
+        in place of the parameters'."""
+        settings = self._settings()
+        if self._unit is None or self._unit_settings != settings:
             inputs = self._inputs()
+            params, tolerance = settings
             unit, warns = self.iface.make_unit(params)
             for w in warns:
-                self.log(f"parameter warning: {w}", Fmi2Status.warning)
+                self.log(f"parameter warning: {w}", Fmi2Status.ok, "logStatusWarning")
+            if tolerance is not None:
+                unit.rtol = unit.atol = tolerance
             unit.reset(self._t0)
             unit.set_inputs(unit.ALL, inputs)
-            self._unit, self._unit_params = unit, params
+            self._unit, self._unit_settings = unit, settings
         return self._unit
 
     def _inputs(self):
@@ -344,8 +362,15 @@ class TitopSlave(Fmi2Slave):
             self._error("fmi2SetString", _FmiUsageError("this FMU has no String variable"))
 
     def setup_experiment(self, start_time, stop_time=None, tolerance=None):
+        """``tolerance`` (None: not defined) sets the integrator's ``rtol`` and ``atol``."""
         try:
-            self._t0 = float(start_time)
+            if self._mode != INSTANTIATED:
+                raise _FmiUsageError(f"not allowed in mode {self._mode}")
+            if tolerance is not None:
+                tolerance = float(tolerance)
+                if not (math.isfinite(tolerance) and tolerance > 0):
+                    raise _FmiUsageError(f"tolerance must be a finite positive number, got {tolerance!r}")
+            self._t0, self._tolerance = float(start_time), tolerance
         except Exception as e:
             self._error("fmi2SetupExperiment", e)
 
@@ -485,10 +510,10 @@ class TitopSlave(Fmi2Slave):
     def _get_fmu_state(self):
         try:
             unit = None
-            if self._unit is not None and self._unit_params == tuple(self._params):
+            if self._unit is not None and self._unit_settings == self._settings():
                 unit = self._unit.get_state()
             return _Snapshot(self.iface.model_identifier, self._mode, self._params, self._t0,
-                             None if unit is not None else self._inputs().copy(), unit)
+                             None if unit is not None else self._inputs().copy(), unit, self._tolerance)
         except Exception as e:
             self._error("fmi2GetFMUstate", e)
             return _InvalidState(f"the state could not be saved ({type(e).__name__}: {e})")
@@ -499,15 +524,15 @@ class TitopSlave(Fmi2Slave):
                 raise _FmiUsageError(state.message)
             if not isinstance(state, _Snapshot) or state.model != self.iface.model_identifier:
                 raise _FmiUsageError("the FMU state belongs to another FMU")
-            self._params, self._t0 = list(state.params), state.t0
+            self._params, self._t0, self._tolerance = list(state.params), state.t0, state.tolerance
             if state.unit is not None:
-                if self._unit is None or self._unit_params != state.params:
+                if self._unit is None or self._unit_settings != self._settings():
                     self._unit = None
                     self._pending = np.array(state.unit[2])
                     self._ensure_unit()
                 self._unit.set_state(state.unit)
             else:
-                self._unit, self._unit_params = None, None
+                self._unit, self._unit_settings = None, None
                 self._pending = state.inputs.copy()
             self._mode = state.mode
         except Exception as e:

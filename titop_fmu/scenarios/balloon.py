@@ -1,4 +1,4 @@
-"""The paper's balloon system (section 4, Table 1; shared/balloon-scenario.md), defined
+"""The paper's balloon system (section 4, Table 1; docs/balloon-scenario.md), defined
 once (:func:`system`) and run by every engine: the monolithic twin (:func:`build`), the
 co-simulation master on FMUs or in-process units, and ``examples/balloon.toml`` (a test
 checks it is the same system).
@@ -28,7 +28,7 @@ from ..spatial import Gamma, dcm_from_euler, dcm_from_quat, euler_from_dcm
 from ..system import System
 from ..titop.monolithic import twin
 
-#: Scenario values (shared/balloon-scenario.md); angles in rad.
+#: Scenario values (docs/balloon-scenario.md); angles in rad.
 DEFAULTS = {
     "m_B": 10.0,
     "I_B": [[5.0, 0.0, 0.0], [0.0, 10.0, -7.0], [0.0, -7.0, 10.0]],
@@ -55,6 +55,9 @@ DEFAULTS = {
 }
 
 COLUMNS = ("t", "x", "y", "z", "phi", "theta", "psi", "p", "theta1", "theta2")
+#: the SI unit of each column
+UNITS = {"t": "s", "x": "m", "y": "m", "z": "m", "phi": "rad", "theta": "rad", "psi": "rad", "p": "m",
+         "theta1": "rad", "theta2": "rad"}
 #: the columns (without ``t``) that are attitude angles (phi, theta, psi)
 ANGLES = np.array([False, False, False, True, True, True, False, False, False])
 
@@ -146,6 +149,18 @@ def columns(system: System, y: np.ndarray) -> np.ndarray:
     out[:, 6] = y[:, system.state_slice("slider")][:, 0]
     out[:, 7] = y[:, system.state_slice("pendulum1")][:, 0]
     out[:, 8] = y[:, system.state_slice("pendulum2")][:, 0]
+    return out
+
+
+def motion_outputs(cols) -> dict:
+    """The CSV columns ``x..theta2`` (``(n, 9)``, without ``t``) as the outputs of :func:`system`
+    that place every body: the balloon's pose at its point ``P = B``, ``balloon.p.m[13..18]``
+    (``[IB]_Rb = P_b/i^T [IB]_Ri`` and ``Theta``), and ``joint.q[3]`` of the three joints."""
+    cols = np.atleast_2d(np.asarray(cols, dtype=float))
+    IB = np.array([dcm_from_euler(Theta).T.dot(r) for r, Theta in zip(cols[:, 0:3], cols[:, 3:6])])
+    out = {f"balloon.p.m[{13 + k}]": IB[:, k] for k in range(3)}
+    out.update({f"balloon.p.m[{16 + k}]": cols[:, 3 + k] for k in range(3)})
+    out.update({f"{unit}.joint.q[3]": cols[:, 6 + k] for k, unit in enumerate(("slider", "pendulum1", "pendulum2"))})
     return out
 
 

@@ -31,13 +31,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..cosim import CoSystem
-from ..cosim.names import port_of
+from ..cosim.names import port_names, port_of
 from ..cosim.systemfile import from_dict
 from ..errors import ConnectionError_
 from ..fmu import catalog
 from ..fmu.catalog import Interface, Param, ScalarVar
 from ..unit import IntegratedUnit
 from .monolithic import twin, twin_and_warnings
+from .records import Entry, Records, inertial
 
 #: the parent port of a sub-assembly, named as a block's
 ROOT_PORT = "p"
@@ -51,13 +52,15 @@ _UNIT_TOLERANCES = {p.name for p in catalog.TOLERANCES}
 @dataclass(frozen=True)
 class Port:
     """A port of the assembly: ``name`` (FMI), the unit's port it is, its size, and for an
-    output that is one scalar of the unit's port, that component (0-based)."""
+    output that is one scalar of the unit's port, that component (0-based); or an inertial
+    quantity of a body (``record``: the recorded entry, :mod:`.records`)."""
 
     name: str
     unit: str
     port: str
     size: int
     component: int | None = None
+    record: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,10 +84,11 @@ class AssemblyInterface(Interface):
     def make_unit(self, scalars) -> tuple:
         """``(AssemblyUnit, [warning messages])``; :class:`ParameterError` naming the FMI
         parameter (``balloon.mass``) if one is invalid."""
-        system, messages = twin_and_warnings(self.cosystem(scalars))
+        cs = self.cosystem(scalars)
+        system, messages = twin_and_warnings(cs)
         v = self.values(scalars)
         unit = AssemblyUnit(system, self.inputs, self.outputs, rtol=catalog.positive("rtol", v["rtol"]),
-                            atol=catalog.positive("atol", v["atol"]))
+                            atol=catalog.positive("atol", v["atol"]), records=Records(cs))
         return unit, messages
 
 
@@ -93,11 +97,13 @@ class AssemblyUnit(IntegratedUnit):
     (constant inputs of the twin, set before every evaluation when they changed), outputs the
     :class:`Port` s ``outputs``, the states all the twin's states."""
 
-    def __init__(self, system, inputs, outputs, rtol=1e-10, atol=1e-10, name="assembly", type=None):
+    def __init__(self, system, inputs, outputs, rtol=1e-10, atol=1e-10, name="assembly", type=None,
+                 records: Records | None = None):
         self.system = system
         self._in_ports = [(f"{p.unit}.{p.port}", p.size) for p in inputs]
-        self._out_ports = [(p.unit, p.port, slice(None) if p.component is None else [p.component])
-                           for p in outputs]
+        entries = {e.ref: e for e in records.entries} if records is not None else {}
+        self._out_ports = [(entries[p.record] if p.record else (p.unit, p.port),
+                            slice(None) if p.component is None else [p.component]) for p in outputs]
         self._pushed = None
         self._blocks = list(system.blocks.items())
         super().__init__({p.name: p.size for p in inputs}, {p.name: p.size for p in outputs}, rtol, atol,
@@ -132,8 +138,18 @@ class AssemblyUnit(IntegratedUnit):
     def _evaluate_outputs(self):
         self._sync()
         outs = self.system.outputs(self.x)
-        return np.concatenate([np.atleast_1d(outs[u][port])[sel] for u, port, sel in self._out_ports]
+        return np.concatenate([(inertial_output(src, outs, self.system.values) if isinstance(src, Entry)
+                                else np.atleast_1d(outs[src[0]][src[1]]))[sel] for src, sel in self._out_ports]
                               or [np.zeros(0)])
+
+
+def inertial_output(entry: Entry, outs: dict, inputs: dict) -> np.ndarray:
+    """An inertial output of an assembly, from its system's outputs ``outs`` and constant inputs
+    ``inputs`` at the current states: the body's motion vector at its port point ``P``, in its
+    frame (:class:`~.records.BodyMotion`: a base's ``p.m``, or its block's kinematics at its
+    parent's motion and its joint state), then the quantity of :func:`~.records.inertial` (a
+    point's position or velocity in ``R_i``, the DCM, the Euler angles), every component."""
+    return inertial(entry.quantity, entry.motion(outs, inputs), entry.PX)
 
 
 def model_identifier(name: str) -> str:
@@ -191,20 +207,25 @@ def assembly_interface(system: dict, model_id: str) -> AssemblyInterface:
     stray = sorted({f"{u}.{p}" for u, p, _ in starts if (u, p) not in known})
     if stray:
         raise ConnectionError_(f"{model_id}: constant input(s) {stray} are not free inputs of the system")
-    taken = {p.name for p in outputs}
-    for ref in cs.recorded:
-        unit, _, var = ref.partition(".")
-        port, k = port_of(var)
-        size = s.blocks[unit].outputs_spec.get(port) if unit in s.blocks else None
-        if size is None or k > size:
-            raise ConnectionError_(f"{model_id}: recorded {ref!r} is not an output of the system's units")
-        if ref not in taken:
-            outputs.append(Port(ref, unit, port, 1 if k else size, k - 1 if k else None))
-            taken.add(ref)
+    taken = {name for p in outputs for name in port_names({p.name: p.size})}       # the FMI scalars
+    records = Records(cs)
+    for e in records.entries:     # each recorded scalar once: a free port's, or listed twice, is there
+        new = [(k, label) for k, label in zip(e.select, e.labels) if label not in taken]
+        taken.update(label for _, label in new)
+        if len(new) == len(e.select) and e.select == tuple(range(len(e.select))) and len(new) > 1:
+            outputs.append(Port(e.ref, e.unit, e.port, len(new), record=e.ref if e.quantity else None))
+        else:
+            outputs += [Port(label, e.unit, e.port, 1, k, e.ref if e.quantity else None) for k, label in new]
+    inertial_vars = {label: (unit, e.description) for e in records.entries if e.quantity
+                     for label, unit in zip(e.labels, e.units)}
     variables = [ScalarVar(name, "parameter", params[i].type, default, unit, params[i].description)
                  for i, q in enumerate(params) for name, _index, default, unit in q.scalars()]
     for causality, ports in (("input", inputs), ("output", outputs)):
         for p in ports:
+            if p.record:
+                variables += [ScalarVar(name, "output", "Real", None, *inertial_vars[name])
+                              for name in port_names({p.name: p.size})]
+                continue
             b = s.blocks[p.unit]
             size = (b.inputs if causality == "input" else b.outputs_spec)[p.port]
             scalars = catalog.port_variables(kind[p.unit], p.port, size, causality)

@@ -13,7 +13,7 @@ from ..cosim import CoSystem, ssp
 from ..cosim.engine import is_fmu_path
 from ..cosim.systemfile import to_dict
 from ..errors import ConnectionError_
-from ..fmu.build import common_files, compile_shim, describe, package_fmu
+from ..fmu.build import common_files, compile_shim, describe, package_fmu, validate
 from ..fmu.model_description import DEFAULT_EXPERIMENT, measure_dependencies
 from .assembly import model_identifier, random_parameters
 from .assembly_slave import SYSTEM_RESOURCE, AssemblySlave
@@ -22,7 +22,8 @@ from .units import TitopUnits
 
 def export_fmu(cs: CoSystem, out, simulation: dict | None = None):
     """Write the assembly FMU of the system ``cs`` to ``out`` (``NAME.fmu``: model identifier
-    ``NAME``); ``simulation`` (``stop``, ``output_interval``) gives its default experiment."""
+    ``NAME``), validated by FMPy before it is moved in place; ``simulation`` (``stop``,
+    ``output_interval``) gives its default experiment."""
     out = Path(out)
     if out.suffix != ".fmu":
         raise ConnectionError_(f"an FMU file name ends with .fmu, got {out.name!r}")
@@ -44,7 +45,8 @@ def export_fmu(cs: CoSystem, out, simulation: dict | None = None):
     with tempfile.TemporaryDirectory(prefix="titop_export_") as tmp:
         shim = compile_shim(Path(tmp) / "shim.so")
         return package_fmu(out, mid, source, lambda parts: describe(slave, iface, *deps, parts, experiment),
-                           shim, common_files(), {SYSTEM_RESOURCE: json.dumps(system, indent=1).encode()})
+                           shim, common_files(), {SYSTEM_RESOURCE: json.dumps(system, indent=1).encode()},
+                           check=validate)
 
 
 def export_ssp(cs: CoSystem, out, simulation: dict | None = None, fmu_dir=None):

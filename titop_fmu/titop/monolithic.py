@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..cosim import CoSystem
-from ..cosim.names import port_of
 from ..errors import ConnectionError_, ParameterError
 from ..fmu import catalog
 from ..system import System
+from .records import Records
 
 
 def twin(cs: CoSystem, solver: str = "recursive") -> System:
@@ -60,32 +60,21 @@ def build_titop_unit(name: str, spec) -> tuple:
         raise e.renamed(f"{name}.{e.parameter}") from None
 
 
-def recorded(cs: CoSystem, system: System, y) -> np.ndarray:
-    """The recorded outputs of ``cs`` (:meth:`CoSystem.record`, in order) at the states ``y``
-    (one state or ``(n, n_states)``) of its monolithic twin."""
-    refs = []
-    for ref in cs.recorded:
-        name, _, var = ref.partition(".")
-        port, k = port_of(var)
-        refs.append((name, port, k))
-    Y = np.atleast_2d(y)
-    rows = []
-    for yy in Y:
-        outs = system.outputs(yy)
-        row = []
-        for name, port, k in refs:
-            v = np.atleast_1d(outs[name][port])
-            row.extend(v.tolist() if k == 0 and v.size > 1 else [v[k - 1] if k else v[0]])
-        rows.append(row)
-    return np.array(rows)
+def recorded(cs: CoSystem, system: System, y, records: Records | None = None) -> np.ndarray:
+    """The recorded outputs of ``cs`` (:meth:`CoSystem.record`, in order; :class:`Records`:
+    unit outputs and inertial quantities) at the states ``y`` (one state or
+    ``(n, n_states)``) of its monolithic twin."""
+    records = Records(cs) if records is None else records
+    return np.array([records.row(system.outputs(yy), system.values) for yy in np.atleast_2d(y)])
 
 
 def run(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12, progress=False, kernel="auto"):
     """``(trajectory, recorded outputs)`` of the monolithic twin every ``dt`` from 0 to ``stop``
     (``kernel``: as :meth:`System.simulate`'s)."""
+    records = Records(cs)
     s = twin(cs)
     tr = s.simulate(stop, dt, rtol=rtol, atol=atol, progress=progress, kernel=kernel)
-    return tr, recorded(cs, s, tr.y)
+    return tr, recorded(cs, s, tr.y, records)
 
 
 def simulate(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12):

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..cosim import FileUnits, UnitType, Variable
 from ..cosim.engine import is_fmu_path
-from ..errors import ConnectionError_
+from ..errors import ConnectionError_, ParameterError
 from ..fmu import catalog
 from ..kernel import cache_root
 
@@ -72,16 +72,24 @@ def with_titop_ports(t: UnitType) -> UnitType:
 
 
 @lru_cache(maxsize=None)
+def declared_unit_type(model_id: str) -> UnitType:
+    """The :class:`UnitType` of the TITOP FMU ``model_id`` (``"revolute_c1"``) from its catalog
+    interface alone, without dependencies: what a system is checked against
+    (:func:`~titop_fmu.titop.checks.check`), at no cost."""
+    iface = catalog.interface_of(model_id)
+    variables = {v.name: Variable(v.name, v.causality, v.type, v.unit, v.start) for v in iface.variables}
+    return with_titop_ports(UnitType(model_id, variables, list(iface.input_names), list(iface.output_names),
+                                     [np.zeros(0, dtype=int)] * len(iface.output_names)))
+
+
+@lru_cache(maxsize=None)
 def titop_unit_type(model_id: str) -> UnitType:
     """The :class:`UnitType` of the TITOP FMU ``model_id`` (``"revolute_c1"``), with the
     dependencies the FMU declares (measured on the block as at the FMU build)."""
     from ..fmu.model_description import measure_dependencies
-    iface = catalog.interface_of(model_id)
-    variables = {v.name: Variable(v.name, v.causality, v.type, v.unit, v.start) for v in iface.variables}
-    on_inputs, _ = measure_dependencies(iface)
-    deps = [np.flatnonzero(row) for row in on_inputs]
-    return with_titop_ports(UnitType(model_id, variables, list(iface.input_names), list(iface.output_names), deps,
-                                     derivatives=True, trial_steps=True))
+    on_inputs, _ = measure_dependencies(catalog.interface_of(model_id))
+    return dataclasses.replace(declared_unit_type(model_id), dependencies=[np.flatnonzero(row) for row in on_inputs],
+                               derivatives=True, trial_steps=True)
 
 
 def default_fmu_dir(kind: str = "pythonfmu") -> Path:
@@ -109,9 +117,8 @@ def ensure_fmus(model_ids, fmu_dir, kind: str = "pythonfmu") -> dict:
         for m in missing:
             try:
                 counts.add(catalog.parse_identifier(m)[1])
-            except KeyError:
-                raise ConnectionError_(f"unknown TITOP FMU {m!r}: not a model identifier of titop-fmu build "
-                                       f"and no file {paths[m]}") from None
+            except KeyError as e:
+                raise ConnectionError_(e.args[0]) from None
         build_all(fmu_dir, children=sorted(counts))
     return paths
 
@@ -129,6 +136,9 @@ class TitopUnits(FileUnits):
         self.paths: dict = {}
 
     def unit_types(self, system) -> dict:
+        for name, spec in system.units.items():
+            if isinstance(spec.model, str) and not is_fmu_path(spec.model):
+                model_interface(name, spec.model)
         titop = sorted({s.model for s in system.units.values() if isinstance(s.model, str) and not is_fmu_path(s.model)})
         if self.engine == "fmu" and titop:
             self.paths = ensure_fmus(titop, self.fmu_dir or default_fmu_dir(self.fmu_kind), self.fmu_kind)
@@ -138,11 +148,8 @@ class TitopUnits(FileUnits):
         if isinstance(model, str) and not is_fmu_path(model):
             if self.engine == "fmu":
                 return with_titop_ports(super().unit_type(name, self.paths[model]))
-            try:
-                return titop_unit_type(model)
-            except KeyError:
-                raise ConnectionError_(f"unit {name!r}: unknown TITOP model {model!r} (e.g. floating_base_c1, "
-                                       "revolute_c0, prismatic_c1, welded_c2, loop_closure)") from None
+            model_interface(name, model)
+            return titop_unit_type(model)
         return with_titop_ports(super().unit_type(name, model))
 
     def make_unit(self, name, model, parameters, instance=0):
@@ -153,12 +160,40 @@ class TitopUnits(FileUnits):
         return super().make_unit(name, model, parameters, instance)
 
 
+def titop_model(model) -> str | None:
+    """The TITOP model identifier of a unit's ``model``: the identifier itself, or that of a TITOP
+    block FMU file (an SSP package's): its model identifier and variables those of the catalog's;
+    None for any other unit."""
+    if isinstance(model, str) and not is_fmu_path(model):
+        return model
+    if not is_fmu_path(model) or not Path(model).is_file():
+        return None
+    from ..cosim.fmpy_unit import fmu_unit_type
+    t = fmu_unit_type(model)
+    try:
+        iface = catalog.interface_of(t.name)
+    except KeyError:
+        return None
+    return t.name if list(t.variables) == [v.name for v in iface.variables] else None
+
+
+def model_interface(name: str, model_id: str) -> catalog.Interface:
+    """The catalog interface of the TITOP model of the unit ``name``; an unknown model is a
+    :class:`ConnectionError_` naming the unit, with the nearest identifiers."""
+    try:
+        return catalog.interface_of(model_id)
+    except KeyError as e:
+        raise ConnectionError_(f"unit {name!r}: {e.args[0]}") from None
+
+
 def block_unit(name: str, model_id: str, parameters: dict):
     """The TITOP block ``model_id`` in process, built from FMI parameters exactly as the
     FMU builds it."""
     try:
         unit, _warnings = catalog.build_unit(model_id, parameters)
     except KeyError as e:
-        raise ConnectionError_(f"{name}: {e.args[0]}") from None
+        raise ConnectionError_(f"unit {name!r}: {e.args[0]}") from None
+    except ParameterError as e:
+        raise e.renamed(f"{name}.{e.parameter}") from None
     unit.name, unit.type = name, titop_unit_type(model_id)
     return unit

@@ -2,7 +2,7 @@
 
 This module shares no equation with ``titop_fmu`` (only the scenario data,
 ``titop_fmu.scenarios.balloon.DEFAULTS``); it rebuilds the 9-d.o.f. balloon
-system of the validation scenario (shared spec "balloon-scenario.md", paper
+system of the validation scenario (docs/balloon-scenario.md, paper
 Section 4 / Table 1) as a Pinocchio kinematic tree and integrates it with
 SciPy, so that the block-diagram model can be cross-checked against it.
 
@@ -41,7 +41,7 @@ from scipy.integrate import solve_ivp
 
 from titop_fmu.scenarios import balloon
 
-# The scenario's numbers (shared/balloon-scenario.md). Only the data is shared with
+# The scenario's numbers (docs/balloon-scenario.md). Only the data is shared with
 # the TITOP code, none of its equations.
 DEFAULTS = balloon.DEFAULTS
 
@@ -96,6 +96,9 @@ def build_model(params=None):
     j2 = model.addJoint(j1, pin.JointModelRevoluteUnaligned(_unit(p["r2"])),
                         pin.SE3(eye, np.asarray(p["SP1"], dtype=float)), "pendulum2")
     model.appendBodyToJoint(j2, _point_mass(p["m_P2"], p["P1P2"]), pin.SE3.Identity())
+    # the point masses as frames: P1 on pendulum 1, the tip P2 on pendulum 2 (axes of their bodies)
+    for name, joint, point in (("P1", j1, p["SP1"]), ("tip", j2, p["P1P2"])):
+        model.addFrame(pin.Frame(name, joint, pin.SE3(eye, np.asarray(point, dtype=float)), pin.FrameType.OP_FRAME))
     return model
 
 
@@ -184,6 +187,20 @@ def center_of_mass(params, r, P_bi, q):
     ctx = _context(params)
     qpin = _pin_q(np.asarray(r, float), _dcm_to_quat(P_bi), np.asarray(q, float))
     return pin.centerOfMass(ctx.model, ctx.data, qpin).copy()
+
+
+def frame_motion(params, state, frame="tip"):
+    """``(position, rotation, velocity)`` of a frame of :func:`build_model` (``"P1"``, ``"tip"``)
+    at a state of :func:`simulate` (``full=True``), from Pinocchio's forward kinematics: its
+    origin in the inertial frame, the rotation of its axes (columns: the body axes in R_i) and
+    ``[v; omega]`` of its origin in the inertial frame's axes (``LOCAL_WORLD_ALIGNED``)."""
+    ctx = _context(params)
+    r, quat, v_b, w_b, q, qd = state[0:3], state[3:7], state[7:10], state[10:13], state[13:16], state[16:19]
+    fid = ctx.model.getFrameId(frame)
+    pin.forwardKinematics(ctx.model, ctx.data, _pin_q(r, quat, q), np.concatenate([v_b, w_b, qd]))
+    placement = pin.updateFramePlacement(ctx.model, ctx.data, fid)
+    v = pin.getFrameVelocity(ctx.model, ctx.data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+    return placement.translation.copy(), placement.rotation.copy(), np.concatenate([v.linear, v.angular])
 
 
 def euler_321(P_bi):

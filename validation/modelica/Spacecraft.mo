@@ -75,6 +75,13 @@ model Spacecraft
                            near t = 12.2 s, no closer), so it is left out.
          <joint>.joint.q[3] = q   -> Revolute.phi / Prismatic.s
          <joint>.joint.q[2] = qd  -> Revolute.w   / Prismatic.v
+         inertial outputs, in R_i (a point X of a body whose frame_a is at P):
+         <body>.<X>.position = [IX]_Ri  -> frame_a.r_0 + P_b/i*[PX]_Rb (a child
+                           point: its FixedTranslation's frame_b.r_0)
+         <body>.<X>.velocity = [v_X; omega]_Ri -> v_0 + P_b/i*cross(w_a, [PX]_Rb)
+                           and P_b/i*w_a (v_0 = der(r_0), w_a resolved in frame_a)
+         <body>.dcm[1..9]  = P_b/i row by row, P_b/i = transpose(frame_a.R.T)
+         <body>.euler[1..3] = Theta of P_b/i, as bus.p.m[16..18]
      ------------------------------------------------------------------------ */
 
   import MB = Modelica.Mechanics.MultiBody;
@@ -197,10 +204,45 @@ model Spacecraft
   output Real link2_joint_q_3(unit="rad") "link2.joint.q[3]";
   output Real link3_joint_q_3(unit="rad") "link3.joint.q[3]";
   output Real link3_joint_q_2(unit="rad/s") "link3.joint.q[2]";
+  // inertial outputs (docs/system-files.md, "Recording outputs"), in R_i
+  output Real bus_com_position_1(unit="m") "bus.com.position[1]: centre of mass of the bus";
+  output Real bus_com_position_2(unit="m") "bus.com.position[2]";
+  output Real bus_com_position_3(unit="m") "bus.com.position[3]";
+  output Real boom_dcm_1(unit="1") "boom.dcm[1]: P_b/i of the boom, row by row";
+  output Real boom_dcm_2(unit="1") "boom.dcm[2]";
+  output Real boom_dcm_3(unit="1") "boom.dcm[3]";
+  output Real boom_dcm_4(unit="1") "boom.dcm[4]";
+  output Real boom_dcm_5(unit="1") "boom.dcm[5]";
+  output Real boom_dcm_6(unit="1") "boom.dcm[6]";
+  output Real boom_dcm_7(unit="1") "boom.dcm[7]";
+  output Real boom_dcm_8(unit="1") "boom.dcm[8]";
+  output Real boom_dcm_9(unit="1") "boom.dcm[9]";
+  output Real panel_com_velocity_1(unit="m/s") "panel.com.velocity[1]: velocity of the panel's centre of mass";
+  output Real panel_com_velocity_2(unit="m/s") "panel.com.velocity[2]";
+  output Real panel_com_velocity_3(unit="m/s") "panel.com.velocity[3]";
+  output Real panel_com_velocity_4(unit="rad/s") "panel.com.velocity[4]: angular velocity of the panel";
+  output Real panel_com_velocity_5(unit="rad/s") "panel.com.velocity[5]";
+  output Real panel_com_velocity_6(unit="rad/s") "panel.com.velocity[6]";
+  output Real slider_c1_position_1(unit="m") "slider.c1.position[1]: the slider's child point C1";
+  output Real slider_c1_position_2(unit="m") "slider.c1.position[2]";
+  output Real slider_c1_position_3(unit="m") "slider.c1.position[3]";
+  output Real link3_com_position_1(unit="m") "link3.com.position[1]: centre of mass of link3";
+  output Real link3_com_position_2(unit="m") "link3.com.position[2]";
+  output Real link3_com_position_3(unit="m") "link3.com.position[3]";
+  output Real link3_euler_1(unit="rad") "link3.euler[1]: 3-2-1 Euler angles of link3, phi";
+  output Real link3_euler_2(unit="rad") "link3.euler[2], theta";
+  output Real link3_euler_3(unit="rad") "link3.euler[3], psi";
 
 protected
   Real P_bi[3, 3] "DCM of the bus, axes as columns, in R_i";
   Real IP_b[3](each unit="m") "[IP]_Rb";
+  Real P_boom[3, 3] "DCM of the boom, axes as columns, in R_i";
+  Real P_panel[3, 3] "DCM of the panel";
+  Real P_link3[3, 3] "DCM of link3";
+  Real r_bus_com[3](each unit="m") "centre of mass of the bus, in R_i";
+  Real v_panel_com[3](each unit="m/s") "velocity of the panel's centre of mass, in R_i";
+  Real w_panel[3](each unit="rad/s") "angular velocity of the panel, in R_i";
+  Real r_link3_com[3](each unit="m") "centre of mass of link3, in R_i";
 
 equation
   connect(bus.frame_a, thrusters.frame_b);
@@ -258,6 +300,47 @@ equation
   link1_joint_q_3 = link1_joint.phi;
   link2_joint_q_3 = link2_joint.phi;
   link3_joint_q_3 = link3_joint.phi;
+
+  // a point X of a body with frame_a at P: [IX]_Ri = r_0 + P_b/i [PX]_Rb, P_b/i = transpose(R.T);
+  // its velocity v_0 + P_b/i (w_a x [PX]_Rb) (v_0 = der(r_0), w_a resolved in frame_a)
+  r_bus_com = bus.frame_a.r_0 + P_bi*{0.05, -0.02, 0.1};
+  bus_com_position_1 = r_bus_com[1];
+  bus_com_position_2 = r_bus_com[2];
+  bus_com_position_3 = r_bus_com[3];
+
+  P_boom = transpose(boom.frame_a.R.T);
+  boom_dcm_1 = P_boom[1, 1];
+  boom_dcm_2 = P_boom[1, 2];
+  boom_dcm_3 = P_boom[1, 3];
+  boom_dcm_4 = P_boom[2, 1];
+  boom_dcm_5 = P_boom[2, 2];
+  boom_dcm_6 = P_boom[2, 3];
+  boom_dcm_7 = P_boom[3, 1];
+  boom_dcm_8 = P_boom[3, 2];
+  boom_dcm_9 = P_boom[3, 3];
+
+  P_panel = transpose(panel.frame_a.R.T);
+  v_panel_com = panel.v_0 + P_panel*cross(panel.w_a, {0.4, -0.1, 0.05});
+  w_panel = P_panel*panel.w_a;
+  panel_com_velocity_1 = v_panel_com[1];
+  panel_com_velocity_2 = v_panel_com[2];
+  panel_com_velocity_3 = v_panel_com[3];
+  panel_com_velocity_4 = w_panel[1];
+  panel_com_velocity_5 = w_panel[2];
+  panel_com_velocity_6 = w_panel[3];
+
+  slider_c1_position_1 = slider_c1.frame_b.r_0[1];
+  slider_c1_position_2 = slider_c1.frame_b.r_0[2];
+  slider_c1_position_3 = slider_c1.frame_b.r_0[3];
+
+  P_link3 = transpose(link3.frame_a.R.T);
+  r_link3_com = link3.frame_a.r_0 + P_link3*{0.0, -0.15, 0.0};
+  link3_com_position_1 = r_link3_com[1];
+  link3_com_position_2 = r_link3_com[2];
+  link3_com_position_3 = r_link3_com[3];
+  link3_euler_2 = atan2(-P_link3[3, 1], sqrt(P_link3[1, 1]^2 + P_link3[2, 1]^2));
+  link3_euler_1 = atan2(P_link3[3, 2], P_link3[3, 3]);
+  link3_euler_3 = atan2(P_link3[2, 1], P_link3[1, 1]);
   link3_joint_q_2 = link3_joint.w;
 
   annotation (experiment(StartTime=0, StopTime=20, Interval=0.01, Tolerance=1e-12));

@@ -73,6 +73,11 @@ model TwoBranch
          hub.c1.m[16..18] = Theta        3-2-1 Euler angles of the hub,
                              from P_b/i = transpose(R.T) as in BalloonSystem.mo
                              (theta in [-pi/2, pi/2], phi and psi by atan2).
+         inertial outputs, in R_i (a point X of a body whose frame_a is at P):
+         <body>.<X>.position = [IX]_Ri  -> frame_a.r_0 + P_b/i*[PX]_Rb
+         <body>.<X>.velocity = [v_X; omega]_Ri -> v_0 + P_b/i*cross(w_a, [PX]_Rb)
+                             and P_b/i*w_a (v_0 = der(r_0), w_a resolved in frame_a)
+         <body>.dcm[1..9]  = P_b/i row by row, P_b/i = transpose(frame_a.R.T)
      Bodies are massive rigid bodies (not point masses) with small inertias,
      exactly as in the system file.
      ------------------------------------------------------------------------ */
@@ -161,10 +166,38 @@ model TwoBranch
   output Real hub_c1_m_16(unit="rad") "hub.c1.m[16], phi";
   output Real hub_c1_m_17(unit="rad") "hub.c1.m[17], theta";
   output Real hub_c1_m_18(unit="rad") "hub.c1.m[18], psi";
+  // inertial outputs (docs/system-files.md, "Recording outputs"), in R_i
+  output Real tip_com_position_1(unit="m") "tip.com.position[1]: centre of mass of the tip";
+  output Real tip_com_position_2(unit="m") "tip.com.position[2]";
+  output Real tip_com_position_3(unit="m") "tip.com.position[3]";
+  output Real slide_p_position_1(unit="m") "slide.p.position[1]: the slide's port point, P0 + q t";
+  output Real slide_p_position_2(unit="m") "slide.p.position[2]";
+  output Real slide_p_position_3(unit="m") "slide.p.position[3]";
+  output Real pend_c1_velocity_1(unit="m/s") "pend.c1.velocity[1]: velocity of pend's child point C1";
+  output Real pend_c1_velocity_2(unit="m/s") "pend.c1.velocity[2]";
+  output Real pend_c1_velocity_3(unit="m/s") "pend.c1.velocity[3]";
+  output Real pend_c1_velocity_4(unit="rad/s") "pend.c1.velocity[4]: angular velocity of pend";
+  output Real pend_c1_velocity_5(unit="rad/s") "pend.c1.velocity[5]";
+  output Real pend_c1_velocity_6(unit="rad/s") "pend.c1.velocity[6]";
+  output Real boom_dcm_1(unit="1") "boom.dcm[1]: P_b/i of the boom, row by row";
+  output Real boom_dcm_2(unit="1") "boom.dcm[2]";
+  output Real boom_dcm_3(unit="1") "boom.dcm[3]";
+  output Real boom_dcm_4(unit="1") "boom.dcm[4]";
+  output Real boom_dcm_5(unit="1") "boom.dcm[5]";
+  output Real boom_dcm_6(unit="1") "boom.dcm[6]";
+  output Real boom_dcm_7(unit="1") "boom.dcm[7]";
+  output Real boom_dcm_8(unit="1") "boom.dcm[8]";
+  output Real boom_dcm_9(unit="1") "boom.dcm[9]";
 
 protected
   Real P_bi[3, 3] "DCM of the hub, axes as columns, in R_i";
   Real IC1_b[3](each unit="m") "[I C1]_Rb";
+  Real P_tip[3, 3] "DCM of the tip, axes as columns, in R_i";
+  Real P_pend[3, 3] "DCM of pend";
+  Real P_boom[3, 3] "DCM of the boom";
+  Real r_tip_com[3](each unit="m") "centre of mass of the tip, in R_i";
+  Real v_pend_c1[3](each unit="m/s") "velocity of pend's C1, in R_i";
+  Real w_pend[3](each unit="rad/s") "angular velocity of pend, in R_i";
 
 equation
   connect(hub.frame_a, buoyancy.frame_b);
@@ -211,6 +244,39 @@ equation
   hub_c1_m_17 = atan2(-P_bi[3, 1], sqrt(P_bi[1, 1]^2 + P_bi[2, 1]^2));
   hub_c1_m_16 = atan2(P_bi[3, 2], P_bi[3, 3]);
   hub_c1_m_18 = atan2(P_bi[2, 1], P_bi[1, 1]);
+
+  // a point X of a body with frame_a at P: [IX]_Ri = r_0 + P_b/i [PX]_Rb, P_b/i = transpose(R.T);
+  // its velocity v_0 + P_b/i (w_a x [PX]_Rb) (v_0 = der(r_0), w_a resolved in frame_a)
+  P_tip = transpose(tip.frame_a.R.T);
+  r_tip_com = tip.frame_a.r_0 + P_tip*{0.0, -0.5, 0.0};
+  tip_com_position_1 = r_tip_com[1];
+  tip_com_position_2 = r_tip_com[2];
+  tip_com_position_3 = r_tip_com[3];
+
+  slide_p_position_1 = slide.frame_a.r_0[1];
+  slide_p_position_2 = slide.frame_a.r_0[2];
+  slide_p_position_3 = slide.frame_a.r_0[3];
+
+  P_pend = transpose(pend.frame_a.R.T);
+  v_pend_c1 = pend.v_0 + P_pend*cross(pend.w_a, {0.0, -0.6, 0.0});
+  w_pend = P_pend*pend.w_a;
+  pend_c1_velocity_1 = v_pend_c1[1];
+  pend_c1_velocity_2 = v_pend_c1[2];
+  pend_c1_velocity_3 = v_pend_c1[3];
+  pend_c1_velocity_4 = w_pend[1];
+  pend_c1_velocity_5 = w_pend[2];
+  pend_c1_velocity_6 = w_pend[3];
+
+  P_boom = transpose(boom.frame_a.R.T);
+  boom_dcm_1 = P_boom[1, 1];
+  boom_dcm_2 = P_boom[1, 2];
+  boom_dcm_3 = P_boom[1, 3];
+  boom_dcm_4 = P_boom[2, 1];
+  boom_dcm_5 = P_boom[2, 2];
+  boom_dcm_6 = P_boom[2, 3];
+  boom_dcm_7 = P_boom[3, 1];
+  boom_dcm_8 = P_boom[3, 2];
+  boom_dcm_9 = P_boom[3, 3];
 
   annotation (experiment(StartTime=0, StopTime=10, Interval=0.01, Tolerance=1e-12));
 end TwoBranch;

@@ -40,29 +40,6 @@
 
 #include "fmi2_host.h"
 
-/* loading a shared library: the one difference between the platforms */
-#ifdef _WIN32
-#include <windows.h>
-#define PLATFORM "win64"
-#define SUFFIX ".dll"
-typedef HMODULE library;
-static library open_library(const char *path) { return LoadLibraryA(path); }
-static void *symbol(library h, const char *name) { return (void *)GetProcAddress(h, name); }
-static const char *library_error(void) {
-    static char buf[64];
-    snprintf(buf, sizeof buf, "Windows error %lu", (unsigned long)GetLastError());
-    return buf;
-}
-#else
-#include <dlfcn.h>
-#define PLATFORM "linux64"
-#define SUFFIX ".so"
-typedef void *library;
-static library open_library(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
-static void *symbol(library h, const char *name) { return dlsym(h, name); }
-static const char *library_error(void) { return dlerror(); }
-#endif
-
 static void logger(void *env, const char *instance, fmi2Status status, const char *category, const char *message,
                    ...) {
     char buf[4096];
@@ -134,55 +111,36 @@ static int run(int argc, char **argv) {
         }
     }
 
-    char path[4096], resources[4096];
-    snprintf(path, sizeof path, "%s/binaries/" PLATFORM "/%s" SUFFIX, dir, id);
-    snprintf(resources, sizeof resources, "file://%s/resources", dir);
-    library h = open_library(path);
-    if (!h) {
-        printf("loading %s failed: %s\n", path, library_error());
-        return 2;
-    }
-    fmi2Component (*Instantiate)(const char *, int, const char *, const char *, const fmi2CallbackFunctions *, int,
-                                 int);
-    void (*FreeInstance)(fmi2Component);
-    fmi2Status (*SetupExperiment)(fmi2Component, int, double, double, int, double);
-    fmi2Status (*EnterInit)(fmi2Component), (*ExitInit)(fmi2Component), (*Terminate)(fmi2Component);
-    fmi2Status (*SetReal)(fmi2Component, const fmi2ValueReference *, size_t, const double *);
-    fmi2Status (*GetReal)(fmi2Component, const fmi2ValueReference *, size_t, double *);
-    fmi2Status (*DoStep)(fmi2Component, double, double, int);
-    fmi2Status (*GetFMUstate)(fmi2Component, fmi2FMUstate *), (*SetFMUstate)(fmi2Component, fmi2FMUstate);
-    fmi2Status (*FreeFMUstate)(fmi2Component, fmi2FMUstate *);
+    char resources[4096];
+    fmi2Functions f;
+    library h = open_fmu(dir, id, resources, sizeof resources, &f);
+    if (!h) return 2;
     fmi2Status (*GetDirectionalDerivative)(fmi2Component, const fmi2ValueReference *, size_t,
                                            const fmi2ValueReference *, size_t, const double *, double *);
-    LOAD(Instantiate, "fmi2Instantiate") LOAD(FreeInstance, "fmi2FreeInstance")
-    LOAD(SetupExperiment, "fmi2SetupExperiment") LOAD(EnterInit, "fmi2EnterInitializationMode")
-    LOAD(ExitInit, "fmi2ExitInitializationMode") LOAD(Terminate, "fmi2Terminate") LOAD(SetReal, "fmi2SetReal")
-    LOAD(GetReal, "fmi2GetReal") LOAD(DoStep, "fmi2DoStep") LOAD(GetFMUstate, "fmi2GetFMUstate")
-    LOAD(SetFMUstate, "fmi2SetFMUstate") LOAD(FreeFMUstate, "fmi2FreeFMUstate")
     LOAD(GetDirectionalDerivative, "fmi2GetDirectionalDerivative")
     fmi2Status (*GetTrialSteps)(fmi2Component, double, double, const fmi2ValueReference *, size_t, size_t,
                                 const double *, const double *, const fmi2ValueReference *, size_t, double *);
     LOAD(GetTrialSteps, "titopGetTrialSteps")
 
     static fmi2CallbackFunctions cb = {logger, calloc, free, NULL, NULL};
-    fmi2Component c = Instantiate("harness", 1 /* fmi2CoSimulation */, guid, resources, &cb, 0, 0);
+    fmi2Component c = f.Instantiate("harness", 1 /* fmi2CoSimulation */, guid, resources, &cb, 0, 0);
     printf("call fmi2Instantiate %s\n", c ? "OK" : "NULL");
     if (!c) return 2;
 
     int failed = 0;
     fmi2FMUstate state = NULL;
     double t = 0.0;
-    CALL("fmi2SetupExperiment", SetupExperiment(c, 0, 0.0, t, 0, 0.0));
-    if (np) CALL("fmi2SetReal(parameters)", SetReal(c, pvr, np, pval));
-    CALL("fmi2EnterInitializationMode", EnterInit(c));
-    if (ni) CALL("fmi2SetReal(inputs)", SetReal(c, ivr, ni, ival));
-    CALL("fmi2ExitInitializationMode", ExitInit(c));
+    CALL("fmi2SetupExperiment", f.SetupExperiment(c, 0, 0.0, t, 0, 0.0));
+    if (np) CALL("fmi2SetReal(parameters)", f.SetReal(c, pvr, np, pval));
+    CALL("fmi2EnterInitializationMode", f.EnterInit(c));
+    if (ni) CALL("fmi2SetReal(inputs)", f.SetReal(c, ivr, ni, ival));
+    CALL("fmi2ExitInitializationMode", f.ExitInit(c));
     for (int k = 0; k <= steps; k++) {
         if (k) {
-            CALL("fmi2DoStep", DoStep(c, t, step, 1));
+            CALL("fmi2DoStep", f.DoStep(c, t, step, 1));
             t += step;
         }
-        if (no) CALL("fmi2GetReal", GetReal(c, ovr, no, y));
+        if (no) CALL("fmi2GetReal", f.GetReal(c, ovr, no, y));
         for (size_t j = 0; j < no; j++) printf("y %.6g %u %.17g\n", t, ovr[j], y[j]);
     }
     if (nu) {
@@ -190,30 +148,30 @@ static int run(int argc, char **argv) {
         for (size_t j = 0; j < nu; j++) printf("dy %u %.17g\n", uvr[j], dy[j]);
     }
     if (nu && nk) {     /* one trial step, then the same by the standard calls */
-        CALL("fmi2GetReal(knowns)", GetReal(c, kvr, nk, end));
+        CALL("fmi2GetReal(knowns)", f.GetReal(c, kvr, nk, end));
         for (size_t j = 0; j < nk; j++) held[j] = end[j] + 1e-3 * kseed[j];
         CALL("titopGetTrialSteps", GetTrialSteps(c, t, step, kvr, nk, 1, held, end, uvr, nu, y));
-        CALL("fmi2GetFMUstate", GetFMUstate(c, &state));
-        CALL("fmi2SetReal(held)", SetReal(c, kvr, nk, held));
-        CALL("fmi2DoStep", DoStep(c, t, step, 0));
-        CALL("fmi2SetReal(end)", SetReal(c, kvr, nk, end));
-        CALL("fmi2GetReal", GetReal(c, uvr, nu, y_again));
-        CALL("fmi2SetFMUstate", SetFMUstate(c, state));
-        CALL("fmi2FreeFMUstate", FreeFMUstate(c, &state));
+        CALL("fmi2GetFMUstate", f.GetFMUstate(c, &state));
+        CALL("fmi2SetReal(held)", f.SetReal(c, kvr, nk, held));
+        CALL("fmi2DoStep", f.DoStep(c, t, step, 0));
+        CALL("fmi2SetReal(end)", f.SetReal(c, kvr, nk, end));
+        CALL("fmi2GetReal", f.GetReal(c, uvr, nu, y_again));
+        CALL("fmi2SetFMUstate", f.SetFMUstate(c, state));
+        CALL("fmi2FreeFMUstate", f.FreeFMUstate(c, &state));
         printf("trial_steps %s\n", memcmp(y, y_again, nu * sizeof(double)) ? "FAILED" : "ok");
     }
     /* state round trip: save, step, restore, step again: the same outputs */
-    CALL("fmi2GetFMUstate", GetFMUstate(c, &state));
-    CALL("fmi2DoStep", DoStep(c, t, step, 0));
-    if (no) CALL("fmi2GetReal", GetReal(c, ovr, no, y));
-    CALL("fmi2SetFMUstate", SetFMUstate(c, state));
-    CALL("fmi2DoStep", DoStep(c, t, step, 0));
-    if (no) CALL("fmi2GetReal", GetReal(c, ovr, no, y_again));
+    CALL("fmi2GetFMUstate", f.GetFMUstate(c, &state));
+    CALL("fmi2DoStep", f.DoStep(c, t, step, 0));
+    if (no) CALL("fmi2GetReal", f.GetReal(c, ovr, no, y));
+    CALL("fmi2SetFMUstate", f.SetFMUstate(c, state));
+    CALL("fmi2DoStep", f.DoStep(c, t, step, 0));
+    if (no) CALL("fmi2GetReal", f.GetReal(c, ovr, no, y_again));
     printf("state_roundtrip %s\n", no && memcmp(y, y_again, no * sizeof(double)) ? "FAILED" : "ok");
-    CALL("fmi2FreeFMUstate", FreeFMUstate(c, &state));
-    CALL("fmi2Terminate", Terminate(c));
+    CALL("fmi2FreeFMUstate", f.FreeFMUstate(c, &state));
+    CALL("fmi2Terminate", f.Terminate(c));
 cleanup:
-    FreeInstance(c);
+    f.FreeInstance(c);
     printf("call fmi2FreeInstance done\n");
     return failed;
 }

@@ -28,7 +28,6 @@
 
 #include <dlfcn.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,20 +36,7 @@
 
 #include "fmi2_host.h"
 
-static void logger(void *env, const char *instance, fmi2Status status, const char *category, const char *message,
-                   ...) {
-    char buf[4096];
-    va_list ap;
-    (void)env;
-    va_start(ap, message);
-    vsnprintf(buf, sizeof buf, message, ap);
-    va_end(ap);
-    printf("log %s %s %s: %s\n", instance ? instance : "", status <= fmi2Pending ? status_name[status] : "?",
-           category ? category : "", buf);
-    fflush(stdout);
-}
-
-static fmi2CallbackFunctions callbacks = {logger, calloc, free, NULL, NULL};
+static fmi2CallbackFunctions callbacks = {print_log, calloc, free, NULL, NULL};
 
 #define MAXI 8
 #define MAXE (2 * MAXI)
@@ -62,13 +48,7 @@ typedef struct {
     fmi2Component c;
     double t;
     int live;
-    fmi2Component (*Instantiate)(const char *, int, const char *, const char *, const fmi2CallbackFunctions *, int,
-                                 int);
-    void (*FreeInstance)(fmi2Component);
-    fmi2Status (*SetupExperiment)(fmi2Component, int, double, double, int, double);
-    fmi2Status (*EnterInit)(fmi2Component), (*ExitInit)(fmi2Component), (*Terminate)(fmi2Component);
-    fmi2Status (*GetReal)(fmi2Component, const fmi2ValueReference *, size_t, double *);
-    fmi2Status (*DoStep)(fmi2Component, double, double, int);
+    fmi2Functions f;
 } Slot;
 
 static Slot slots[MAXI];
@@ -84,35 +64,23 @@ static int n_slots;
         }                                                                        \
     } while (0)
 
-#define RESOLVE(var, name)                                                              \
-    if (!(*(void **)&s->var = dlsym(s->h, name))) {                                     \
-        printf("fail dlsym %s of instance %d: %s\n", name, k, dlerror());                \
-        return 0;                                                                       \
-    }
-
 static int load(int k) {
     Slot *s = &slots[k];
-    char path[4096], resources[4096], name[32];
-    snprintf(path, sizeof path, "%s/binaries/linux64/%s.so", s->dir, s->id);
-    snprintf(resources, sizeof resources, "file://%s/resources", s->dir);
+    char resources[4096], name[32];
     snprintf(name, sizeof name, "i%d", k);
-    if (!(s->h = dlopen(path, RTLD_NOW | RTLD_LOCAL))) {
-        printf("fail dlopen of instance %d: %s\n", k, dlerror());
+    if (!(s->h = open_fmu(s->dir, s->id, resources, sizeof resources, &s->f))) {
+        printf("fail loading instance %d\n", k);
         return 0;
     }
-    RESOLVE(Instantiate, "fmi2Instantiate") RESOLVE(FreeInstance, "fmi2FreeInstance")
-    RESOLVE(SetupExperiment, "fmi2SetupExperiment") RESOLVE(EnterInit, "fmi2EnterInitializationMode")
-    RESOLVE(ExitInit, "fmi2ExitInitializationMode") RESOLVE(Terminate, "fmi2Terminate")
-    RESOLVE(GetReal, "fmi2GetReal") RESOLVE(DoStep, "fmi2DoStep")
-    if (!(s->c = s->Instantiate(name, 1 /* fmi2CoSimulation */, s->guid, resources, &callbacks, 0, 0))) {
+    if (!(s->c = s->f.Instantiate(name, 1 /* fmi2CoSimulation */, s->guid, resources, &callbacks, 0, 0))) {
         printf("fail fmi2Instantiate of instance %d\n", k);
         return 0;
     }
     s->live = 1;
     s->t = 0.0;
-    CHECK("fmi2SetupExperiment", s->SetupExperiment(s->c, 0, 0.0, 0.0, 0, 0.0));
-    CHECK("fmi2EnterInitializationMode", s->EnterInit(s->c));
-    CHECK("fmi2ExitInitializationMode", s->ExitInit(s->c));
+    CHECK("fmi2SetupExperiment", s->f.SetupExperiment(s->c, 0, 0.0, 0.0, 0, 0.0));
+    CHECK("fmi2EnterInitializationMode", s->f.EnterInit(s->c));
+    CHECK("fmi2ExitInitializationMode", s->f.ExitInit(s->c));
     return 1;
 }
 
@@ -120,16 +88,16 @@ static int step(int k) {
     Slot *s = &slots[k];
     fmi2ValueReference vr = 0;
     double y;
-    CHECK("fmi2DoStep", s->DoStep(s->c, s->t, STEP, 1));
+    CHECK("fmi2DoStep", s->f.DoStep(s->c, s->t, STEP, 1));
     s->t += STEP;
-    CHECK("fmi2GetReal", s->GetReal(s->c, &vr, 1, &y));
+    CHECK("fmi2GetReal", s->f.GetReal(s->c, &vr, 1, &y));
     return 1;
 }
 
 static int free_instance(int k) {
     Slot *s = &slots[k];
-    CHECK("fmi2Terminate", s->Terminate(s->c));
-    s->FreeInstance(s->c);
+    CHECK("fmi2Terminate", s->f.Terminate(s->c));
+    s->f.FreeInstance(s->c);
     s->live = 0;
     return 1;
 }

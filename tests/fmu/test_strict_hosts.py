@@ -1,0 +1,101 @@
+"""Every TITOP FMU runs to completion in hosts that stop on any status but fmi2OK.
+
+Such hosts exist (the Reference FMUs' fmusim, MasterSim): a known and accepted
+property of the parameters (the balloon's principal moments violate the triangle
+inequality) is therefore logged with status fmi2OK (category
+``logStatusWarning``), never returned as fmi2Warning. Checked for the block FMUs
+of both kinds and two assembly FMUs (``titop-fmu export``: the balloon, and
+``examples/spacecraft.toml``: full inertias, mount angles, oblique axes, an
+attitude near gimbal lock) over their default experiment, in
+
+* FMPy's ``simulate_fmu`` with debug logging on and an FMU wrapper that stops at
+  the first call returning anything but fmi2OK or logging a message of another
+  status (:func:`hosts.strict_fmpy_run`); it passes the default experiment's
+  tolerance to ``fmi2SetupExperiment``;
+* libcosim (``libcosimpy``, the extra ``hosts``), whose log shows every message
+  of an FMU at its status: every step succeeds and the log holds no warning or error.
+
+The spacecraft's default experiment (20 s) runs in the slow suite, 1 s otherwise; the balloon's
+20 s runs are those of ``test_assembly.py``, in the same strict hosts.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fmu_fixtures import IDS, fmu_dir, fmu_paths, kind, kind_paths, standalone_paths  # noqa: F401
+from hosts import libcosim_complaints, libcosim_run, recorded_names, strict_fmpy_run
+from titop_fmu.cli import main
+from titop_fmu.cosim import systemfile
+from titop_fmu.scenarios import balloon
+from titop_fmu.titop import monolithic
+
+from fmpy import read_model_description  # noqa: E402  (fmu_fixtures skips without FMPy)
+
+ROOT = Path(__file__).resolve().parents[2]
+ASSEMBLIES = {"balloon": ["balloon"], "spacecraft": [str(ROOT / "examples" / "spacecraft.toml")]}
+
+
+@pytest.fixture(scope="module")
+def assemblies(tmp_path_factory):
+    """``{name: path}``: ``titop-fmu export SYSTEM --out NAME.fmu`` for the balloon and the spacecraft."""
+    d = tmp_path_factory.mktemp("strict")
+    out = {}
+    for name, system in ASSEMBLIES.items():
+        out[name] = d / f"{name}.fmu"
+        assert main(["export", *system, "--out", str(out[name])]) == 0
+    return out
+
+
+def outputs_of(path):
+    return [v.name for v in read_model_description(str(path)).modelVariables if v.causality == "output"]
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_block_fmu_runs_in_a_strict_fmpy_host(kind_paths, mid):
+    r = strict_fmpy_run(kind_paths[mid])                # the default experiment: 1 s
+    assert r["time"][-1] == pytest.approx(1.0)
+    assert all(np.all(np.isfinite(r[n])) for n in r.dtype.names)
+
+
+def monolithic_reference(name, stop):
+    """``(recorded outputs' names, their in-process monolithic run)`` for the system ``name``."""
+    cs = balloon.system() if name == "balloon" else systemfile.read(ASSEMBLIES[name][0]).system
+    return recorded_names(cs), monolithic.simulate(cs, stop, 0.01)[1]
+
+
+def close_to(y, ref):
+    """Within 1e-6 of the monolithic run, relative to its largest value: the hosts run the
+    FMUs at the default tolerance 1e-10 (the 20 s balloon measured 9e-8, tests/fmu/test_assembly.py)."""
+    return np.abs(y - ref).max() <= 1e-6 * max(1.0, np.abs(ref).max())
+
+
+RUNS = [("balloon", 1.0), ("spacecraft", 1.0),
+        pytest.param("spacecraft", 20.0, marks=pytest.mark.slow, id="spacecraft-default-experiment")]
+
+
+@pytest.mark.parametrize("name,stop", RUNS)
+def test_assembly_fmu_runs_in_a_strict_fmpy_host(assemblies, name, stop):
+    """To completion (20 s: the default experiment), near the monolithic run."""
+    r = strict_fmpy_run(assemblies[name], stop_time=stop)
+    assert r["time"][-1] == pytest.approx(stop)
+    names, ref = monolithic_reference(name, stop)
+    every = int(round((r["time"][1] - r["time"][0]) / 0.01))     # FMPy keeps at most 1000 intervals
+    assert len(r) == len(ref[::every]) and close_to(np.column_stack([r[n] for n in names]), ref[::every])
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_block_fmu_runs_in_libcosim_with_no_warning(kind_paths, mid, capfd):
+    path = kind_paths[mid]
+    t, y = libcosim_run({"u": path}, [], {}, [f"u.{n}" for n in outputs_of(path)], 1.0, 0.01)
+    assert len(t) == 100 and np.all(np.isfinite(y))
+    assert libcosim_complaints(capfd) == []
+
+
+@pytest.mark.parametrize("name,stop", RUNS)
+def test_assembly_fmu_runs_in_libcosim_with_no_warning(assemblies, name, stop, capfd):
+    names, ref = monolithic_reference(name, stop)
+    t, y = libcosim_run({"a": assemblies[name]}, [], {}, [f"a.{n}" for n in names], stop, 0.01)
+    assert len(t) == len(ref) - 1 and close_to(y, ref[1:])
+    assert libcosim_complaints(capfd) == []

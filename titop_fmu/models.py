@@ -1,0 +1,86 @@
+"""``titop-fmu models [NAME]``: the TITOP models (block kinds) with their ports and parameters,
+as the catalog (:mod:`titop_fmu.fmu.catalog`, the one source of them) defines them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import TitopError
+from .fmu import catalog
+from .titop.records import DESCRIPTIONS, POINT_QUANTITIES, QUANTITIES
+
+
+def listing() -> str:
+    """Every model kind, one line each."""
+    rows = [(catalog.model_identifier(k, 0).replace("_c0", "_c<n>"), kind.description)
+            for k, kind in catalog.KINDS.items()]
+    w = max(len(r[0]) for r in rows)
+    return "\n".join(["TITOP models: <kind>_c<n> has the n child ports c1 .. cn (0 to 64; titop-fmu build makes "
+                      "n = 0, 1, 2)", ""]
+                     + [f"  {name:<{w}}  {text}" for name, text in rows]
+                     + ["", "titop-fmu models NAME (e.g. revolute_c1) lists its ports and parameters."])
+
+
+def _ranges(values) -> str:
+    """``["m/s2"]*3 + ["rad/s2"]*3`` -> ``"[1-3] m/s2, [4-6] rad/s2"``; one value alone as it is."""
+    values = [str(v) for v in values]
+    if len(set(values)) == 1:
+        return values[0]
+    out, start = [], 0
+    for i in range(1, len(values) + 1):
+        if i == len(values) or values[i] != values[start]:
+            out.append(f"[{start + 1}{f'-{i}' if i - start > 1 else ''}] {values[start]}")
+            start = i
+    return ", ".join(out)
+
+
+def _units(unit) -> str:
+    if isinstance(unit, tuple) and isinstance(unit[0], tuple):          # a 6x6 matrix, by 3x3 blocks
+        return f"3x3 blocks {unit[0][0]}, {unit[0][3]}; {unit[3][0]}, {unit[3][3]}"
+    if isinstance(unit, tuple):
+        return _ranges(unit)
+    return "" if unit in (None, "1") else unit
+
+
+def _default(value) -> str:
+    a = np.asarray(value, dtype=float)
+    if a.ndim == 2 and np.allclose(a, a[0, 0] * np.eye(len(a))):
+        return f"{a[0, 0]:g} * identity"
+    return np.array2string(a, separator=", ", formatter={"float_kind": lambda x: f"{x:g}"}) if a.ndim else f"{a:g}"
+
+
+def describe(model_id: str) -> str:
+    """The ports, recordable quantities and parameters of the model ``model_id``."""
+    try:
+        iface = catalog.interface_of(model_id)
+    except KeyError as e:
+        raise TitopError(e.args[0]) from None
+    kind, n = catalog.parse_identifier(model_id)
+    lines = [f"{model_id}: {iface.description}", ""]
+    for causality, names in (("inputs", iface.input_names), ("outputs", iface.output_names)):
+        ports: dict = {}
+        for v in iface.variables:
+            if v.name in names:
+                ports.setdefault(v.name.split("[")[0], []).append(v)
+        lines.append(f"{causality} (frames and units: docs/system-files.md):")
+        names = {port: f"{port}[1..{len(vs)}]" if len(vs) > 1 else port for port, vs in ports.items()}
+        w = max(len(x) for x in names.values())
+        for port, vs in ports.items():
+            lines.append(f"  {names[port]:<{w}}  {catalog.port_text(kind, port)} ({_ranges([v.unit for v in vs])})")
+        lines.append("")
+    block = catalog.build_unit(model_id, {})[0].block
+    if getattr(block, "body", None) is not None:
+        points = ["p", "com"] + [f"c{i}" for i in range(1, n + 1)]
+        lines.append("also recordable (a system file's record list), in the inertial frame R_i:")
+        for q in QUANTITIES:
+            names = ", ".join(f"{p}.{q}" for p in points) if q in POINT_QUANTITIES else q
+            text = DESCRIPTIONS[q].format(X="X")
+            lines.append(f"  {names} ({len(QUANTITIES[q])}: {_ranges(QUANTITIES[q])}): {text}")
+        lines.append("")
+    lines.append("parameters (required: a system file must give it; the others have the default shown):")
+    w = max(len(p.name) for p in iface.params)
+    for p in iface.params:
+        unit = _units(p.unit)
+        lines.append(f"  {p.name:<{w}}  {'required' if p.stated else _default(p.default)}"
+                     f"{f' [{unit}]' if unit else ''}: {p.description}")
+    return "\n".join(lines)

@@ -1,0 +1,83 @@
+"""Everything that can be checked of a system of TITOP units before an engine starts, the
+same way for both engines: the models and their parameters (names, the values a block accepts,
+and in a system file the physical data stated), the record list (:mod:`.records`) and the
+wiring as the master checks it (:func:`~titop_fmu.cosim.structure.analyse` on the units'
+declared ports). A mistake is one error naming the unit and what is wrong, with the nearest
+valid names."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..cosim import CoSystem
+from ..cosim.engine import is_fmu_path
+from ..cosim.structure import analyse
+from ..errors import ConnectionError_, did_you_mean
+from ..fmu import catalog
+from .records import Records, recording
+from .units import TitopUnits, declared_unit_type, model_interface
+
+
+def is_titop(model) -> bool:
+    return isinstance(model, str) and not is_fmu_path(model)
+
+
+def check(cs: CoSystem, stated: bool = False, exported: bool = False) -> Records:
+    """Check ``cs`` (see the module docstring); ``stated``: every body's physical data must be
+    given, as in a system file (:func:`missing_data`); ``exported``: ``cs`` becomes one FMU
+    (:mod:`.assembly`), whose inputs its free ports are. Returns its resolved :class:`Records`."""
+    for name, spec in cs.units.items():
+        if not is_titop(spec.model):
+            continue
+        iface = model_interface(name, spec.model)
+        params = {p.name: p for p in iface.params}
+        for p, shape in spec.shapes.items():
+            if p in params and params[p].shape != shape:
+                raise ConnectionError_(f"unit {name!r}: {p} takes {_shape(params[p].shape)}, got {_shape(shape)}")
+        known = {s[0] for s in iface.param_scalars}
+        for p, value in spec.parameters.items():
+            if p not in known:
+                raise ConnectionError_(f"unit {name!r}: {catalog.unknown_parameter(iface, p)}")
+            if isinstance(value, (bool, np.bool_)):
+                raise ConnectionError_(f"unit {name!r}: {p} = {str(value).lower()}: a number is expected")
+        if stated:
+            missing_data(name, iface, spec.parameters)
+    # the wiring first (a wrong link shows in the record entries too), then the record entries
+    files = TitopUnits("inprocess")
+    types = {name: declared_unit_type(spec.model) if is_titop(spec.model) else files.unit_type(name, spec.model)
+             for name, spec in cs.units.items()}
+    if exported:
+        types = {name: dataclasses.replace(t, required=frozenset()) for name, t in types.items()}
+    analyse(recording(cs, []), types)
+    records = Records(cs)
+    for name, spec in cs.units.items():
+        if is_titop(spec.model):
+            records.block(name)                    # the values a block accepts, errors naming unit.parameter
+    for e in records.entries:
+        outputs = types[e.unit].ports("output")
+        if e.labels is None and not types[e.unit].scalars(e.port, "output"):
+            raise ConnectionError_(f"record {e.ref!r}: {e.unit!r} ({types[e.unit].name}) has no output {e.port!r}"
+                                   f"{did_you_mean(e.port, outputs)}; outputs: {', '.join(outputs)}")
+    return records
+
+
+def _shape(shape) -> str:
+    if len(shape) < 2:
+        return f"a vector of {shape[0]}" if shape else "a number"
+    return f"a {'x'.join(map(str, shape))} matrix"
+
+
+def missing_data(name: str, iface: catalog.Interface, parameters: dict):
+    """A :class:`ConnectionError_` for the first physical datum of the unit ``name`` that
+    ``parameters`` do not give whole: a body's mass, inertia, centre of mass and child points,
+    a joint's axis, a loop closure's stiffness and damping have no default in a system file."""
+    for p in iface.params:
+        absent = [n for n, *_ in p.scalars() if n not in parameters]
+        if p.stated and absent:
+            stated = ", ".join(q.name for q in iface.params if q.stated)
+            what = p.name if len(absent) == len(p.scalars()) else ", ".join(absent)
+            raise ConnectionError_(
+                f"unit {name!r} ({iface.model_identifier}): {what} not given; a system file states the physical "
+                f"data of every unit, here {stated} (titop-fmu models {iface.model_identifier} says what each is)")

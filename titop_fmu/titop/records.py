@@ -1,0 +1,343 @@
+"""A system's ``record`` list, resolved once for every engine: outputs of its units
+(``"arm.joint.q[3]"``, ``"base.c1.m"``) and the motion of its bodies in the inertial frame
+``R_i`` (docs/system-files.md, "Recording outputs"):
+
+* ``<unit>.<point>.position`` (3, m): ``[IX]_Ri``, the position of the point ``X``;
+* ``<unit>.<point>.velocity`` (6, m/s and rad/s): ``[v_X; omega]_Ri``, the velocity of ``X``
+  and the body's angular velocity;
+* ``<unit>.dcm`` (9): ``P_b/i`` row by row (its columns are the body axes in ``R_i``);
+* ``<unit>.euler`` (3, rad): the 3-2-1 Euler angles of the body frame w.r.t. ``R_i``;
+
+``<point>`` is ``p`` (the port point P), ``com`` (the centre of mass) or ``c<i>`` (the child
+point C_i); ``[k]`` picks one component (``link3.c1.position[2]``).
+
+They are computed from the body's motion vector at ``P`` in its own frame (:class:`BodyMotion`):
+a base's ``p.m`` output; for a body on a joint, its block's kinematics (eq. (15), eqs. (16)-(17),
+eq. (24)) at its parent's motion at the joint (the linked parent's ``c<i>.m`` output, or the
+port's constant input) and its joint state (``joint.q``). The same functions serve the
+in-process engine (the twin's outputs at the stored states), the co-simulation master (the
+units' outputs it records, on the output grid: :meth:`Records.finish`) and the assembly FMU
+(its system's outputs at its states).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..cosim import CoSystem, build
+from ..cosim.names import port_of
+from ..errors import ConnectionError_, ParameterError, did_you_mean
+from ..fmu import catalog
+from ..spatial import dcm_from_euler, inertial_position, inertial_twist
+from .units import TitopUnits, titop_model
+
+#: inertial quantities: their size and the SI unit of each component
+QUANTITIES = {
+    "position": ("m",) * 3,
+    "velocity": ("m/s",) * 3 + ("rad/s",) * 3,
+    "dcm": ("1",) * 9,
+    "euler": ("rad",) * 3,
+}
+#: the quantities of a point (the others are the body's)
+POINT_QUANTITIES = ("position", "velocity")
+DESCRIPTIONS = {
+    "position": "position of the point {X} in R_i",
+    "velocity": "velocity of the point {X} [v; omega] in R_i",
+    "dcm": "DCM P_b/i of the body frame, row by row (columns: body axes in R_i)",
+    "euler": "3-2-1 Euler angles [phi, theta, psi] of the body frame w.r.t. R_i",
+}
+_INERTIAL = re.compile(r"^(?:(\w+)\.)?(" + "|".join(QUANTITIES) + r")(?:\[(\d+)\])?$")
+
+
+def recording(cs: CoSystem, refs) -> CoSystem:
+    """The system ``cs`` (the same units, parameters, links and inputs) recording ``refs``."""
+    out = CoSystem()
+    out.units, out.connections, out.links, out.inputs = cs.units, cs.connections, cs.links, cs.inputs
+    out.record(*refs)
+    return out
+
+
+def inertial(quantity: str, m_P, PX=None) -> np.ndarray:
+    """One inertial quantity of a body from its motion vector ``m_P`` at ``P`` (body frame) and
+    the point ``[PX]_Rb``: the small function an assembly evaluates per recorded entry."""
+    if quantity == "position":
+        return inertial_position(m_P, PX)
+    if quantity == "velocity":
+        return inertial_twist(m_P, PX)
+    if quantity == "dcm":
+        return dcm_from_euler(m_P[15:18]).reshape(9)
+    return np.array(m_P[15:18], dtype=float)
+
+
+@dataclass(frozen=True)
+class BodyMotion:
+    """How to get the motion vector ``m_A`` of the body of the unit ``unit`` at its port point
+    ``P``, in its own frame, from the outputs ``{unit: {port: value}}`` and the constant inputs
+    ``{(unit, port): value}`` of a system."""
+
+    unit: str
+    block: object
+    parent: tuple | None = None        # (unit, output port) feeding its p.m; None: a base, or p.m an input
+
+    @property
+    def is_base(self) -> bool:
+        return "p.m" in self.block.outputs_spec
+
+    def needs(self) -> set:
+        """The whole output ports ``(unit, port)`` it reads."""
+        if self.is_base:
+            return {(self.unit, "p.m")}
+        own = {(self.unit, "joint.q")} if "joint.q" in self.block.outputs_spec else set()
+        return own | ({self.parent} if self.parent else set())
+
+    def __call__(self, outs: dict, inputs: dict) -> np.ndarray:
+        if self.is_base:
+            return np.asarray(outs[self.unit]["p.m"], dtype=float)
+        m_parent = outs[self.parent[0]][self.parent[1]] if self.parent else inputs[(self.unit, "p.m")]
+        q = outs[self.unit].get("joint.q")
+        x = np.zeros(0) if q is None else np.array([q[2], q[1]], dtype=float)    # [q, qd] of [qdd, qd, q]
+        return self.block.kinematics(x, {"p": np.asarray(m_parent, dtype=float)}).m_A
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One ``record`` entry: a unit's output port (``quantity`` None; ``labels`` None for a unit
+    this module does not know, which the master sizes) or an inertial quantity of a body."""
+
+    ref: str
+    unit: str
+    port: str | None = None
+    select: tuple = ()                 # components (0-based) of the port's or quantity's value
+    labels: tuple | None = None        # scalar labels
+    units: tuple = ()                  # SI unit per scalar
+    quantity: str | None = None
+    point: str | None = None
+    PX: np.ndarray | None = field(default=None, repr=False)
+    motion: BodyMotion | None = field(default=None, repr=False)
+    description: str = ""
+
+    def needs(self) -> set:
+        if self.quantity is None:
+            return {(self.unit, self.port)}
+        return self.motion.needs()
+
+    def value(self, outs: dict, inputs: dict, motions: dict | None = None) -> np.ndarray:
+        """Its value from the outputs and constant inputs of the units; ``motions`` keeps the
+        bodies' motion vectors at ``P`` for the other entries of the same instant."""
+        if self.quantity is None:
+            return np.atleast_1d(np.asarray(outs[self.unit][self.port], dtype=float))[list(self.select)]
+        motions = {} if motions is None else motions
+        if self.unit not in motions:
+            motions[self.unit] = self.motion(outs, inputs)
+        return inertial(self.quantity, motions[self.unit], self.PX)[list(self.select)]
+
+
+class Records:
+    """The ``record`` list of the system ``cs`` resolved against its TITOP units (a
+    :class:`ConnectionError_` with the nearest valid names for a wrong entry)."""
+
+    def __init__(self, cs: CoSystem):
+        self.cs = cs
+        self._blocks = {}
+        self.entries = [self._entry(ref) for ref in cs.recorded]
+
+    @property
+    def inertial(self) -> bool:
+        return any(e.quantity for e in self.entries)
+
+    @property
+    def labels(self) -> list:
+        """The scalar labels, in order (``arm.joint.q`` is ``arm.joint.q[1]`` .. ``[3]``, as the
+        master names them; an entry of a unit this module does not know as it is written)."""
+        return [label for e in self.entries for label in (e.labels if e.labels is not None else [e.ref])]
+
+    # -- resolution ---------------------------------------------------------------------------
+    def block(self, unit: str):
+        """The block of the TITOP unit ``unit`` (None for another unit), built once."""
+        if unit not in self._blocks:
+            spec = self.cs.units[unit]
+            block, model = None, titop_model(spec.model)
+            if model is not None:
+                try:
+                    block = catalog.build_unit(model, spec.parameters)[0].block
+                except KeyError as e:
+                    raise ConnectionError_(f"unit {unit!r}: {e.args[0]}") from None
+                except ParameterError as e:
+                    raise e.renamed(f"{unit}.{e.parameter}") from None
+            self._blocks[unit] = block
+        return self._blocks[unit]
+
+    def _entry(self, ref) -> Entry:
+        if not isinstance(ref, str):
+            raise ConnectionError_(f"record: entries are \"unit.output\" strings, got {ref!r}")
+        unit, dot, var = ref.partition(".")
+        if not dot or not var:
+            raise ConnectionError_(f"record {ref!r}: expected \"unit.output\" (e.g. \"arm.joint.q[3]\" or "
+                                   "\"arm.c1.position\")")
+        if unit not in self.cs.units:
+            raise ConnectionError_(f"record {ref!r}: unknown unit {unit!r}{did_you_mean(unit, self.cs.units)}; "
+                                   f"units: {', '.join(self.cs.units)}")
+        block = self.block(unit)
+        m = _INERTIAL.match(var)
+        if block is None:
+            if m:
+                raise ConnectionError_(f"record {ref!r}: inertial outputs are those of TITOP model units; "
+                                       f"{unit!r} is {self.cs.units[unit].model}")
+            return Entry(ref, unit, var)
+        if m:
+            return self._inertial(ref, unit, block, *m.groups())
+        port, k = port_of(var)
+        size = block.outputs_spec.get(port)
+        if size is None:
+            if port in block.inputs:
+                raise ConnectionError_(f"record {ref!r}: {port} is an input of {unit!r}; outputs: "
+                                       + ", ".join(self.names(unit)))
+            raise ConnectionError_(f"record {ref!r}: {unit!r} ({self.cs.units[unit].model}) has no output "
+                                   f"{var!r}{did_you_mean(var, self.names(unit))}; outputs: "
+                                   + ", ".join(self.names(unit)))
+        if var != port and not 1 <= k <= size or size == 1 and k:
+            raise ConnectionError_(f"record {ref!r}: {port} has {size} component(s)"
+                                   + (f", {port}[1] .. {port}[{size}]" if size > 1 else f", written {port}"))
+        select = (k - 1,) if k else tuple(range(size))
+        kind = catalog.parse_identifier(titop_model(self.cs.units[unit].model))[0]
+        variables = catalog.port_variables(kind, port, size, "output")
+        return Entry(ref, unit, port, select, tuple(f"{unit}.{variables[i].name}" for i in select),
+                     tuple(variables[i].unit for i in select), description=variables[select[0]].description)
+
+    def names(self, unit: str) -> list:
+        """What ``unit`` can record: its output ports and its inertial quantities."""
+        block = self.block(unit)
+        points = self.points(block)
+        return list(block.outputs_spec) + ([f"{p}.{q}" for q in POINT_QUANTITIES for p in points]
+                                           + ["dcm", "euler"] if points else [])
+
+    @staticmethod
+    def points(block) -> dict:
+        """``{point: [PX]_Rb}`` of the body of a block (empty for a loop closure)."""
+        body = getattr(block, "body", None)
+        if body is None:
+            return {}
+        return {"p": np.zeros(3), "com": body.com,
+                **{f"c{i + 1}": PC for i, PC in enumerate(body.children)}}
+
+    def _inertial(self, ref, unit, block, point, quantity, k) -> Entry:
+        points = self.points(block)
+        if not points:
+            raise ConnectionError_(f"record {ref!r}: {unit!r} ({self.cs.units[unit].model}) has no body "
+                                   "to give a position, velocity or attitude")
+        if quantity in POINT_QUANTITIES and point is None:
+            raise ConnectionError_(f"record {ref!r}: a {quantity} is a point's: "
+                                   + ", ".join(f"{unit}.{p}.{quantity}" for p in points))
+        if quantity not in POINT_QUANTITIES and point is not None:
+            raise ConnectionError_(f"record {ref!r}: the {quantity} is the body's: {unit}.{quantity}")
+        if point is not None and point not in points:
+            raise ConnectionError_(f"record {ref!r}: {unit!r} has no point {point!r}{did_you_mean(point, points)}; "
+                                   f"points: {', '.join(points)} (port point P, centre of mass, child points)")
+        size = len(QUANTITIES[quantity])
+        k = int(k) if k is not None else 0
+        if k and not 1 <= k <= size or k == 0 and ref.endswith("]"):
+            raise ConnectionError_(f"record {ref!r}: {quantity} has {size} components, [1] .. [{size}]")
+        select = (k - 1,) if k else tuple(range(size))
+        name = f"{unit}.{point}.{quantity}" if point else f"{unit}.{quantity}"
+        where = {"p": "P", "com": "B (centre of mass)"}.get(point, f"C{point[1:]}" if point else "")
+        return Entry(ref, unit, None, select, tuple(f"{name}[{i + 1}]" for i in select),
+                     tuple(QUANTITIES[quantity][i] for i in select), quantity, point,
+                     points.get(point), self.motion(ref, unit, block),
+                     f"{unit}: {DESCRIPTIONS[quantity].format(X=where)}")
+
+    def motion(self, ref, unit, block) -> BodyMotion:
+        """Where the motion of the body of ``unit`` comes from (see :class:`BodyMotion`)."""
+        motion = BodyMotion(unit, block)
+        if motion.is_base:
+            return motion
+        for child_port, parent_port in self.cs.links:
+            if parent_port in (unit, f"{unit}.p"):
+                parent, _, port = child_port.partition(".")
+                return replace(motion, parent=(parent, f"{port}.m"))
+        scalars = {}                      # p.m fed whole, or scalar by scalar (as an SSP package does)
+        for out, inp in self.cs.connections:
+            if inp == f"{unit}.p.m":
+                parent, _, port = out.partition(".")
+                return replace(motion, parent=(parent, port))
+            if port_of(inp)[0] == f"{unit}.p.m":
+                scalars[port_of(inp)[1]] = port_of(out)
+        sources = {(src.partition(".")[0], src.partition(".")[2]) for src, _ in scalars.values()}
+        if len(scalars) == 18 and len(sources) == 1 and all(scalars[k][1] == k for k in scalars):
+            return replace(motion, parent=sources.pop())
+        if f"{unit}.p.m" in self.cs.inputs:
+            return motion
+        raise ConnectionError_(f"record {ref!r}: the motion of {unit!r} is that of its parent port p, which is "
+                               "not linked (link it, or give p.m a constant value in [inputs])")
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def inputs(self) -> dict:
+        """``{(unit, "p.m"): value}``: the constant motions of free parent ports that entries read."""
+        out = {}
+        for e in self.entries:
+            if e.motion is not None and not e.motion.is_base and e.motion.parent is None:
+                out[(e.unit, "p.m")] = np.asarray(self.cs.inputs[f"{e.unit}.p.m"], dtype=float)
+        return out
+
+    def row(self, outs: dict, inputs: dict | None = None) -> np.ndarray:
+        """The recorded values from the outputs ``{unit: {port: value}}`` of every unit."""
+        inputs = self.inputs() if inputs is None else inputs
+        motions = {}
+        return np.concatenate([e.value(outs, inputs, motions) for e in self.entries] or [np.zeros(0)])
+
+    def raw(self) -> list:
+        """What the master records for these entries: the entries of units this module does not
+        know as written, then every whole output port the others are read or computed from, once
+        (a port recorded whole and its scalars again would be interpolated twice, the copies'
+        Euler angles component-wise, not on the rotation group)."""
+        ports = sorted({n for e in self.entries if e.labels is not None for n in e.needs()})
+        return [e.ref for e in self.entries if e.labels is None] + [f"{u}.{p}" for u, p in ports]
+
+    def raw_system(self) -> CoSystem:
+        """``cs`` recording :meth:`raw`."""
+        return recording(self.cs, self.raw())
+
+    def finish(self, values, labels, types: dict) -> tuple:
+        """``(values, labels)`` of the entries from what the master recorded for :meth:`raw`
+        (``values`` ``(n, k)``, ``labels`` its scalar labels); ``types``: ``{unit: UnitType}``
+        sizes the entries of units this module does not know."""
+        values = np.asarray(values, dtype=float)
+        refs, k, cols = self.raw(), 0, {}
+        for ref in refs:
+            unit, _, var = ref.partition(".")
+            n = len(types[unit].scalars(var, "output"))
+            cols[ref] = slice(k, k + n)
+            k += n
+        ports = [(ref, *ref.split(".", 1)) for ref in refs[sum(e.labels is None for e in self.entries):]]
+        outs = [{} for _ in values]
+        for row, o in zip(values, outs):
+            for ref, unit, port in ports:
+                o.setdefault(unit, {})[port] = row[cols[ref]]
+        inputs, motions = self.inputs(), [{} for _ in outs]
+        columns, names = [], []
+        for e in self.entries:
+            if e.labels is None:
+                columns.append(values[:, cols[e.ref]])
+                names += list(labels[cols[e.ref]])
+            else:
+                columns.append(np.reshape([e.value(o, inputs, m) for o, m in zip(outs, motions)],
+                                          (len(values), len(e.select))))
+                names += list(e.labels)
+        return (np.hstack(columns) if columns else np.zeros((len(values), 0))), names
+
+
+def simulate(cs: CoSystem, stop: float, units=None, output_interval=None, options=None, progress=False):
+    """:func:`titop_fmu.cosim.simulate` for a system of TITOP units whose ``record`` list may
+    hold inertial quantities: the master records the outputs they are computed from
+    (:meth:`Records.raw`), and the :class:`~titop_fmu.cosim.master.Result` has the values and
+    labels of the entries (its ``mesh_values`` stay those of the outputs recorded)."""
+    records = Records(cs)
+    master = build(records.raw_system(), units or TitopUnits(), options)
+    try:
+        res = master.simulate(stop, output_interval, progress=progress)
+    finally:
+        master.terminate()
+    values, labels = records.finish(res.values, res.labels, dict(zip(master.st.unit_names, master.st.types)))
+    return replace(res, values=values, labels=labels)

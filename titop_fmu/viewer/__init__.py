@@ -1,0 +1,72 @@
+"""See a run move: a self-contained HTML 3-D view of a system of TITOP units (``titop-fmu
+animate``, ``titop-fmu simulate ... --animate VIEW.html``).
+
+:mod:`.poses` places every body from the recorded outputs, :mod:`.scene` samples and
+writes its frames, :mod:`.html` inlines the renderer (``viewer.js``, plain JavaScript on a
+Canvas 2-D, no library) into one file that opens offline.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+
+from ..cosim import CoSystem
+from ..errors import TitopError
+from ..io import write_atomically
+from ..scenarios import balloon
+from ..titop import monolithic
+from ..titop.records import Records
+from . import html, poses, scene
+from .poses import model, needed
+
+__all__ = ["Animation", "model", "needed"]
+
+
+class Animation:
+    """The view asked of a run of ``cs``, written to ``path``: the model and the traces are
+    checked when it is made (before the run); :meth:`recording` gives the system with the
+    outputs the view needs added to its record list; a ``write_*`` method writes the file."""
+
+    def __init__(self, path, cs: CoSystem, title: str, traces=()):
+        self.path, self.cs, self.title, self.traces = Path(path), cs, title, list(traces or ())
+        self.model = poses.model(cs)
+        if not self.model.bodies:
+            raise TitopError("nothing to animate: the system has no TITOP body (units that are FMU files, "
+                             "as in an SSP package, or functions are not drawn)")
+        scene.parse_traces(self.model, self.traces)
+
+    def extra(self) -> list:
+        """The outputs to record besides those ``cs`` records."""
+        return needed(self.model, Records(self.cs).labels)
+
+    def recording(self) -> CoSystem:
+        """``cs`` recording also the outputs the view needs (appended: the user's come first)."""
+        cs = copy.copy(self.cs)
+        cs.recorded = list(self.cs.recorded) + self.extra()
+        return cs
+
+    def write(self, t, columns: dict):
+        """The view of the run whose outputs are ``columns`` (``{label: (len(t),) array}``)."""
+        t = np.asarray(t, dtype=float)
+        rows = scene.frames(t)
+        cols = {k: np.asarray(v, dtype=float)[rows] for k, v in columns.items()}
+        placed = poses.poses(self.model, cols, len(rows))
+        notes = [f"{unit}: {why}" for unit, why in poses.unplaced(self.model).items()]
+        page = html.render(scene.scene(self.model, t[rows], placed, self.title, self.traces, notes))
+        write_atomically(self.path, lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
+
+    def write_balloon(self, t, values):
+        """The view of a run of the built-in balloon from its CSV columns ``x..theta2``."""
+        self.write(t, balloon.motion_outputs(values))
+
+    def write_twin(self, tr):
+        """The view of an in-process run (a :class:`~titop_fmu.system.Trajectory` of the
+        monolithic twin of ``cs``): the outputs it needs evaluated at the shown samples only."""
+        rows = scene.frames(tr.t)
+        cs = copy.copy(self.cs)
+        cs.recorded = needed(self.model)
+        values = monolithic.recorded(cs, tr.system, tr.y[rows])
+        self.write(tr.t[rows], dict(zip(cs.recorded, values.T)))
