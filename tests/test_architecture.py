@@ -14,11 +14,13 @@ LAYERS = [
     {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators",   # generic maths:
      "titop_fmu.spatial", "titop_fmu.archive"},       # the paper's spatial algebra; zip files
     {"titop_fmu.cosim"},                              # generic FMI co-simulation
-    {"titop_fmu.blocks", "titop_fmu.kernel"},         # pure block models, their C kernel
+    {"titop_fmu.blocks", "titop_fmu.kernel",          # pure block models, their C kernel,
+     "titop_fmu.dual"},                               # and its forward-mode derivatives
     {"titop_fmu.unit"},                               # a block as a co-simulation unit
     {"titop_fmu.fmu"},                                # FMU adapters, catalog, build
     {"titop_fmu.system", "titop_fmu.invariants"},     # the monolithic engine
     {"titop_fmu.titop"},                              # TITOP units for the master, monolithic twins
+    {"titop_fmu.linear"},                             # equilibria, linear models, LPV families
     {"titop_fmu.scenarios"},                          # reference systems
     {"titop_fmu.io", "titop_fmu.modelica", "titop_fmu.validate", "titop_fmu.viewer",
      "titop_fmu.plot", "titop_fmu.models", "titop_fmu.simulation",      # one run, by name;

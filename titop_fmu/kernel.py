@@ -133,12 +133,13 @@ class CompileError(TitopError):
     """The C compiler could not be run, or failed."""
 
 
-def compile_c(source: Path, dest: Path, cc: str, flags: list, libs: list, what: str) -> Path:
+def compile_c(source: Path, dest: Path, cc: str, flags: list, libs: list, what: str, includes=()) -> Path:
     """Compile the C file ``source`` to ``dest`` with ``cc flags -o out source libs``, in a
-    fresh folder (no path of this machine enters the binary); :class:`CompileError` naming
-    ``what`` if the compiler cannot run or fails."""
+    fresh folder (no path of this machine enters the binary) beside the files it
+    ``includes``; :class:`CompileError` naming ``what`` if the compiler cannot run or fails."""
     with tempfile.TemporaryDirectory(prefix="titop_cc_") as tmp:
-        shutil.copyfile(source, Path(tmp) / source.name)
+        for f in (source, *includes):
+            shutil.copyfile(f, Path(tmp) / f.name)
         run_compiler([*cc.split(), *flags, "-o", "out.so", source.name, *libs], tmp, what)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(Path(tmp) / "out.so", dest)
@@ -177,52 +178,59 @@ def _extra(block, value):
             value("joint.qdd" if getattr(block, "mode", "") == "inverse" else "joint.tau"))
 
 
+def tables(entries) -> tuple:
+    """``(ints, par, keep)``: the kernel's integer table (the children's integers after it) and
+    parameters of ``entries`` (parents first), and the arrays its pointers index (the
+    constant inputs, read by the kernel at every call)."""
+    ints, doubles, children, keep = [], [], [], []
+
+    def pointer(value):
+        if value is None:
+            return -1
+        keep.append(value)
+        return len(keep) - 1
+
+    for e in entries:
+        b, kind = e.block, e.kind
+        first = len(children)
+        for c in e.children:
+            children += [c, -1] if isinstance(c, int) else [-1, pointer(c)]
+        ports = [(-1, -1, -1)] * 2                  # (parent, slot, constant) of l (or p), r
+        for k, src in enumerate(e.parents):
+            ports[k] = (*src, -1) if isinstance(src, tuple) else (-1, -1, pointer(src))
+        if kind == CLOSURE:
+            d, n_children = np.concatenate([b.K.ravel(), b.D.ravel()]), 0
+        else:
+            body = b.body
+            n_children = body.n_children
+            d = np.zeros(D_PC + 3 * n_children)
+            d[0:36] = body.D_P.ravel()
+            d[72:75] = b.g
+            d[75:84] = np.eye(3).ravel() if kind in (BASE, IMPOSED) else b.P_a0b.ravel()   # no mounting
+            if kind == BASE:
+                d[36:72] = b.D_inv.ravel()
+            if kind in (REVOLUTE, PRISMATIC):
+                d[84:87] = b.axis
+                d[87:90] = (b.J_r if kind == REVOLUTE else body.mass), b.k, b.d
+            for i, PC in enumerate(body.children):
+                d[D_PC + 3 * i:D_PC + 3 * i + 3] = PC
+        (pl, sl, ml), (pr, sr, mr) = ports
+        ints.append([kind, pl, sl, e.state, n_children, sum(len(x) for x in doubles),
+                     int(getattr(b, "ext_frame", "") == "inertial"), ml, pointer(e.ext), pointer(e.tau),
+                     int(getattr(b, "mode", "") == "inverse"), pr, sr, mr, first])
+        doubles.append(d)
+    table = np.array(ints, dtype=np.int32).reshape(-1, NI)
+    table[:, NI - 1] += table.size                 # the children's integers follow the table
+    return (np.concatenate([table.ravel(), np.array(children, dtype=np.int32)]),
+            np.concatenate(doubles) if doubles else np.zeros(0), keep)
+
+
 class _Tree:
     """The kernel's tables for ``entries`` (parents first) and a call of ``titop_evaluate``."""
 
     def __init__(self, entries, n_outputs=0):
-        ints, doubles, children, self._keep = [], [], [], []
-
-        def pointer(value):
-            if value is None:
-                return -1
-            self._keep.append(value)
-            return len(self._keep) - 1
-
-        for e in entries:
-            b, kind = e.block, e.kind
-            first = len(children)
-            for c in e.children:
-                children += [c, -1] if isinstance(c, int) else [-1, pointer(c)]
-            ports = [(-1, -1, -1)] * 2                  # (parent, slot, constant) of l (or p), r
-            for k, src in enumerate(e.parents):
-                ports[k] = (*src, -1) if isinstance(src, tuple) else (-1, -1, pointer(src))
-            if kind == CLOSURE:
-                d, n_children = np.concatenate([b.K.ravel(), b.D.ravel()]), 0
-            else:
-                body = b.body
-                n_children = body.n_children
-                d = np.zeros(D_PC + 3 * n_children)
-                d[0:36] = body.D_P.ravel()
-                d[72:75] = b.g
-                d[75:84] = np.eye(3).ravel() if kind in (BASE, IMPOSED) else b.P_a0b.ravel()   # no mounting
-                if kind == BASE:
-                    d[36:72] = b.D_inv.ravel()
-                if kind in (REVOLUTE, PRISMATIC):
-                    d[84:87] = b.axis
-                    d[87:90] = (b.J_r if kind == REVOLUTE else body.mass), b.k, b.d
-                for i, PC in enumerate(body.children):
-                    d[D_PC + 3 * i:D_PC + 3 * i + 3] = PC
-            (pl, sl, ml), (pr, sr, mr) = ports
-            ints.append([kind, pl, sl, e.state, n_children, sum(len(x) for x in doubles),
-                         int(getattr(b, "ext_frame", "") == "inertial"), ml, pointer(e.ext), pointer(e.tau),
-                         int(getattr(b, "mode", "") == "inverse"), pr, sr, mr, first])
-            doubles.append(d)
-        self.n = len(ints)
-        table = np.array(ints, dtype=np.int32).reshape(-1, NI)
-        table[:, NI - 1] += table.size                 # the children's integers follow the table
-        self._ints = np.concatenate([table.ravel(), np.array(children, dtype=np.int32)])
-        self._par = np.concatenate(doubles)
+        self._ints, self._par, self._keep = tables(entries)
+        self.n = len(entries)
         self._ptrs = (ctypes.c_void_p * max(1, len(self._keep)))(*[v.ctypes.data for v in self._keep])
         lib = library()
         self._ws = np.zeros(lib.titop_workspace(self.n, self._ints.ctypes.data))
@@ -270,6 +278,27 @@ class _Tree:
         return self.out.copy(), code
 
 
+def plan_entries(plan) -> list:
+    """The kernel's :class:`_Entry` s of a checked :class:`~titop_fmu.system.System` plan, in
+    its order: constant inputs are the system's own value arrays (read through pointers, so
+    that :meth:`~titop_fmu.system.System.set_input`, which changes them in place, is seen)."""
+    system = plan.system
+    index = {n: i for i, n in enumerate(plan.order)}
+    entries = []
+    for n in plan.order:
+        b = system.blocks[n]
+        parents = [system.values[(n, f"{p}.m")] if isinstance(src, np.ndarray) else
+                   (index[src[0]], system.blocks[src[0]].child_ports.index(src[1][:-2]))
+                   for p, src in plan.wiring[n].kin]            # per parent port: linked, or given
+        children = []
+        for c in b.child_ports:
+            j = plan.child_link.get((n, c))
+            children.append(index[system.links[j].child] if j is not None else system.values[(n, f"{c}.w")])
+        entries.append(_Entry(n, b, plan.state_slices[n].start, parents, children,
+                              *_extra(b, lambda e: system.values.get((n, e)))))
+    return entries
+
+
 class CompiledRHS:
     """The right-hand side of a checked :class:`~titop_fmu.system.System` plan on the C
     kernel; :class:`KernelUnavailable` when a block is not covered.
@@ -278,21 +307,7 @@ class CompiledRHS:
     :meth:`~titop_fmu.system.System.set_input` changes in place."""
 
     def __init__(self, plan):
-        system = plan.system
-        index = {n: i for i, n in enumerate(plan.order)}
-        entries = []
-        for n in plan.order:
-            b = system.blocks[n]
-            parents = [system.values[(n, f"{p}.m")] if isinstance(src, np.ndarray) else
-                       (index[src[0]], system.blocks[src[0]].child_ports.index(src[1][:-2]))
-                       for p, src in plan.wiring[n].kin]            # per parent port: linked, or given
-            children = []
-            for c in b.child_ports:
-                j = plan.child_link.get((n, c))
-                children.append(index[system.links[j].child] if j is not None else system.values[(n, f"{c}.w")])
-            entries.append(_Entry(n, b, plan.state_slices[n].start, parents, children,
-                                  *_extra(b, lambda e: system.values.get((n, e)))))
-        self._tree = _Tree(entries)
+        self._tree = _Tree(plan_entries(plan))
 
     def __call__(self, y):
         """``(ydot, code)``: code 0, or 1 (the loop is singular), 2 (its solution is not finite)."""

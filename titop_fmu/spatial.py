@@ -406,3 +406,51 @@ def inertial_twist(m_P, PX=None):
         v = v + np.cross(w, PX)
     P = dcm_from_euler(m_P[15:18])
     return np.concatenate([P.dot(v), P.dot(w)])
+
+
+# --- local attitude charts (linear models) -------------------------------------
+
+def quat_multiply(a, b):
+    """The Hamilton product ``a (x) b`` of quaternions ``[w, x, y, z]`` (``R(a (x) b) = R(a) R(b)``)."""
+    w1, x1, y1, z1 = _scalars(a)
+    w2, x2, y2, z2 = _scalars(b)
+    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+                     w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+                     w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+
+
+def quat_exp(phi):
+    """The unit quaternion of the rotation vector ``phi``: ``R(quat_exp(phi)) = e^{(*phi)}``."""
+    a, b, c = _scalars(phi)
+    angle = math.sqrt(a * a + b * b + c * c)
+    k = 0.5 - angle * angle / 48.0 if angle < 1e-4 else math.sin(0.5 * angle) / angle   # sin(angle/2)/angle
+    return np.array([math.cos(0.5 * angle), k * a, k * b, k * c])
+
+
+def quat_chart(q):
+    """``dq/dphi``: the 4x3 tangent at ``phi = 0`` of the attitude chart ``q (x) quat_exp(phi)``,
+    ``P_b/i = P_b/i,0 e^{(*phi)}`` with ``phi`` the rotation vector of the deviation in the
+    body frame: ``1/2 q (x) [0; e_i]`` (as ``qdot = 1/2 q (x) [0; omega]``)."""
+    w, x, y, z = _scalars(q)
+    return 0.5 * np.array([[-x, -y, -z], [w, -z, y], [z, w, -x], [-y, x, w]])
+
+
+def chart_rate_jacobian(omega0):
+    """``d phidot / d phi`` at ``phi = 0`` for the chart of :func:`quat_chart` centred on a
+    reference attitude turning at the constant body rate ``omega0``, ``P_b/i = P_ref(t)
+    e^{(*phi)}`` with ``P_ref = P_b/i,0 e^{t (*omega0)}``: ``phidot = J_r(phi)^-1 (omega -
+    e^{-(*phi)} omega0) = (omega - omega0) + phi x omega0 + O(2)`` (``J_r`` the right Jacobian
+    of SO(3)), so ``-(*omega0)``, and ``d phidot / d omega = 1``. At rest (``omega0 = 0``) the
+    chart is fixed; turning, a relative equilibrium (a steady spin) is a fixed point of it."""
+    return -skew(omega0)
+
+
+def left_jacobian(rho):
+    """``J_l(rho)`` of SO(3): ``d e^{(*rho)} = (*(J_l(rho) d rho)) e^{(*rho)}``,
+    ``J_l = 1 + (1 - cos a)/a^2 (*rho) + (a - sin a)/a^3 (*rho)^2`` with ``a = |rho|``."""
+    a = float(np.linalg.norm(rho))
+    S = skew(rho)
+    if a < 1e-4:
+        return I3 + (0.5 - a * a / 24.0) * S + (1.0 / 6.0 - a * a / 120.0) * S.dot(S)
+    return I3 + (1.0 - math.cos(a)) / (a * a) * S + (a - math.sin(a)) / (a ** 3) * S.dot(S)

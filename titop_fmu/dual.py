@@ -1,0 +1,154 @@
+"""Forward-mode derivatives of the C kernel: ``kernel_dual.cpp``, which is ``kernel.c``
+compiled once more on dual numbers (a value and :data:`width` tangents per number).
+
+A :class:`DualTree` evaluates a kernel tree (:func:`titop_fmu.kernel.tables`) at states
+``y`` and gives the state derivatives and every block's outputs together with their
+derivatives along any number of directions of the states and of the constant inputs:
+the columns of ``(d ydot, d out) / (d y, d u)`` times the seeds, exact to rounding (no step,
+no truncation), :data:`width` directions per call of the kernel.
+
+The library is compiled on first use as the kernel is (:func:`titop_fmu.kernel.library`),
+by the C compiler driver in C++ mode (``cc -x c++``: it needs the C++ front end, ``g++``),
+into the same cache, and only loaded afterwards. Without it, :class:`KernelUnavailable`
+says why.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .kernel import CompileError, KernelUnavailable, SOURCE as KERNEL_SOURCE, c_compiler, cache_root, compile_c, tables
+
+SOURCE = Path(__file__).resolve().parent / "kernel_dual.cpp"
+#: tangents per dual number: the directions one kernel call differentiates along (measured:
+#: benchmarks/linearize.py --widths)
+WIDTH = 8
+FLAGS = ["-x", "c++", "-O3", "-shared", "-fPIC", "-fno-exceptions", "-fno-rtti",
+         "-fno-threadsafe-statics"]
+
+_LOADED = {}            # width -> (library, None) or (None, KernelUnavailable)
+
+
+def library(width: int = WIDTH):
+    """The forward-mode kernel with ``width`` tangents (``ctypes.CDLL``), compiled into the
+    cache when absent; :class:`KernelUnavailable` if it cannot be had (remembered)."""
+    if width not in _LOADED:
+        try:
+            _LOADED[width] = _load(width), None
+        except KernelUnavailable as e:
+            _LOADED[width] = None, e
+    dll, failure = _LOADED[width]
+    if failure is not None:
+        raise failure
+    return dll
+
+
+def _load(width):
+    cc = c_compiler()
+    if not cc:
+        raise KernelUnavailable("no C compiler (cc/gcc with g++'s C++ front end; or set CC) to build the "
+                                "forward-mode kernel")
+    key = hashlib.sha256(SOURCE.read_bytes() + KERNEL_SOURCE.read_bytes() + cc.encode()
+                         + str(width).encode() + " ".join(FLAGS).encode()).hexdigest()[:16]
+    lib = cache_root() / f"kernel-dual{width}-{key}.so"
+    if not lib.is_file():
+        lib.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="titop_kernel_", dir=lib.parent) as tmp:
+            try:
+                built = compile_c(SOURCE, Path(tmp) / "kernel.so", cc, FLAGS + [f"-DTITOP_DUAL_WIDTH={width}"],
+                                  ["-lm"], "the forward-mode kernel (C++: needs g++)", includes=[KERNEL_SOURCE])
+            except CompileError as e:
+                raise KernelUnavailable(str(e)) from None
+            os.replace(built, lib)
+    try:
+        dll = ctypes.CDLL(str(lib))
+    except OSError as e:
+        raise KernelUnavailable(f"cannot load the forward-mode kernel {lib.name} ({e})") from None
+    dll.titop_dual_workspace.restype = ctypes.c_int
+    dll.titop_dual_workspace.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    dll.titop_dual_width.restype = ctypes.c_int
+    if dll.titop_dual_width() != width:
+        raise KernelUnavailable(f"the forward-mode kernel {lib.name} has the wrong width")
+    dll.titop_dual_evaluate.restype = ctypes.c_int
+    return dll
+
+
+class DualTree:
+    """A kernel tree (``entries`` as :func:`titop_fmu.kernel.tables` takes them) evaluated on
+    dual numbers: :meth:`evaluate` gives the state derivatives and the ``n_outputs`` outputs
+    at the states ``y`` and the constant inputs' current values, and their derivatives
+    along seeds of the states and of the constant inputs."""
+
+    def __init__(self, entries, n_outputs: int = 0, width: int = WIDTH):
+        lib = library(width)
+        self.width = w = width
+        ints, par, self.keep = tables(entries)
+        self.n, self.n_states, self.n_outputs = len(entries), sum(e.block.n_states for e in entries), n_outputs
+        self._ints = ints
+        self._par = _dual(par, w)
+        self._inputs = [_dual(v, w) for v in self.keep]        # the constant inputs, values refreshed per call
+        self._ptrs = (ctypes.c_void_p * max(1, len(self._inputs)))(*[v.ctypes.data for v in self._inputs])
+        self._ws = np.zeros((lib.titop_dual_workspace(self.n, ints.ctypes.data), 1 + w))
+        self._y = np.zeros((self.n_states, 1 + w))
+        self._ydot = np.zeros_like(self._y)
+        self._out = np.zeros((n_outputs, 1 + w))
+        self._fn = lib["titop_dual_evaluate"]
+        self._args = (ctypes.c_int(self.n), *(ctypes.c_void_p(a.ctypes.data) for a in (ints, self._par)),
+                      ctypes.c_void_p(ctypes.addressof(self._ptrs)), ctypes.c_void_p(self._ws.ctypes.data),
+                      ctypes.c_void_p(self._y.ctypes.data), ctypes.c_void_p(self._ydot.ctypes.data),
+                      ctypes.c_void_p(self._out.ctypes.data if n_outputs else None))
+
+    def input_index(self, array) -> int:
+        """The position among the constant inputs (:meth:`evaluate`'s ``input_seeds`` keys) of
+        the array ``array`` the tree reads (by identity); ValueError if it reads no such array."""
+        for i, v in enumerate(self.keep):
+            if v is array:
+                return i
+        raise ValueError("the kernel tree does not read this array")
+
+    def evaluate(self, y, state_seeds=None, input_seeds=None):
+        """``(ydot, dydot, out, dout, code)`` at the states ``y``: the state derivatives and
+        outputs, and their derivatives along the ``k`` seed columns, ``state_seeds``
+        (``(n_states, k)``, or None: zero) and ``input_seeds`` (``{input position: (size, k)}``);
+        ``code`` as ``titop_evaluate`` returns it (0: fine, 1: the loop is singular, 2: its
+        solution is not finite)."""
+        k = 0 if state_seeds is None else np.shape(state_seeds)[1]
+        for s in (input_seeds or {}).values():
+            k = max(k, np.shape(s)[1])
+        w = self.width
+        dydot, dout = np.zeros((self.n_states, k)), np.zeros((self.n_outputs, k))
+        self._y[:, 0] = y
+        for v, d in zip(self.keep, self._inputs):
+            d[:, 0] = v
+        ydot = out = None
+        code = 0
+        for start in range(0, max(k, 1), w):
+            m = min(w, k - start)
+            self._y[:, 1:] = 0.0
+            if state_seeds is not None and m > 0:
+                self._y[:, 1:1 + m] = state_seeds[:, start:start + m]
+            for d in self._inputs:
+                d[:, 1:] = 0.0
+            for i, s in (input_seeds or {}).items():
+                if m > 0:
+                    self._inputs[i][:, 1:1 + m] = s[:, start:start + m]
+            code = code or self._fn(*self._args)
+            if ydot is None:
+                ydot, out = self._ydot[:, 0].copy(), self._out[:, 0].copy()
+            if m > 0:
+                dydot[:, start:start + m] = self._ydot[:, 1:1 + m]
+                dout[:, start:start + m] = self._out[:, 1:1 + m]
+        return ydot, dydot, out, dout, code
+
+
+def _dual(values, width) -> np.ndarray:
+    """``values`` as dual numbers with zero tangents: an ``(n, 1 + width)`` array."""
+    d = np.zeros((len(values), 1 + width))
+    d[:, 0] = values
+    return d

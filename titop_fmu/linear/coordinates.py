@@ -1,0 +1,217 @@
+"""The coordinates of a linear model of a TITOP system: minimal states, named inputs and
+named outputs, and the maps between the system's states and the minimal ones.
+
+States. A :class:`~titop_fmu.system.System` integrates a floating (or imposed-motion) base
+as its twist, its position and a unit quaternion (13 numbers, one constraint); a linear
+model has 12 minimal coordinates instead:
+
+* ``<base>.v_x, v_y, v_z, w_x, w_y, w_z``: the twist ``x'_P = [v_P; omega]`` at ``P`` in the
+  body frame (as the system's states);
+* ``<base>.r_x, r_y, r_z``: ``[IP]_Ri``, the position of ``P`` in the inertial frame;
+* ``<base>.rotvec_x, rotvec_y, rotvec_z``: the attitude chart, the rotation vector ``phi``
+  (body frame) of the deviation from the reference attitude, ``P_b/i = P_ref(t) e^{(*phi)}``
+  with ``P_ref(t) = P_b/i,0 e^{t (*omega0)}``: the operating attitude, turning at the
+  operating angular velocity ``omega0`` (body frame). ``phi = 0`` at the operating point
+  (:func:`~titop_fmu.spatial.quat_chart`); at rest the chart is fixed, and a steady spin (a
+  relative equilibrium) is a fixed point: ``phidot = (omega - omega0) + phi x omega0``
+  (:func:`~titop_fmu.spatial.chart_rate_jacobian`). The position rows are those of
+  ``[IP]_Ri`` at the operating instant (the position never acts back on the dynamics).
+
+A joint body has ``<joint>.q, <joint>.qd``; welded bodies and loop closures have none.
+
+Inputs and outputs are FMI scalar names (:mod:`titop_fmu.cosim.names`) prefixed by the
+block: ``balloon.ext.w[2]``, ``slider.joint.tau``, ``pendulum1.joint.q[3]``; a port name
+alone (``balloon.ext.w``) stands for all its components. The inputs are the system's
+unlinked inputs (external wrenches, joint efforts, free child wrenches, imposed
+accelerations, a root's constant motion vector); the outputs are every block output,
+as the C kernel lays them out (:func:`titop_fmu.kernel.plan_entries`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..blocks import FloatingBase, ImposedMotionBase, PrismaticBody, RevoluteBody
+from ..cosim.names import port_names, port_of
+from ..errors import ConnectionError_
+from ..spatial import chart_rate_jacobian, quat_chart, quat_exp, quat_multiply, quat_rotation_vector
+from ..system import System
+
+BASE_STATES = ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y", "r_z", "rotvec_x", "rotvec_y", "rotvec_z")
+JOINT_STATES = ("q", "qd")
+#: the chart, as the models and their files say it
+CHART = ("floating bases: twist [v_P; omega] at P in the body frame, position [IP] in the inertial frame, "
+         "attitude as the rotation vector rotvec (body frame) of the deviation from the reference attitude "
+         "P_ref(t) = P_b/i,0 exp(t (*omega0)) (the operating attitude turning at the operating body rate "
+         "omega0): P_b/i = P_ref(t) exp((*rotvec)); joints: q, qd")
+
+
+class Coordinates:
+    """The minimal states of a :class:`System` and their maps to its own states.
+
+    ``bases`` and ``joints`` list ``(block name, native slice, minimal slice)``; the
+    minimal states follow the system's state order."""
+
+    def __init__(self, system: System):
+        plan = system.plan()
+        self.system = system
+        self.bases, self.joints, names = [], [], []
+        k = 0
+        for n in plan.order:
+            b, s = system.blocks[n], plan.state_slices[n]
+            if isinstance(b, (FloatingBase, ImposedMotionBase)):
+                self.bases.append((n, s, slice(k, k + 12)))
+                names += [f"{n}.{x}" for x in BASE_STATES]
+                k += 12
+            elif isinstance(b, (RevoluteBody, PrismaticBody)):
+                self.joints.append((n, s, slice(k, k + 2)))
+                names += [f"{n}.{x}" for x in JOINT_STATES]
+                k += 2
+            elif b.n_states:
+                raise ConnectionError_(f"block {n!r} ({type(b).__name__}) has states without minimal "
+                                       "coordinates for a linear model")
+        self.state_names = names
+        self.n, self.n_native = k, plan.n_states
+        self.index = {name: i for i, name in enumerate(names)}
+
+    def tangent(self, y) -> np.ndarray:
+        """``T = dy/dx`` (``(n_native, n)``) at ``y``: how the system's states move along each
+        minimal coordinate (the identity but for a quaternion, :func:`quat_chart`)."""
+        T = np.zeros((self.n_native, self.n))
+        for _, s, m in self.bases:
+            T[s.start:s.start + 9, m.start:m.start + 9] = np.eye(9)
+            T[s.start + 9:s.start + 13, m.start + 9:m.start + 12] = quat_chart(y[s.start + 9:s.start + 13])
+        for _, s, m in self.joints:
+            T[s, m] = np.eye(2)
+        return T
+
+    def rates(self, y, ydot, dydot=None, seeds=None):
+        """``(xdot, dxdot)``: the minimal states' derivative at ``y`` (the system's ``ydot``
+        there) and, with ``dydot`` (``(n_native, k)``: ``ydot``'s derivatives along ``k``
+        directions whose minimal-coordinate components are ``seeds``, ``(n, k)``), its
+        derivatives. The chart's rate ``phidot = (omega - omega0) + phi x omega0 + O(2)``
+        (:func:`~titop_fmu.spatial.chart_rate_jacobian`): 0 at the operating point."""
+        xdot = np.empty(self.n)
+        k = 0 if dydot is None else dydot.shape[1]
+        dx = np.empty((self.n, k))
+        for _, s, m in self.bases:
+            omega = y[s.start + 3:s.start + 6]
+            xdot[m.start:m.start + 9] = ydot[s.start:s.start + 9]
+            xdot[m.start + 9:m.start + 12] = 0.0                  # phi = 0 turns with the reference
+            if k:
+                dx[m.start:m.start + 9] = dydot[s.start:s.start + 9]
+                dx[m.start + 9:m.start + 12] = seeds[m.start + 3:m.start + 6] \
+                    + chart_rate_jacobian(omega).dot(seeds[m.start + 9:m.start + 12])
+        for _, s, m in self.joints:
+            xdot[m] = ydot[s]
+            if k:
+                dx[m] = dydot[s]
+        return (xdot, dx) if k else xdot
+
+    def retract(self, y, dx) -> np.ndarray:
+        """The system's state ``y (+) dx``: each minimal coordinate moved by ``dx`` (the
+        attitude turned by ``dx``'s rotation vector in the body frame, ``q (x) quat_exp``)."""
+        y = np.array(y, dtype=float)
+        for _, s, m in self.bases:
+            y[s.start:s.start + 9] += dx[m.start:m.start + 9]
+            q = quat_multiply(y[s.start + 9:s.start + 13], quat_exp(dx[m.start + 9:m.start + 12]))
+            y[s.start + 9:s.start + 13] = q / np.linalg.norm(q)
+        for _, s, m in self.joints:
+            y[s] += dx[m]
+        return y
+
+    def difference(self, y, y0) -> np.ndarray:
+        """``y (-) y0``: the minimal coordinates of ``y`` in the chart centred at ``y0`` (the
+        inverse of :meth:`retract`)."""
+        dx = np.empty(self.n)
+        for _, s, m in self.bases:
+            dx[m.start:m.start + 9] = y[s.start:s.start + 9] - y0[s.start:s.start + 9]
+            dx[m.start + 9:m.start + 12] = quat_rotation_vector(tuple(y[s.start + 9:s.start + 13]),
+                                                                tuple(y0[s.start + 9:s.start + 13]))
+        for _, s, m in self.joints:
+            dx[m] = y[s] - y0[s]
+        return dx
+
+
+# -- inputs and outputs ---------------------------------------------------------------------------
+
+def free_inputs(system: System) -> dict:
+    """``{(block, port): size}`` of the system's unlinked inputs, in state order: the extra
+    inputs (``ext.w``, ``joint.tau``, ...), free child wrenches ``ci.w`` and constant parent
+    motions ``p.m``."""
+    plan = system.plan()
+    out = {}
+    for n in plan.order:
+        b = system.blocks[n]
+        for p in b.parent_ports:
+            if (n, p) not in plan.parent_link:
+                out[(n, f"{p}.m")] = 18
+        for c in b.child_ports:
+            if (n, c) not in plan.child_link:
+                out[(n, f"{c}.w")] = 6
+        for e, size in b.extra_inputs.items():
+            out[(n, e)] = size
+    return out
+
+
+def default_inputs(system: System) -> list:
+    """The inputs of a linear model when none are named: every component of the free inputs
+    but the constant motion vectors (boundary conditions, not actuators)."""
+    return [f"{n}.{s}" for (n, port), size in free_inputs(system).items() if not port.endswith(".m")
+            for s in port_names({port: size})]
+
+
+def _scalars(ref, spec: dict, what: str) -> list:
+    """``[(scalar name, (block, port, component))]`` of the scalar or port ``ref`` among the
+    ports ``spec`` (``{(block, port): size}``); ConnectionError_ naming ``what`` for an
+    unknown one."""
+    block, _, var = ref.partition(".")
+    port, k = port_of(var)
+    size = spec.get((block, port))
+    if size is None or k > size or (k and size == 1):
+        known = sorted({f"{b}.{p}" for b, p in spec})
+        raise ConnectionError_(f"unknown {what} {ref!r}; the {what}s are (with [1..n] for a component): "
+                               + ", ".join(known))
+    names = port_names({port: size})
+    return [(f"{block}.{names[i]}", (block, port, i)) for i in (range(size) if k == 0 else [k - 1])]
+
+
+def resolve_inputs(system: System, names) -> list:
+    """``[(scalar name, (block, port, component))]`` of the input names (scalars or ports)."""
+    spec = free_inputs(system)
+    return [x for ref in names for x in _scalars(ref, spec, "input")]
+
+
+def output_layout(system: System) -> tuple:
+    """``(spec, offsets)``: ``{(block, port): size}`` of every block output and the position of
+    each port's first component in the kernel's output vector (blocks in state order, each
+    one's ports as :attr:`~titop_fmu.blocks.base.Block.outputs_spec` orders them)."""
+    spec, offsets, k = {}, {}, 0
+    for n in system.plan().order:
+        for port, size in system.blocks[n].outputs_spec.items():
+            spec[(n, port)] = size
+            offsets[(n, port)] = k
+            k += size
+    return spec, offsets
+
+
+def resolve_outputs(system: System, names) -> list:
+    """``[(name, position in the kernel's output vector)]`` of the output names."""
+    spec, offsets = output_layout(system)
+    return [(name, offsets[(block, port)] + i) for ref in names
+            for name, (block, port, i) in _scalars(ref, spec, "output")]
+
+
+def with_inputs(system: System, ports) -> System:
+    """A copy of ``system`` (the same blocks and links, its own input values) in which every
+    port of ``ports`` (``(block, port)``) has a value array, zero where it had none: the
+    kernel then reads it, and it can be differentiated along. The system given is not changed."""
+    s = System(system.solver)
+    s.blocks = dict(system.blocks)
+    s.links = list(system.links)
+    s.values = {k: v.copy() for k, v in system.values.items()}
+    spec = free_inputs(system)
+    for key in ports:
+        if key not in s.values:
+            s.values[key] = np.zeros(spec[key])
+    return s

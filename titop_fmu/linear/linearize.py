@@ -1,0 +1,141 @@
+"""Exact linearization of a TITOP system at any state and input (:func:`linearize`).
+
+The derivatives come from the model itself, by forward-mode differentiation of the C
+kernel (:mod:`titop_fmu.dual`): the state derivatives and the outputs evaluated on dual
+numbers seeded along the minimal coordinates (:class:`~.coordinates.Coordinates`) and
+the inputs give every column of ``A, B, C, D`` exact to rounding, 8 columns per kernel
+call. The attitude chart's own rate enters analytically
+(:func:`~titop_fmu.spatial.chart_rate_jacobian`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..cosim import CoSystem
+from ..errors import SolverError, TitopError
+from ..kernel import KernelUnavailable, plan_entries
+from ..system import System
+from ..titop.monolithic import twin
+from .coordinates import (CHART, Coordinates, default_inputs, output_layout, resolve_inputs, resolve_outputs,
+                          with_inputs)
+from .model import LinearModel
+
+
+def as_system(system) -> tuple:
+    """``(System, default output names)``: a :class:`System` as it is (no outputs), a
+    :class:`~titop_fmu.cosim.CoSystem` of TITOP units as its monolithic twin (its record list)."""
+    if isinstance(system, CoSystem):
+        return twin(system), list(system.recorded)
+    if isinstance(system, System):
+        return system, []
+    raise TypeError(f"expected a System or a CoSystem of TITOP units, got {type(system).__name__}")
+
+
+class Linearizer:
+    """The derivatives of one system with named inputs and outputs, evaluated again and again
+    (the equilibrium search, a family of models): ``at(y)`` gives the state derivative,
+    ``A, B``, the outputs and ``C, D`` at the state ``y`` and the input values :attr:`u`.
+
+    ``inputs``: names of input scalars or ports (None: :func:`~.coordinates.default_inputs`);
+    ``outputs``: names of outputs. The system is copied with a value for every named input
+    (zero where it had none); :meth:`set_inputs` changes those values."""
+
+    def __init__(self, system: System, inputs=None, outputs=()):
+        from ..dual import DualTree
+        names = default_inputs(system) if inputs is None else list(inputs)
+        self.inputs = resolve_inputs(system, names)
+        self.system = with_inputs(system, {(b, p) for _, (b, p, _) in self.inputs})
+        self.outputs = resolve_outputs(self.system, outputs)
+        self.coords = Coordinates(self.system)
+        n_out = sum(output_layout(self.system)[0].values()) if self.outputs else 0
+        try:
+            self.tree = DualTree(plan_entries(self.system.plan()), n_out)
+        except KernelUnavailable as e:
+            raise TitopError(f"linearization runs on the forward-mode C kernel, which cannot run here: {e}") from None
+        self._slots = [(self.tree.input_index(self.system.values[(b, p)]), i) for _, (b, p, i) in self.inputs]
+
+    @property
+    def input_names(self) -> list:
+        return [n for n, _ in self.inputs]
+
+    @property
+    def output_names(self) -> list:
+        return [n for n, _ in self.outputs]
+
+    @property
+    def u(self) -> np.ndarray:
+        """The current values of the named inputs."""
+        return np.array([self.system.values[(b, p)][i] for _, (b, p, i) in self.inputs])
+
+    def set_inputs(self, u):
+        """Set the named inputs to ``u`` (in :attr:`input_names` order)."""
+        for (_, (b, p, i)), v in zip(self.inputs, u):
+            self.system.values[(b, p)][i] = v
+
+    def at(self, y, outputs: bool = True) -> dict:
+        """``{"xdot", "A", "B", "y", "C", "D"}`` at the state ``y`` (``outputs=False``: without
+        ``y, C, D``); :class:`SolverError` if the loop cannot be solved there."""
+        c = self.coords
+        n, m = c.n, len(self.inputs)
+        seeds = np.zeros((c.n_native, n + m))
+        seeds[:, :n] = c.tangent(y)
+        input_seeds = {}
+        for j, (slot, i) in enumerate(self._slots):
+            s = input_seeds.setdefault(slot, np.zeros((len(self.tree.keep[slot]), n + m)))
+            s[i, n + j] = 1.0
+        ydot, dydot, out, dout, code = self.tree.evaluate(y, seeds, input_seeds)
+        if code:
+            raise SolverError({1: "the algebraic loop is singular at this state",
+                               2: "the loop's solution or its derivatives are not finite at this state"}[code])
+        minimal = np.zeros((n, n + m))
+        minimal[:, :n] = np.eye(n)
+        xdot, J = c.rates(y, ydot, dydot, minimal)
+        res = {"xdot": xdot, "A": J[:, :n], "B": J[:, n:]}
+        if outputs:
+            rows = [k for _, k in self.outputs]
+            res.update(y=out[rows], C=dout[rows, :n], D=dout[rows, n:])
+        return res
+
+    def model(self, y) -> LinearModel:
+        """The :class:`LinearModel` at the state ``y`` and the current inputs."""
+        r = self.at(y)
+        return LinearModel(r["A"], r["B"], r["C"], r["D"], list(self.coords.state_names), self.input_names,
+                           self.output_names, np.array(y, dtype=float), self.u, r["y"], r["xdot"],
+                           native_state_names(self.system), CHART)
+
+
+def native_state_names(system: System) -> list:
+    """The system's own state names, ``block.state`` in state order (a base's quaternion
+    ``q_w .. q_z``)."""
+    return [f"{n}.{s}" for n in system.plan().order for s in system.blocks[n].state_names]
+
+
+def linearize(system, state=None, inputs=None, outputs=None) -> LinearModel:
+    """The linear model of ``system`` at ``state`` (the system's state vector; default its
+    initial state) and its current input values, equilibrium or not.
+
+    ``system``: a :class:`System`, or a :class:`~titop_fmu.cosim.CoSystem` of TITOP units
+    (its monolithic twin; outputs default to its record list). ``inputs``: the input
+    columns of ``B, D``, names of scalars or ports (``"balloon.ext.w[2]"``,
+    ``"slider.joint.tau"``), or a ``{name: value}`` dict that also sets their values;
+    default: every free input but constant motion vectors. ``outputs``: names of block
+    outputs (``"pendulum1.joint.q[3]"``, ``"balloon.c1.m"``).
+    """
+    system, recorded = as_system(system)
+    values = inputs if isinstance(inputs, dict) else None
+    lin = Linearizer(system, list(values) if values is not None else inputs,
+                     recorded if outputs is None else outputs)
+    if values is not None:
+        u = lin.u
+        for j, (name, _) in enumerate(lin.inputs):
+            for ref, v in values.items():
+                if ref == name:
+                    u[j] = v
+                elif name.startswith(ref + "["):                     # a whole port given as a vector
+                    u[j] = np.ravel(v)[int(name[len(ref) + 1:-1]) - 1]
+        lin.set_inputs(u)
+    y = lin.system.initial_state() if state is None else np.asarray(state, dtype=float)
+    if y.shape != (lin.coords.n_native,):
+        raise TitopError(f"the state has {y.size} values; the system has {lin.coords.n_native} states")
+    return lin.model(y)

@@ -1,0 +1,212 @@
+"""A linear model with its names (:class:`LinearModel`), its modes, and its files.
+
+``dx/dt = A dx + B du``, ``dy = C dx + D du``: deviations from the operating point, which
+the model carries (the system's state ``x0``, the input values ``u0``, the output values
+``y0`` and the minimal states' derivative ``xdot0``, zero at an equilibrium). Every
+matrix goes with the names of its rows and columns, in Python, in the printed mode table
+and in the files:
+
+* ``.mat`` (:func:`scipy.io.savemat`, MATLAB 5 format): the matrices ``A, B, C, D``, the
+  names as cell arrays of strings ``StateName, InputName, OutputName`` (the
+  ``ss`` property names of MATLAB's Control System Toolbox: ``sys = ss(A, B, C, D,
+  'StateName', StateName, 'InputName', InputName, 'OutputName', OutputName)``), the
+  operating point ``x0, u0, y0, xdot0``, ``x0_names`` (the system's own states) and the
+  chart ``chart`` (a string);
+* ``.npz`` (:func:`numpy.savez`): the same arrays, names as string arrays.
+
+:meth:`LinearModel.to_control` gives a ``control.StateSpace`` (python-control, the
+``linear`` extra) with the names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import TitopError
+
+#: eigenvalues below this times the largest one (and below 1e-6) count as zero
+ZERO = 1e-7
+
+
+@dataclass
+class Mode:
+    """One eigenvalue of ``A`` (of a complex pair, the one with ``Im >= 0``)."""
+
+    eigenvalue: complex
+    frequency: float         # natural frequency |lambda| [rad/s]
+    damping: float           # -Re(lambda) / |lambda| (1 for a real negative pole; nan at zero)
+    dominant: list           # [(state name, participation share)], largest first
+    multiplicity: int = 1    # 2 for a complex pair
+
+    @property
+    def hz(self) -> float:
+        return self.frequency / (2 * np.pi)
+
+
+@dataclass
+class LinearModel:
+    """``A, B, C, D`` with the names of states, inputs and outputs, and the operating point."""
+
+    A: np.ndarray
+    B: np.ndarray
+    C: np.ndarray
+    D: np.ndarray
+    states: list
+    inputs: list
+    outputs: list
+    x0: np.ndarray = field(default_factory=lambda: np.zeros(0))      # the system's state there
+    u0: np.ndarray = field(default_factory=lambda: np.zeros(0))      # the inputs' values
+    y0: np.ndarray = field(default_factory=lambda: np.zeros(0))      # the outputs' values
+    xdot0: np.ndarray = field(default_factory=lambda: np.zeros(0))   # minimal states' derivative
+    x0_names: list = field(default_factory=list)                     # the system's state names
+    chart: str = ""
+
+    @property
+    def eigenvalues(self) -> np.ndarray:
+        return np.linalg.eigvals(self.A) if len(self.A) else np.zeros(0, dtype=complex)
+
+    def modes(self, zero: float = ZERO) -> list:
+        """The modes, slowest first: one :class:`Mode` per real eigenvalue or complex pair,
+        the dominant states by participation factor ``|v_i w_i|`` (right and left
+        eigenvectors: independent of the states' units and scales). Eigenvalues with
+        ``|lambda| <= zero * max(1, max |lambda|)`` are zero (rigid-body and neutral modes)."""
+        if not len(self.A):
+            return []
+        lam, V = np.linalg.eig(self.A)
+        try:
+            W = np.linalg.inv(V)                     # rows: left eigenvectors, w_i V_i = 1
+            P = np.abs(V * W.T)
+        except np.linalg.LinAlgError:                # defective (a rigid-body double zero): right only
+            P = np.abs(V) ** 2
+        tol = zero * max(1.0, float(np.max(np.abs(lam))))
+        out = []
+        for i in np.argsort(np.abs(lam), kind="stable"):
+            l = lam[i]
+            if l.imag < -tol:                        # the pair is counted with its Im > 0 member
+                continue
+            pair = l.imag > tol
+            share = P[:, i] / P[:, i].sum() if P[:, i].sum() > 0 else P[:, i]
+            order = np.argsort(-share, kind="stable")
+            dominant = [(self.states[j], float(share[j])) for j in order[:3] if share[j] >= 0.1 or j == order[0]]
+            mag = abs(l)
+            if mag <= tol:
+                l, mag = 0j, 0.0
+            out.append(Mode(complex(l), mag, -l.real / mag if mag else float("nan"), dominant, 2 if pair else 1))
+        return out
+
+    def count_zero(self, zero: float = ZERO) -> int:
+        """The number of (near-)zero eigenvalues (:meth:`modes`' threshold)."""
+        lam = self.eigenvalues
+        return int(np.sum(np.abs(lam) <= zero * max(1.0, float(np.max(np.abs(lam), initial=0.0)))))
+
+    def modes_table(self, zero: float = ZERO) -> str:
+        """The modes as a text table: eigenvalue, natural frequency [Hz, rad/s], damping and
+        the dominant states (participation share)."""
+        rows = [f"{'eigenvalue':>26}  {'f [Hz]':>10}  {'w [rad/s]':>10}  {'damping':>8}  dominant states",
+                f"{'-' * 26}  {'-' * 10}  {'-' * 10}  {'-' * 8}  {'-' * 15}"]
+        for m in self.modes(zero):
+            lam = m.eigenvalue
+            text = f"{lam.real:.6g}" + (f" +/- {lam.imag:.6g}j" if m.multiplicity == 2 else "")
+            damping = "-" if np.isnan(m.damping) else f"{m.damping:.4f}"
+            dom = ", ".join(f"{n} ({s:.0%})" for n, s in m.dominant)
+            rows.append(f"{text:>26}  {m.hz:10.5g}  {m.frequency:10.5g}  {damping:>8}  {dom}")
+        n_zero = self.count_zero(zero)
+        rows.append(f"{len(self.A)} states, {n_zero} zero eigenvalue(s) (|lambda| <= {zero:g} max(1, |lambda|max))")
+        return "\n".join(rows)
+
+    def to_control(self):
+        """A ``control.StateSpace`` with the names (python-control, the ``linear`` extra)."""
+        try:
+            import control
+        except ImportError:
+            raise TitopError("python-control is not installed: pip install 'titop-fmu[linear]'") from None
+        return control.ss(self.A, self.B, self.C, self.D, states=list(self.states), inputs=list(self.inputs),
+                          outputs=list(self.outputs))
+
+    # -- files ---------------------------------------------------------------------------------
+    def arrays(self) -> dict:
+        """The model's arrays and names, as the files hold them."""
+        return {"A": self.A, "B": self.B, "C": self.C, "D": self.D, "StateName": list(self.states),
+                "InputName": list(self.inputs), "OutputName": list(self.outputs), "x0": self.x0,
+                "u0": self.u0, "y0": self.y0, "xdot0": self.xdot0, "x0_names": list(self.x0_names),
+                "chart": self.chart}
+
+    def save(self, path):
+        """Write the model to ``path``: ``.mat`` or ``.npz`` (the module docstring)."""
+        save_arrays(path, self.arrays())
+
+    @classmethod
+    def load(cls, path) -> LinearModel:
+        """The model written by :meth:`save`."""
+        d = load_arrays(path)
+        return cls(d["A"], d["B"], d["C"], d["D"], d["StateName"], d["InputName"], d["OutputName"],
+                   d["x0"], d["u0"], d["y0"], d["xdot0"], d["x0_names"], d["chart"])
+
+
+NAMES = ("StateName", "InputName", "OutputName", "x0_names")
+#: the shapes of the matrices (rows, columns) by their names' keys, to restore empty ones
+SHAPES = {"A": ("StateName", "StateName"), "B": ("StateName", "InputName"),
+          "C": ("OutputName", "StateName"), "D": ("OutputName", "InputName")}
+
+
+def save_arrays(path, d: dict):
+    """``d`` (arrays, lists of names, strings) to ``.mat`` (names as cell arrays of strings)
+    or ``.npz``; another suffix is an error."""
+    path = Path(path)
+    if path.suffix == ".mat":
+        from scipy.io import savemat
+        out = {}
+        for k, v in d.items():
+            if isinstance(v, list):
+                cell = np.empty((len(v), 1), dtype=object)          # a column cell array of char
+                cell[:, 0] = [str(s) for s in v]
+                out[k] = cell
+            else:
+                out[k] = v
+        savemat(path, out, do_compression=True, oned_as="column")
+    elif path.suffix == ".npz":
+        np.savez(path, **{k: np.array(v, dtype=str) if isinstance(v, list) else np.asarray(v)
+                          for k, v in d.items()})
+    else:
+        raise TitopError(f"{path}: unknown format {path.suffix!r}; write .mat or .npz")
+
+
+def load_arrays(path) -> dict:
+    """What :func:`save_arrays` wrote: arrays, lists of names (the keys in :data:`NAMES`),
+    strings."""
+    path = Path(path)
+    if path.suffix == ".mat":
+        from scipy.io import loadmat
+        raw = loadmat(path)
+        d = {}
+        for k, v in raw.items():
+            if k.startswith("__"):
+                continue
+            if v.dtype == object:                                    # a cell array of strings
+                d[k] = [str(np.ravel(c)[0]) if np.size(c) else "" for c in np.ravel(v)]
+            elif v.dtype.kind == "U":
+                d[k] = str(v[0]) if v.size else ""
+            else:
+                d[k] = v
+        for k in ("x0", "u0", "y0", "xdot0", "grid"):
+            if k in d and isinstance(d[k], np.ndarray) and d[k].ndim == 2 and 1 in d[k].shape:
+                d[k] = d[k].ravel()
+    elif path.suffix == ".npz":
+        with np.load(path) as z:
+            d = {k: z[k] for k in z.files}
+        for k, v in d.items():
+            if v.dtype.kind == "U":
+                d[k] = v.tolist() if v.ndim else str(v)
+    else:
+        raise TitopError(f"{path}: unknown format {path.suffix!r}; read .mat or .npz")
+    for k in NAMES:
+        if k in d and not isinstance(d[k], list):
+            d[k] = [] if np.size(d[k]) == 0 else [str(x) for x in np.ravel(d[k])]
+    for k, (r, c) in SHAPES.items():                  # empty matrices come back as (0, 0) or (1, 0)
+        if k in d and d[k].size == 0:
+            lead = d[k].shape[:-2] if d[k].ndim > 2 else ()
+            d[k] = np.zeros(lead + (len(d[r]), len(d[c])))
+    return d

@@ -1,0 +1,232 @@
+"""Equilibria of a TITOP system (:func:`trim`): a state where every acceleration is zero,
+found by Newton's method with exact Jacobians (:class:`~.linearize.Linearizer`).
+
+The conditions are the *dynamic* rows of the minimal state derivative: every base's
+spatial acceleration ``x'dot_P`` (6) and every joint's ``qdot`` and ``qddot``. A base's
+position and attitude rates are not conditions, so a steady motion whose twist is held,
+a body spinning at a constant rate about a principal axis for instance, is a (relative)
+equilibrium too.
+
+The unknowns are what is *free*: joint positions and velocities, a base's twist,
+position or attitude, input components (a thruster force, a joint torque); the rest is
+fixed where the given state and inputs put it. By default the free unknowns are every
+joint position and every floating base's attitude, less the attitude directions that
+do not change any acceleration at the start (*neutral*: the turn about the vertical under
+gravity, any turn without it): those, and the bases' positions, are held where they
+start. Steps are least-squares Newton steps with a backtracking line search, so a
+consistent over-determined set of conditions (a balanced force that the unknowns cannot
+change) is solved too. A free unknown along which the accelerations do not change is
+an error that names it (under-determined), and so is a residual that Newton cannot
+reduce to zero (no equilibrium), naming its largest conditions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import SolverError, TitopError
+from ..spatial import dcm_from_quat, left_jacobian, quat_exp, quat_multiply
+from .coordinates import BASE_STATES
+from .linearize import Linearizer, as_system
+
+#: the groups of a base's minimal coordinates a free name may give (its attitude: ``attitude``)
+BASE_GROUPS = {"v": (0, 3), "w": (3, 6), "twist": (0, 6), "r": (6, 9)}
+
+
+@dataclass
+class Equilibrium:
+    """A state of a system where the free unknowns make every acceleration zero."""
+
+    state: np.ndarray            # the system's state vector there
+    linearizer: Linearizer       # the system (its inputs at the values found) and its derivatives
+    free: list                   # the unknowns solved for (names of coordinates and inputs)
+    held: list = field(default_factory=list)     # the neutral directions held where they started
+    residual: float = 0.0        # the largest acceleration condition left
+    iterations: int = 0
+
+    @property
+    def system(self):
+        """The system with its inputs at the equilibrium's values."""
+        return self.linearizer.system
+
+    @property
+    def inputs(self) -> dict:
+        """``{input name: value}`` of the inputs of the search (the free ones and those named)."""
+        return dict(zip(self.linearizer.input_names, self.linearizer.u.tolist()))
+
+    def linearize(self, inputs=None, outputs=()):
+        """The :class:`~.model.LinearModel` at the equilibrium (:func:`~.linearize.linearize`)."""
+        from .linearize import linearize
+        return linearize(self.system, self.state, inputs, outputs)
+
+
+class _Unknowns:
+    """The free unknowns ``z`` and the state and inputs they make: minimal coordinates moved
+    additively from the start (positions, velocities), input values, and per free base
+    attitude the rotation vector ``rho`` (inertial frame) of the turn from the start,
+    ``P_b/i = e^{(*rho)} P_b/i,start``, along the directions that change the accelerations."""
+
+    def __init__(self, lin: Linearizer, free, y0):
+        c = lin.coords
+        self.lin, self.y0, self.u0 = lin, np.array(y0, dtype=float), lin.u
+        self.coord, self.input, self.names = [], [], []      # (position in z, minimal or input index)
+        self.attitude = []                                   # (base, native slice, minimal slice, z positions)
+        bases = {b: (s, ms) for b, s, ms in c.bases}
+        for ref in free:
+            block, _, var = ref.partition(".")
+            if ref in c.index and "rotvec" not in ref:
+                self.coord.append((len(self.names), c.index[ref]))
+                self.names.append(ref)
+            elif block in bases and var in BASE_GROUPS:
+                lo, hi = BASE_GROUPS[var]
+                for i in range(lo, hi):
+                    self.coord.append((len(self.names), bases[block][1].start + i))
+                    self.names.append(f"{block}.{BASE_STATES[i]}")
+            elif block in bases and var == "attitude":
+                self.attitude.append([block, *bases[block], list(range(len(self.names), len(self.names) + 3)),
+                                      np.eye(3)])
+                self.names += [f"{block}.attitude[{i}]" for i in "xyz"]
+            elif ref in lin.input_names:
+                self.input.append((len(self.names), lin.input_names.index(ref)))
+                self.names.append(ref)
+            else:
+                raise TitopError(f"unknown free unknown {ref!r}: a state such as {c.state_names[-1]!r}, a base's "
+                                 "v, w, twist, r or attitude (e.g. 'base.attitude'), or an input")
+        self.size = len(self.names)
+
+    def state(self, z) -> tuple:
+        """``(y, u)``: the system's state and the inputs' values at the unknowns ``z``."""
+        c = self.lin.coords
+        dx = np.zeros(c.n)
+        for k, i in self.coord:
+            dx[i] = z[k]
+        y = c.retract(self.y0, dx)                   # additive: no attitude moves here
+        for block, s, ms, pos, D in self.attitude:
+            q = quat_multiply(quat_exp(D.dot(z[pos[:D.shape[1]]])), self.y0[s.start + 9:s.start + 13])
+            y[s.start + 9:s.start + 13] = q / np.linalg.norm(q)
+        u = self.u0.copy()
+        for k, j in self.input:
+            u[j] += z[k]
+        return y, u
+
+    def columns(self, z, y) -> np.ndarray:
+        """``(n + m, size)``: d(minimal coordinates, inputs)/dz at ``z`` (the state ``y``): the
+        attitude's as body-frame rotation vectors ``P_b/i^T J_l(rho) d`` (:func:`left_jacobian`)."""
+        n = self.lin.coords.n
+        E = np.zeros((n + len(self.lin.inputs), self.size))
+        for k, i in self.coord:
+            E[i, k] = 1.0
+        for k, j in self.input:
+            E[n + j, k] = 1.0
+        for block, s, ms, pos, D in self.attitude:
+            P = dcm_from_quat(y[s.start + 9:s.start + 13])
+            Jl = left_jacobian(D.dot(z[pos[:D.shape[1]]]))
+            for j in range(D.shape[1]):
+                E[ms.start + 9:ms.start + 12, pos[j]] = P.T.dot(Jl.dot(D[:, j]))
+        return E
+
+
+def _rows(lin: Linearizer) -> tuple:
+    """``(positions, names)`` of the conditions in the minimal state derivative: each base's
+    ``x'dot_P`` and each joint's ``qdot, qddot``."""
+    c = lin.coords
+    pos = [k for _, _, ms in c.bases for k in range(ms.start, ms.start + 6)]
+    pos += [k for _, _, ms in c.joints for k in range(ms.start, ms.stop)]
+    pos.sort()
+    return np.array(pos, dtype=int), [f"d({c.state_names[k]})/dt" for k in pos]
+
+
+def default_free(lin: Linearizer) -> list:
+    """Every joint's position and every floating base's attitude."""
+    from ..blocks import FloatingBase
+    bases = [b for b, _, _ in lin.coords.bases if isinstance(lin.system.blocks[b], FloatingBase)]
+    return [f"{j}.q" for j, _, _ in lin.coords.joints] + [f"{b}.attitude" for b in bases]
+
+
+def trim(system, state=None, free=None, inputs=None, tol: float = 1e-10, max_iter: int = 50) -> Equilibrium:
+    """An equilibrium of ``system`` (a :class:`~titop_fmu.system.System` or a
+    :class:`~titop_fmu.cosim.CoSystem` of TITOP units) near ``state`` (default: its initial
+    state): every base's spatial acceleration and every joint's velocity and acceleration
+    zero to ``tol``, the ``free`` unknowns solved for (the module docstring; default: every
+    joint position and base attitude, neutral directions held). ``inputs``: values of
+    inputs for the search, ``{name: value}`` (a free input starts there).
+    :class:`~titop_fmu.errors.SolverError` when there is none or it is under-determined."""
+    system, _ = as_system(system)
+    inputs = dict(inputs or {})
+    probe = Linearizer(system, [], ())
+    free = default_free(probe) if free is None else list(free)
+    input_names = [f for f in free if f not in probe.coords.index and f.partition(".")[2] not in
+                   (*BASE_GROUPS, "attitude")]
+    lin = Linearizer(system, list(dict.fromkeys([*input_names, *inputs])), ())
+    u = lin.u
+    for j, name in enumerate(lin.input_names):
+        u[j] = inputs.get(name, u[j])
+    lin.set_inputs(u)
+    y = lin.system.initial_state() if state is None else np.array(state, dtype=float)
+    if y.shape != (lin.coords.n_native,):
+        raise TitopError(f"the state has {y.size} values; the system has {lin.coords.n_native} states")
+    unknowns = _Unknowns(lin, free, y)
+    rows, row_names = _rows(lin)
+
+    def evaluate(z):
+        y, u = unknowns.state(z)
+        lin.set_inputs(u)
+        r = lin.at(y, outputs=False)
+        return y, r["xdot"][rows], np.hstack([r["A"], r["B"]])[rows]
+
+    # the neutral attitude directions: the turns about inertial axes that change no condition
+    z = np.zeros(unknowns.size)
+    y, R, J = evaluate(z)
+    held = [f"{b}.r (position)" for b, _, _ in lin.coords.bases if f"{b}.r" not in free]
+    scale = max(1.0, float(np.max(np.abs(J), initial=0.0)))
+    E = unknowns.columns(z, y)
+    inactive = set()
+    for group in unknowns.attitude:
+        block, _, _, pos, _ = group
+        _, sv, Vt = np.linalg.svd(J.dot(E[:, pos]))
+        keep = sv > 1e-9 * scale
+        group[4] = Vt[keep].T.copy()                                  # the turns that act, inertial frame
+        inactive.update(pos[int(keep.sum()):])
+        held += [f"{block}: turn about {np.round(v, 12).tolist()} (inertial frame)" for v in Vt[~keep]]
+    active = np.array([k for k in range(unknowns.size) if k not in inactive], dtype=int)
+    names = [unknowns.names[k] for k in active]
+
+    it = 0
+    norm = float(np.max(np.abs(R), initial=0.0))
+    while norm > tol and it < max_iter:
+        it += 1
+        Jz = J.dot(unknowns.columns(z, y)[:, active])
+        step = np.linalg.lstsq(Jz, -R, rcond=None)[0] if Jz.size else np.zeros(0)
+        alpha = 1.0
+        while alpha >= 1e-6:
+            trial = z.copy()
+            trial[active] += alpha * step
+            try:
+                y_new, R_new, J_new = evaluate(trial)
+            except SolverError:
+                R_new = None
+            if R_new is not None and np.max(np.abs(R_new)) < (1 - 1e-4 * alpha) * norm:
+                break
+            alpha *= 0.5
+        else:
+            break
+        z, y, R, J = trial, y_new, R_new, J_new
+        norm = float(np.max(np.abs(R)))
+    _, u = unknowns.state(z)
+    lin.set_inputs(u)
+    Jz = J.dot(unknowns.columns(z, y)[:, active])
+    if Jz.shape[1]:
+        _, sv, Vt = np.linalg.svd(Jz, full_matrices=False)
+        if sv.min() <= 1e-9 * max(1.0, sv.max()):
+            v = Vt[-1]
+            which = [names[j] for j in np.flatnonzero(np.abs(v) > 0.1 * np.abs(v).max())]
+            raise SolverError("the equilibrium is under-determined: the accelerations do not change along a "
+                              f"combination of the free unknowns {which}; fix one of them (or free fewer)")
+    if norm > tol:
+        worst = [row_names[k] for k in np.argsort(-np.abs(R))[:3] if abs(R[k]) > tol]
+        raise SolverError(f"no equilibrium found with the free unknowns {names}: after {it} Newton steps the "
+                          f"accelerations stay at {norm:.3g} ({', '.join(worst)}); free what balances them (an "
+                          "input, a position) or start closer")
+    return Equilibrium(y, lin, names, held, norm, it)
