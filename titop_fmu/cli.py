@@ -1,5 +1,5 @@
 """Command line: ``titop-fmu simulate | sweep | report | animate | plot | build | export | models |
-validate``.
+linearize | validate``.
 
 Every option is checked before any work (a one-line error, exit code 2); a
 result file is written whole at the end or not at all; Ctrl-C stops a run
@@ -323,6 +323,50 @@ def cmd_models(args):
     print(describe(args.name) if args.name else listing())
 
 
+def _system_of(args):
+    """The :class:`~titop_fmu.cosim.CoSystem` of ``SYSTEM``: the built-in balloon with its
+    ``--set`` overrides, or a system file."""
+    from .cosim import systemfile
+    if args.system == "balloon":
+        return balloon.system(balloon.checked(parse_set(args.set, balloon.DEFAULTS)))
+    if not Path(args.system).is_file():
+        raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file")
+    if args.set:
+        raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
+    return systemfile.read(args.system).system
+
+
+def cmd_linearize(args):
+    """``titop-fmu linearize SYSTEM [--trim [FREE ...]] [--inputs ...] [--outputs ...] --out FILE``:
+    the linear model at the system's initial state or at the equilibrium found from it."""
+    from .linear import linearize
+    from .linear.trim import trim
+    out = writable_file("--out", args.out)
+    if out.suffix not in (".mat", ".npz"):
+        raise TitopError(f"--out {out}: write a .mat or a .npz file")
+    cs = _system_of(args)
+    outputs = list(cs.recorded) if args.outputs is None else args.outputs
+    state, system = None, cs
+    if args.trim is not None:
+        eq = trim(cs, free=args.trim or None)
+        if not args.quiet:
+            print(f"equilibrium: {len(eq.free)} free unknown(s) {', '.join(eq.free)}; held: "
+                  f"{'; '.join(eq.held) or 'nothing'}; accelerations <= {eq.residual:.2g} after "
+                  f"{eq.iterations} Newton step(s)")
+            found = eq.inputs
+            for name in eq.free:
+                if name in found:
+                    print(f"  {name} = {found[name]:.12g}")
+        state, system = eq.state, eq.system
+    model = linearize(system, state, args.inputs, outputs)
+    model.save(out)
+    if not args.quiet:
+        print(model.modes_table())
+        print(f"wrote {out}: A {model.A.shape[0]}x{model.A.shape[1]}, B {model.B.shape[0]}x{model.B.shape[1]}, "
+              f"C {model.C.shape[0]}x{model.C.shape[1]}, D {model.D.shape[0]}x{model.D.shape[1]}, with the names "
+              "of states, inputs and outputs")
+
+
 def cmd_validate(args):
     from .validate import validate
     _number("--stop", args.stop)
@@ -515,6 +559,27 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("models", help="list the TITOP models (block kinds), or one model's ports and parameters")
     p.add_argument("name", nargs="?", help="a model identifier, e.g. revolute_c1 (default: list them all)")
     p.set_defaults(func=cmd_models)
+
+
+
+    p = sub.add_parser("linearize", help="the linear model (A, B, C, D with names, and its modes) at the initial "
+                                         "state or at an equilibrium; writes .mat or .npz")
+    p.add_argument("system", help="'balloon' (with --set) or a system file (TOML or JSON, see examples/)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override a balloon scenario value, as for simulate (repeatable)")
+    p.add_argument("--trim", nargs="*", metavar="FREE",
+                   help="first find an equilibrium near the initial state; FREE: the unknowns (a state such as "
+                        "slider.q, a base's v, w, r or attitude, an input such as balloon.ext.w[2]); none given: "
+                        "every joint position and base attitude, the neutral directions held")
+    p.add_argument("--inputs", nargs="+", metavar="NAME",
+                   help="the inputs (columns of B and D): scalars or ports, e.g. balloon.ext.w slider.joint.tau "
+                        "(default: every free input)")
+    p.add_argument("--outputs", nargs="*", metavar="NAME",
+                   help="the outputs (rows of C and D): block outputs, e.g. pendulum1.joint.q[3] balloon.c1.m "
+                        "(default: the system's record list)")
+    p.add_argument("--out", required=True, help="the file to write: FILE.mat (MATLAB) or FILE.npz")
+    p.add_argument("--quiet", action="store_true", help="print nothing")
+    p.set_defaults(func=cmd_linearize)
 
     p = sub.add_parser("validate", help="compare the balloon runs with every reference; write a report")
     p.add_argument("--out", default="validation-report", help="report folder (default validation-report/)")

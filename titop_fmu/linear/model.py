@@ -107,7 +107,14 @@ class LinearModel:
         the dominant states (participation share)."""
         rows = [f"{'eigenvalue':>26}  {'f [Hz]':>10}  {'w [rad/s]':>10}  {'damping':>8}  dominant states",
                 f"{'-' * 26}  {'-' * 10}  {'-' * 10}  {'-' * 8}  {'-' * 15}"]
-        for m in self.modes(zero):
+        modes = self.modes(zero)
+        zeros = [m for m in modes if m.frequency == 0.0]
+        if zeros:                               # the rigid-body and neutral modes, on one line
+            states = list(dict.fromkeys(n for m in zeros for n, _ in m.dominant))
+            rows.append(f"{f'0 (x{len(zeros)})':>26}  {0:10.5g}  {0:10.5g}  {'-':>8}  " + ", ".join(states))
+        for m in modes:
+            if m.frequency == 0.0:
+                continue
             lam = m.eigenvalue
             text = f"{lam.real:.6g}" + (f" +/- {lam.imag:.6g}j" if m.multiplicity == 2 else "")
             damping = "-" if np.isnan(m.damping) else f"{m.damping:.4f}"

@@ -31,6 +31,9 @@ from ..spatial import dcm_from_quat, left_jacobian, quat_exp, quat_multiply
 from .coordinates import BASE_STATES
 from .linearize import Linearizer, as_system
 
+#: the largest change of an unknown in one Newton step (rad, m, m/s, or the input's unit): far
+#: from an equilibrium a full step of a pendulum-like problem jumps by radians, past it
+MAX_STEP = 0.5
 #: the groups of a base's minimal coordinates a free name may give (its attitude: ``attitude``)
 BASE_GROUPS = {"v": (0, 3), "w": (3, 6), "twist": (0, 6), "r": (6, 9)}
 
@@ -139,10 +142,11 @@ def _rows(lin: Linearizer) -> tuple:
 
 
 def default_free(lin: Linearizer) -> list:
-    """Every joint's position and every floating base's attitude."""
+    """Every joint's position and velocity and every floating base's attitude (the bases'
+    twists stay as given: zero for a state of rest, a steady spin for a relative equilibrium)."""
     from ..blocks import FloatingBase
     bases = [b for b, _, _ in lin.coords.bases if isinstance(lin.system.blocks[b], FloatingBase)]
-    return [f"{j}.q" for j, _, _ in lin.coords.joints] + [f"{b}.attitude" for b in bases]
+    return [f"{j}.{x}" for j, _, _ in lin.coords.joints for x in ("q", "qd")] + [f"{b}.attitude" for b in bases]
 
 
 def trim(system, state=None, free=None, inputs=None, tol: float = 1e-10, max_iter: int = 50) -> Equilibrium:
@@ -189,7 +193,8 @@ def trim(system, state=None, free=None, inputs=None, tol: float = 1e-10, max_ite
         keep = sv > 1e-9 * scale
         group[4] = Vt[keep].T.copy()                                  # the turns that act, inertial frame
         inactive.update(pos[int(keep.sum()):])
-        held += [f"{block}: turn about {np.round(v, 12).tolist()} (inertial frame)" for v in Vt[~keep]]
+        held += [f"{block}: turn about {(np.round(v * np.sign(v[np.argmax(np.abs(v))]), 12) + 0.0).tolist()} "
+                 "(inertial frame)" for v in Vt[~keep]]
     active = np.array([k for k in range(unknowns.size) if k not in inactive], dtype=int)
     names = [unknowns.names[k] for k in active]
 
@@ -199,7 +204,7 @@ def trim(system, state=None, free=None, inputs=None, tol: float = 1e-10, max_ite
         it += 1
         Jz = J.dot(unknowns.columns(z, y)[:, active])
         step = np.linalg.lstsq(Jz, -R, rcond=None)[0] if Jz.size else np.zeros(0)
-        alpha = 1.0
+        alpha = min(1.0, MAX_STEP / max(float(np.max(np.abs(step), initial=0.0)), 1e-300))
         while alpha >= 1e-6:
             trial = z.copy()
             trial[active] += alpha * step
@@ -207,7 +212,7 @@ def trim(system, state=None, free=None, inputs=None, tol: float = 1e-10, max_ite
                 y_new, R_new, J_new = evaluate(trial)
             except SolverError:
                 R_new = None
-            if R_new is not None and np.max(np.abs(R_new)) < (1 - 1e-4 * alpha) * norm:
+            if R_new is not None and np.linalg.norm(R_new) < (1 - 1e-4 * alpha) * np.linalg.norm(R):
                 break
             alpha *= 0.5
         else:
