@@ -15,7 +15,7 @@ and in the files:
 * ``.npz`` (:func:`numpy.savez`): the same arrays, names as string arrays.
 
 :meth:`LinearModel.to_control` gives a ``control.StateSpace`` (python-control, the
-``linear`` extra) with the names.
+``linear`` extra) with the names (``.`` written ``_``, which python-control reserves).
 """
 
 from __future__ import annotations
@@ -125,13 +125,16 @@ class LinearModel:
         return "\n".join(rows)
 
     def to_control(self):
-        """A ``control.StateSpace`` with the names (python-control, the ``linear`` extra)."""
+        """A ``control.StateSpace`` with the names, ``.`` written ``_`` (python-control reserves
+        ``.`` for ``subsystem.signal``): ``balloon_ext_w[2]`` (the ``linear`` extra)."""
         try:
             import control
         except ImportError:
             raise TitopError("python-control is not installed: pip install 'titop-fmu[linear]'") from None
-        return control.ss(self.A, self.B, self.C, self.D, states=list(self.states), inputs=list(self.inputs),
-                          outputs=list(self.outputs))
+        def names(v):                       # python-control reserves '.' (subsystem.signal): '_' instead
+            return [n.replace(".", "_") for n in v]
+        return control.ss(self.A, self.B, self.C, self.D, states=names(self.states), inputs=names(self.inputs),
+                          outputs=names(self.outputs))
 
     # -- files ---------------------------------------------------------------------------------
     def arrays(self) -> dict:

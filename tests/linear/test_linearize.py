@@ -1,0 +1,146 @@
+"""Exact linearization (titop_fmu.linear.linearize) against finite differences of the NumPy
+blocks, through the chart written again in tests/support/linear_checks.py: at states that
+are not equilibria (moving, spinning, tumbling), on the spacecraft file and on random trees
+of every block type; the model's files and names."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+
+from linear_checks import fd_model
+from titop_fmu.cosim import systemfile
+from titop_fmu.errors import ConnectionError_, TitopError
+from titop_fmu.linear import LinearModel, Linearizer, linearize
+from titop_fmu.linear.coordinates import resolve_inputs, with_inputs
+from titop_fmu.scenarios import balloon
+from titop_fmu.spatial import dcm_from_quat, euler_from_dcm
+from titop_fmu.titop.monolithic import twin
+from tests.physics.test_loop_solve import random_state, random_system
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.filterwarnings("ignore::titop_fmu.errors.ParameterWarning")
+
+
+def assert_matrices_match(model, system, y, rtol=1e-7):
+    """``A, B, C, D`` of ``model`` equal to finite differences at ``y`` of the NumPy blocks of
+    ``system`` (which must hold a value for every input of the model)."""
+    inputs = resolve_inputs(system, model.inputs)
+    ref = fd_model(system, y, inputs, model.outputs)
+    for name, ours, fd in zip("ABCD", (model.A, model.B, model.C, model.D), ref):
+        assert ours.shape == fd.shape
+        scale = max(1.0, float(np.max(np.abs(fd), initial=0.0)))
+        err = float(np.max(np.abs(ours - fd), initial=0.0))
+        assert err <= rtol * scale, f"{name}: {err:.2e} > {rtol:g} * {scale:.3g}"
+
+
+def test_the_spacecraft_moving_near_gimbal_lock_linearizes_to_its_finite_differences():
+    """examples/spacecraft.toml at t = 12.24 s: the bus within half a degree of gimbal lock,
+    spinning (the co-rotating attitude chart), every joint moving; every input (thrust
+    wrench in the body frame, joint efforts) and every recorded output."""
+    cs = systemfile.read(ROOT / "examples" / "spacecraft.toml").system
+    s = twin(cs)
+    y = s.simulate(12.24, 12.24, rtol=1e-11, atol=1e-11).y[-1]
+    Theta = euler_from_dcm(dcm_from_quat(y[s.state_slice("bus")][9:13]))
+    assert abs(abs(Theta[1]) - np.pi / 2) < np.radians(0.5)             # near gimbal lock
+    model = linearize(cs, y)
+    assert model.outputs == [*cs.recorded]
+    assert "bus.ext.w[5]" in model.inputs and "link3.joint.tau" in model.inputs
+    system = with_inputs(s, {(b, p) for _, (b, p, _) in resolve_inputs(s, model.inputs)})
+    assert_matrices_match(model, system, y)
+    assert np.abs(model.xdot0).max() > 0.1                              # not an equilibrium
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_trees_linearize_to_their_finite_differences(seed):
+    """Floating and imposed-motion bases, welded, revolute and prismatic bodies forward and
+    inverse, loop closures, free child wrenches and a constant motion vector as inputs."""
+    rng = np.random.default_rng(seed)
+    s = random_system(rng, int(rng.integers(5, 10)), "recursive")
+    y = 0.3 * random_state(rng, s)
+    for name, b in s.blocks.items():
+        if b.n_states == 13:
+            y[s.state_slice(name)][9:13] /= np.linalg.norm(y[s.state_slice(name)][9:13])
+    outputs = [f"{n}.{p}[{k}]" for n, b in s.blocks.items() for p, size in b.outputs_spec.items()
+               for k in (1, size) if size > 1][::3]
+    model = linearize(s, y, outputs=outputs)
+    assert any(i.endswith(".m[1]") for i in linearize(s, y, inputs=["closure2.r.m"]).inputs)
+    assert_matrices_match(model, s, y, rtol=2e-7)
+
+
+def test_names_and_sizes():
+    model = linearize(balloon.system(), inputs=["balloon.ext.w[2]", "slider.joint.tau"],
+                      outputs=["pendulum1.joint.q[3]", "balloon.c1.m"])
+    assert model.states[:12] == [f"balloon.{s}" for s in ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y",
+                                                          "r_z", "rotvec_x", "rotvec_y", "rotvec_z")]
+    assert model.states[12:] == ["slider.q", "slider.qd", "pendulum1.q", "pendulum1.qd", "pendulum2.q", "pendulum2.qd"]
+    assert model.inputs == ["balloon.ext.w[2]", "slider.joint.tau"]
+    assert model.outputs == ["pendulum1.joint.q[3]"] + [f"balloon.c1.m[{k}]" for k in range(1, 19)]
+    assert model.A.shape == (18, 18) and model.B.shape == (18, 2) and model.C.shape == (19, 18)
+    assert model.y0[0] == pytest.approx(np.radians(170))
+    assert "rotvec" in model.chart and len(model.x0_names) == 19
+
+
+def test_inputs_given_values_set_the_operating_point():
+    s = balloon.build()
+    at = linearize(s, inputs={"slider.joint.tau": 3.0, "balloon.ext.w": [0, 100, 0, 0, 0, 0]})
+    assert at.inputs[0] == "slider.joint.tau" and at.u0.tolist() == [3.0, 0, 100, 0, 0, 0, 0]
+    plain = linearize(s, inputs=["balloon.ext.w", "slider.joint.tau"])
+    assert plain.u0[1] == pytest.approx(156.96) and plain.u0[6] == 0.0
+    assert not np.allclose(at.xdot0, plain.xdot0)
+    assert "slider.joint.tau" not in s.values and (("slider", "joint.tau") not in s.values)   # not changed
+
+
+def test_errors_name_what_is_wrong():
+    s = balloon.build()
+    with pytest.raises(ConnectionError_, match=r"unknown input 'balloon.ext.f'.*balloon.ext.w"):
+        linearize(s, inputs=["balloon.ext.f"])
+    with pytest.raises(ConnectionError_, match=r"unknown output 'slider.joint.q\[4\]'"):
+        linearize(s, outputs=["slider.joint.q[4]"])
+    with pytest.raises(TitopError, match="the state has 3 values; the system has 19 states"):
+        linearize(s, [0.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize("suffix", [".mat", ".npz"])
+def test_files_keep_the_matrices_and_names(tmp_path, suffix):
+    model = linearize(balloon.system())
+    path = tmp_path / f"lin{suffix}"
+    model.save(path)
+    back = LinearModel.load(path)
+    for k in ("A", "B", "C", "D", "x0", "u0", "y0", "xdot0"):
+        assert np.array_equal(getattr(back, k), getattr(model, k)), k
+    assert (back.states, back.inputs, back.outputs, back.x0_names, back.chart) == \
+        (model.states, model.inputs, model.outputs, model.x0_names, model.chart)
+    if suffix == ".mat":                                   # what MATLAB users load: cell arrays of char
+        raw = scipy.io.loadmat(path)
+        assert raw["StateName"].dtype == object and raw["StateName"].shape == (18, 1)
+        assert str(raw["InputName"][6, 0][0]) == "slider.joint.tau"
+    with pytest.raises(TitopError, match="write .mat or .npz"):
+        model.save(tmp_path / "lin.txt")
+
+
+def test_empty_inputs_and_outputs_round_trip(tmp_path):
+    model = linearize(balloon.system(), inputs=[], outputs=[])
+    for suffix in (".mat", ".npz"):
+        model.save(tmp_path / f"e{suffix}")
+        back = LinearModel.load(tmp_path / f"e{suffix}")
+        assert back.B.shape == (18, 0) and back.C.shape == (0, 18) and back.D.shape == (0, 0)
+
+
+def test_python_control_state_space_carries_the_names():
+    control = pytest.importorskip("control")
+    model = linearize(balloon.system(), inputs=["slider.joint.tau"], outputs=["slider.joint.q[3]"])
+    sys = model.to_control()
+    assert isinstance(sys, control.StateSpace)
+    assert sys.state_labels == [n.replace(".", "_") for n in model.states]     # python-control reserves '.'
+    assert sys.input_labels == ["slider_joint_tau"] and sys.output_labels == ["slider_joint_q[3]"]
+    assert np.allclose(np.sort_complex(sys.poles()), np.sort_complex(model.eigenvalues))
+
+
+def test_a_linearizer_is_reused_along_input_values():
+    lin = Linearizer(balloon.build(), ["balloon.ext.w[2]"], [])
+    a = lin.at(lin.system.initial_state(), outputs=False)
+    lin.set_inputs([0.0])
+    b = lin.at(lin.system.initial_state(), outputs=False)
+    assert b["xdot"][1] == pytest.approx(a["xdot"][1] - 156.96 * a["B"][1, 0], abs=1e-12)   # affine in ext.w
