@@ -170,6 +170,33 @@ def accelerations(params, r, P_bi, v_b, w_b, q, qd):
     return a[0:3].copy(), a[3:6].copy(), a[6:9].copy()
 
 
+def linearization(params, r, P_bi, v_b, w_b, q, qd):
+    """``A`` (18 x 18) of ``d/dt [dq; v]`` at a state of rest (``v = 0``), ``dq`` Pinocchio's
+    tangent of the configuration (the balloon's translation and rotation in its LOCAL frame,
+    then the joints): ``[[0, 1], [ddq/dq, ddq/dv]]`` from ``computeABADerivatives``, with
+    what it holds constant added through ``M^-1``: the spring and dampers of the joints,
+    and the buoyancy, fixed in ``R_i``, turning by ``-dphi`` in the balloon frame."""
+    ctx = _context(params)
+    quat = _dcm_to_quat(P_bi)
+    qpin = _pin_q(np.asarray(r, float), quat, np.asarray(q, float))
+    vpin = np.concatenate([v_b, w_b, qd])
+    tau = np.concatenate([np.zeros(6), ctx.joint_torques(q, qd)])
+    pin.computeABADerivatives(ctx.model, ctx.data, qpin, vpin, tau, ctx.fext(np.asarray(P_bi, float)))
+    Minv = np.triu(ctx.data.Minv) + np.triu(ctx.data.Minv, 1).T
+    p = ctx.p
+    dtau_dq, dtau_dv = np.zeros((9, 9)), np.zeros((9, 9))
+    dtau_dq[6, 6] = -p["k"]
+    dtau_dv[6, 6], dtau_dv[7, 7], dtau_dv[8, 8] = -p["d_s"], -p["d_p1"], -p["d_p2"]
+    F = np.asarray(P_bi, float).T @ ctx.F_buoy                        # buoyancy in the balloon frame
+    dfext = np.zeros((9, 9))
+    dfext[0:3, 3:6] = [[0.0, -F[2], F[1]], [F[2], 0.0, -F[0]], [-F[1], F[0], 0.0]]
+    A = np.zeros((18, 18))
+    A[:9, 9:] = np.eye(9)
+    A[9:, :9] = ctx.data.ddq_dq + Minv @ (dtau_dq + dfext)
+    A[9:, 9:] = ctx.data.ddq_dv + Minv @ dtau_dv
+    return A
+
+
 def energy(params, r, P_bi, v_b, w_b, q, qd):
     """Total mechanical energy: kinetic + gravity + buoyancy (-F.r_B) + spring."""
     ctx = _context(params)
