@@ -442,7 +442,8 @@ def chart_rate_jacobian(omega0):
     e^{(*phi)}`` with ``P_ref = P_b/i,0 e^{t (*omega0)}``: ``phidot = J_r(phi)^-1 (omega -
     e^{-(*phi)} omega0) = (omega - omega0) + phi x omega0 + O(2)`` (``J_r`` the right Jacobian
     of SO(3)), so ``-(*omega0)``, and ``d phidot / d omega = 1``. At rest (``omega0 = 0``) the
-    chart is fixed; turning, a relative equilibrium (a steady spin) is a fixed point of it."""
+    chart is fixed; turning, a relative equilibrium (a steady spin) is a fixed point of it.
+    The same for a vector ``rho`` seen from a frame turning at ``omega0``: ``-(*omega0) rho``."""
     return -skew(omega0)
 
 

@@ -5,7 +5,8 @@ The finite differences perturb the minimal coordinates as their definition says,
 here again: a base's twist and position additively, its attitude ``P = P0 e^{(*phi)}``
 (``q0 (x) [cos |phi|/2, sin |phi|/2 phi/|phi|]``), joints additively; and the attitude rate
 is the co-rotating chart's, ``phidot = J_r(phi)^-1 (omega - e^{-(*phi)} omega0)``
-(``omega0`` the operating body rate), with ``J_r^-1`` in closed form."""
+(``omega0`` the operating body rate), with ``J_r^-1`` in closed form, and the position's
+from the reference moving on at ``v0``, ``rhodot = d[IP]/dt - P0 v0 - (P0 omega0) x rho``."""
 
 import numpy as np
 
@@ -76,9 +77,11 @@ def rates(system, y0, dx):
     out, k = [], 0
     for _, s, kind in layout(system):
         if kind == "base":
-            phi = dx[k + 9:k + 12]
-            omega, omega0 = y[s.start + 3:s.start + 6], y0[s.start + 3:s.start + 6]
-            out += [ydot[s.start:s.start + 9], _jr_inv(phi) @ (omega - _expm3(-phi) @ omega0)]
+            phi, rho = dx[k + 9:k + 12], dx[k + 6:k + 9]
+            omega, omega0, v0 = y[s.start + 3:s.start + 6], y0[s.start + 3:s.start + 6], y0[s.start:s.start + 3]
+            P0 = _dcm(y0[s.start + 9:s.start + 13])
+            rhodot = ydot[s.start + 6:s.start + 9] - P0 @ v0 - np.cross(P0 @ omega0, rho)
+            out += [ydot[s.start:s.start + 6], rhodot, _jr_inv(phi) @ (omega - _expm3(-phi) @ omega0)]
             k += 12
         else:
             out.append(ydot[s])
@@ -140,3 +143,40 @@ def compare_eigenvalues(ours, reference, zero=1e-6):
         worst = max(worst, abs(x - b[j]) / abs(b[j]))
         b.pop(j)
     return worst, int(np.sum(np.abs(ours) <= tol)), int(np.sum(np.abs(reference) <= tol))
+
+
+def _log3(R):
+    """The rotation vector of the rotation matrix ``R`` (small to moderate angles)."""
+    c = np.clip(0.5 * (np.trace(R) - 1.0), -1.0, 1.0)
+    a = np.arccos(c)
+    v = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    return 0.5 * v if a < 1e-8 else a / (2 * np.sin(a)) * v
+
+
+def _dcm(q):
+    w, x, y, z = q / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def difference(system, y, y0, t=0.0):
+    """The minimal coordinates of the state ``y`` at time ``t`` in the chart of the operating
+    point ``y0`` (the inverse of :func:`perturbed`): the attitude relative to the reference
+    ``P0 e^{t (*omega0)}`` turning at the operating body rate, the position from the reference
+    ``[IP]_0 + int P_ref v0`` in the inertial frame turned with it, ``P0 P_ref^T (...)``."""
+    out = []
+    for _, s, kind in layout(system):
+        if kind == "base":
+            P0, v0, omega0 = _dcm(y0[s.start + 9:s.start + 13]), y0[s.start:s.start + 3], y0[s.start + 3:s.start + 6]
+            ref = P0 @ _expm3(t * omega0)
+            a, K = np.linalg.norm(omega0), _skew(omega0)
+            integral = t * np.eye(3) if a == 0 else \
+                t * np.eye(3) + (1 - np.cos(a * t)) / a ** 2 * K + (a * t - np.sin(a * t)) / a ** 3 * K @ K
+            r_ref = y0[s.start + 6:s.start + 9] + P0 @ integral @ v0
+            rho = P0 @ ref.T @ (y[s.start + 6:s.start + 9] - r_ref)
+            out += [y[s.start:s.start + 6] - y0[s.start:s.start + 6], rho,
+                    _log3(ref.T @ _dcm(y[s.start + 9:s.start + 13]))]
+        else:
+            out.append(y[s] - y0[s])
+    return np.concatenate(out)

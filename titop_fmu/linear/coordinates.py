@@ -3,19 +3,23 @@ named outputs, and the maps between the system's states and the minimal ones.
 
 States. A :class:`~titop_fmu.system.System` integrates a floating (or imposed-motion) base
 as its twist, its position and a unit quaternion (13 numbers, one constraint); a linear
-model has 12 minimal coordinates instead:
+model has 12 minimal coordinates instead, deviations from the *reference motion*: the
+operating point moving on with its twist held, ``P_ref(t) = P_b/i,0 e^{t (*omega0)}``,
+``[IP]_ref(t) = [IP]_0 + int P_ref v0`` (``v0, omega0`` the operating twist, body frame).
+At rest the reference stands still; about a steady spin (a relative equilibrium) it turns
+with the body, and the model has constant coefficients:
 
 * ``<base>.v_x, v_y, v_z, w_x, w_y, w_z``: the twist ``x'_P = [v_P; omega]`` at ``P`` in the
   body frame (as the system's states);
-* ``<base>.r_x, r_y, r_z``: ``[IP]_Ri``, the position of ``P`` in the inertial frame;
+* ``<base>.r_x, r_y, r_z``: the position of ``P`` from the reference, in the inertial frame
+  turned with the reference, ``rho = P_b/i,0 P_ref(t)^T ([IP] - [IP]_ref(t))``: at rest
+  ``[IP]_Ri - [IP]_0``; ``rhodot = P_b/i,0 (e^{(*phi)} v - v0) - (P_b/i,0 omega0) x rho``;
 * ``<base>.rotvec_x, rotvec_y, rotvec_z``: the attitude chart, the rotation vector ``phi``
-  (body frame) of the deviation from the reference attitude, ``P_b/i = P_ref(t) e^{(*phi)}``
-  with ``P_ref(t) = P_b/i,0 e^{t (*omega0)}``: the operating attitude, turning at the
-  operating angular velocity ``omega0`` (body frame). ``phi = 0`` at the operating point
-  (:func:`~titop_fmu.spatial.quat_chart`); at rest the chart is fixed, and a steady spin (a
-  relative equilibrium) is a fixed point: ``phidot = (omega - omega0) + phi x omega0``
-  (:func:`~titop_fmu.spatial.chart_rate_jacobian`). The position rows are those of
-  ``[IP]_Ri`` at the operating instant (the position never acts back on the dynamics).
+  (body frame) of the deviation from the reference, ``P_b/i = P_ref(t) e^{(*phi)}``
+  (:func:`~titop_fmu.spatial.quat_chart`): ``phidot = (omega - omega0) + phi x omega0 +
+  O(2)`` (:func:`~titop_fmu.spatial.chart_rate_jacobian`).
+
+The pose rows are zero at the operating point (the reference moves with it).
 
 A joint body has ``<joint>.q, <joint>.qd``; welded bodies and loop closures have none.
 
@@ -34,16 +38,17 @@ import numpy as np
 from ..blocks import FloatingBase, ImposedMotionBase, PrismaticBody, RevoluteBody
 from ..cosim.names import port_names, port_of
 from ..errors import ConnectionError_
-from ..spatial import chart_rate_jacobian, quat_chart, quat_exp, quat_multiply, quat_rotation_vector
+from ..spatial import chart_rate_jacobian, dcm_from_quat, quat_chart, quat_exp, quat_multiply, quat_rotation_vector
 from ..system import System
 
 BASE_STATES = ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y", "r_z", "rotvec_x", "rotvec_y", "rotvec_z")
 JOINT_STATES = ("q", "qd")
 #: the chart, as the models and their files say it
-CHART = ("floating bases: twist [v_P; omega] at P in the body frame, position [IP] in the inertial frame, "
-         "attitude as the rotation vector rotvec (body frame) of the deviation from the reference attitude "
-         "P_ref(t) = P_b/i,0 exp(t (*omega0)) (the operating attitude turning at the operating body rate "
-         "omega0): P_b/i = P_ref(t) exp((*rotvec)); joints: q, qd")
+CHART = ("deviations from the reference motion, the operating point moving on with its twist [v0; omega0] "
+         "held: floating bases: twist [v_P; omega] at P in the body frame; position of P from the reference "
+         "in the inertial frame turned with it, r = P0 P_ref(t)^T ([IP] - [IP]_ref(t)) (at rest: [IP] - [IP]_0 "
+         "in R_i); attitude as the rotation vector rotvec (body frame) of P_b/i = P_ref(t) exp((*rotvec)), "
+         "P_ref(t) = P0 exp(t (*omega0)), P0 the operating attitude; joints: q, qd")
 
 
 class Coordinates:
@@ -89,17 +94,20 @@ class Coordinates:
         """``(xdot, dxdot)``: the minimal states' derivative at ``y`` (the system's ``ydot``
         there) and, with ``dydot`` (``(n_native, k)``: ``ydot``'s derivatives along ``k``
         directions whose minimal-coordinate components are ``seeds``, ``(n, k)``), its
-        derivatives. The chart's rate ``phidot = (omega - omega0) + phi x omega0 + O(2)``
-        (:func:`~titop_fmu.spatial.chart_rate_jacobian`): 0 at the operating point."""
+        derivatives. The pose follows the reference (module docstring): 0 at the operating
+        point; ``rhodot`` adds ``-(P_b/i,0 omega0) x rho`` to ``d[IP]/dt``'s derivatives,
+        ``phidot = (omega - omega0) + phi x omega0`` (:func:`~titop_fmu.spatial.chart_rate_jacobian`)."""
         xdot = np.empty(self.n)
         k = 0 if dydot is None else dydot.shape[1]
         dx = np.empty((self.n, k))
         for _, s, m in self.bases:
             omega = y[s.start + 3:s.start + 6]
-            xdot[m.start:m.start + 9] = ydot[s.start:s.start + 9]
-            xdot[m.start + 9:m.start + 12] = 0.0                  # phi = 0 turns with the reference
+            xdot[m.start:m.start + 6] = ydot[s.start:s.start + 6]
+            xdot[m.start + 6:m.start + 12] = 0.0                  # the pose moves with the reference
             if k:
                 dx[m.start:m.start + 9] = dydot[s.start:s.start + 9]
+                dx[m.start + 6:m.start + 9] += chart_rate_jacobian(dcm_from_quat(y[s.start + 9:s.start + 13]).dot(
+                    omega)).dot(seeds[m.start + 6:m.start + 9])
                 dx[m.start + 9:m.start + 12] = seeds[m.start + 3:m.start + 6] \
                     + chart_rate_jacobian(omega).dot(seeds[m.start + 9:m.start + 12])
         for _, s, m in self.joints:

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import SolverError, TitopError
+from ..errors import ConnectionError_, SolverError, TitopError
 from ..spatial import dcm_from_quat, left_jacobian, quat_exp, quat_multiply
-from .coordinates import BASE_STATES
+from .coordinates import BASE_STATES, resolve_inputs
 from .linearize import Linearizer, as_system
 
 #: the largest change of an unknown in one Newton step (rad, m, m/s, or the input's unit): far
@@ -163,6 +163,12 @@ def trim(system, state=None, free=None, inputs=None, tol: float = 1e-10, max_ite
     free = default_free(probe) if free is None else list(free)
     input_names = [f for f in free if f not in probe.coords.index and f.partition(".")[2] not in
                    (*BASE_GROUPS, "attitude")]
+    for name in input_names:
+        try:
+            resolve_inputs(system, [name])
+        except ConnectionError_:
+            raise TitopError(f"unknown free unknown {name!r}: a state such as {probe.coords.state_names[-1]!r}, "
+                             "a base's v, w, twist, r or attitude (e.g. 'base.attitude'), or an input") from None
     lin = Linearizer(system, list(dict.fromkeys([*input_names, *inputs])), ())
     u = lin.u
     for j, name in enumerate(lin.input_names):
@@ -200,7 +206,7 @@ def trim(system, state=None, free=None, inputs=None, tol: float = 1e-10, max_ite
 
     it = 0
     norm = float(np.max(np.abs(R), initial=0.0))
-    while norm > tol and it < max_iter:
+    while norm > 0.0 and it < max_iter:             # on to rounding: the line search ends it there
         it += 1
         Jz = J.dot(unknowns.columns(z, y)[:, active])
         step = np.linalg.lstsq(Jz, -R, rcond=None)[0] if Jz.size else np.zeros(0)
