@@ -346,6 +346,8 @@ def cmd_linearize(args):
         raise TitopError(f"--out {out}: write a .mat or a .npz file")
     cs = _system_of(args)
     outputs = list(cs.recorded) if args.outputs is None else args.outputs
+    if args.grid:
+        return _linearize_family(args, cs, outputs, out)
     state, system = None, cs
     if args.trim is not None:
         eq = trim(cs, free=args.trim or None)
@@ -365,6 +367,54 @@ def cmd_linearize(args):
         print(f"wrote {out}: A {model.A.shape[0]}x{model.A.shape[1]}, B {model.B.shape[0]}x{model.B.shape[1]}, "
               f"C {model.C.shape[0]}x{model.C.shape[1]}, D {model.D.shape[0]}x{model.D.shape[1]}, with the names "
               "of states, inputs and outputs")
+
+
+def _grid(text) -> tuple:
+    """``NAME=START:STOP:N`` or ``NAME=V1,V2,...`` (a ``deg`` suffix on the values converts
+    degrees) -> ``(name, values)``."""
+    name, sep, values = text.partition("=")
+    scale = 1.0
+    if values.endswith("deg"):
+        values, scale = values[:-3], math.pi / 180.0
+    try:
+        if ":" in values:
+            lo, hi, n = values.split(":")
+            grid = np.linspace(float(lo), float(hi), int(n))
+        else:
+            grid = np.array([float(v) for v in values.split(",")])
+    except ValueError:
+        grid = None
+    if not sep or not name or grid is None or len(grid) < 2 or not np.all(np.diff(grid) > 0) \
+            or not np.all(np.isfinite(grid)):
+        raise TitopError(f"--grid {text}: expected NAME=START:STOP:N or NAME=V1,V2,... with at least two "
+                         "increasing values")
+    return name.strip(), grid * scale
+
+
+def _linearize_family(args, cs, outputs, out):
+    """``--grid``: the family of linear models along a scheduling parameter (a balloon scenario
+    value, or a state or input name), its equilibria continued along the grid."""
+    from .linear.lpv import family
+    name, grid = _grid(args.grid)
+    if args.trim is None:
+        raise TitopError("--grid needs --trim: the family's models are at equilibria")
+    system = cs
+    if args.system == "balloon" and name in balloon.DEFAULTS:
+        overrides = parse_set(args.set, balloon.DEFAULTS)
+        if np.shape(balloon.DEFAULTS[name]):
+            raise TitopError(f"--grid {name}: a scalar scenario value is needed")
+        for value in (grid[0], grid[-1]):
+            balloon.checked({**overrides, name: float(value)})
+
+        def system(value):
+            return balloon.system({**overrides, name: float(value)})
+    fam = family(system, name, grid, free=args.trim or None, inputs=args.inputs, outputs=outputs)
+    fam.save(out)
+    if not args.quiet:
+        print(f"{len(grid)} linear models along {name} in [{grid[0]:g}, {grid[-1]:g}], {len(fam.states)} states; "
+              "the linear interpolation against the exact model at each mid-point:")
+        print(fam.errors_table())
+        print(f"wrote {out}")
 
 
 def cmd_validate(args):
@@ -577,6 +627,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--outputs", nargs="*", metavar="NAME",
                    help="the outputs (rows of C and D): block outputs, e.g. pendulum1.joint.q[3] balloon.c1.m "
                         "(default: the system's record list)")
+    p.add_argument("--grid", metavar="NAME=START:STOP:N",
+                   help="a family of models (LPV) along a scheduling parameter: a balloon scenario value "
+                        "(m_P2=1:5:5), a state held (pendulum1.q=0:20:5deg) or an input; needs --trim; "
+                        "also NAME=V1,V2,...")
     p.add_argument("--out", required=True, help="the file to write: FILE.mat (MATLAB) or FILE.npz")
     p.add_argument("--quiet", action="store_true", help="print nothing")
     p.set_defaults(func=cmd_linearize)

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..blocks import FloatingBase
 from ..errors import ConnectionError_, SolverError, TitopError
 from ..spatial import dcm_from_quat, left_jacobian, quat_exp, quat_multiply
-from .coordinates import BASE_STATES, resolve_inputs
+from .coordinates import BASE_STATES, Coordinates, resolve_inputs
 from .linearize import Linearizer, as_system
 
 #: the largest change of an unknown in one Newton step (rad, m, m/s, or the input's unit): far
@@ -141,12 +142,11 @@ def _rows(lin: Linearizer) -> tuple:
     return np.array(pos, dtype=int), [f"d({c.state_names[k]})/dt" for k in pos]
 
 
-def default_free(lin: Linearizer) -> list:
+def default_free(coords: Coordinates) -> list:
     """Every joint's position and velocity and every floating base's attitude (the bases'
     twists stay as given: zero for a state of rest, a steady spin for a relative equilibrium)."""
-    from ..blocks import FloatingBase
-    bases = [b for b, _, _ in lin.coords.bases if isinstance(lin.system.blocks[b], FloatingBase)]
-    return [f"{j}.{x}" for j, _, _ in lin.coords.joints for x in ("q", "qd")] + [f"{b}.attitude" for b in bases]
+    bases = [b for b, _, _ in coords.bases if isinstance(coords.system.blocks[b], FloatingBase)]
+    return [f"{j}.{x}" for j, _, _ in coords.joints for x in ("q", "qd")] + [f"{b}.attitude" for b in bases]
 
 
 def trim(system, state=None, free=None, inputs=None, tol: float = 1e-10, max_iter: int = 50) -> Equilibrium:
@@ -159,15 +159,15 @@ def trim(system, state=None, free=None, inputs=None, tol: float = 1e-10, max_ite
     :class:`~titop_fmu.errors.SolverError` when there is none or it is under-determined."""
     system, _ = as_system(system)
     inputs = dict(inputs or {})
-    probe = Linearizer(system, [], ())
-    free = default_free(probe) if free is None else list(free)
-    input_names = [f for f in free if f not in probe.coords.index and f.partition(".")[2] not in
+    coords = Coordinates(system)
+    free = default_free(coords) if free is None else list(free)
+    input_names = [f for f in free if f not in coords.index and f.partition(".")[2] not in
                    (*BASE_GROUPS, "attitude")]
     for name in input_names:
         try:
             resolve_inputs(system, [name])
         except ConnectionError_:
-            raise TitopError(f"unknown free unknown {name!r}: a state such as {probe.coords.state_names[-1]!r}, "
+            raise TitopError(f"unknown free unknown {name!r}: a state such as {coords.state_names[-1]!r}, "
                              "a base's v, w, twist, r or attitude (e.g. 'base.attitude'), or an input") from None
     lin = Linearizer(system, list(dict.fromkeys([*input_names, *inputs])), ())
     u = lin.u
