@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .kernel import CompileError, KernelUnavailable, SOURCE as KERNEL_SOURCE, c_compiler, cache_root, compile_c, tables
+from .kernel import (CompileError, KernelUnavailable, SOURCE as KERNEL_SOURCE, block_entry, c_compiler, cache_root,
+                     compile_c, tables)
 
 SOURCE = Path(__file__).resolve().parent / "kernel_dual.cpp"
 #: tangents per dual number: the directions one kernel call differentiates along (measured:
@@ -33,11 +34,16 @@ FLAGS = ["-x", "c++", "-O3", "-shared", "-fPIC", "-fno-exceptions", "-fno-rtti",
          "-fno-threadsafe-statics"]
 
 _LOADED = {}            # width -> (library, None) or (None, KernelUnavailable)
+#: the forward-mode kernel compiled into an FMU (set by its slave): loaded, never compiled, when set
+BUNDLED: Path | None = None
+#: its file name in an FMU's resources
+DUAL_LIBRARY = "libtitop_kernel_dual.so"
 
 
 def library(width: int = WIDTH):
-    """The forward-mode kernel with ``width`` tangents (``ctypes.CDLL``), compiled into the
-    cache when absent; :class:`KernelUnavailable` if it cannot be had (remembered)."""
+    """The forward-mode kernel with ``width`` tangents (``ctypes.CDLL``): an FMU's own
+    (:data:`BUNDLED`, of :data:`WIDTH`), or compiled into the cache when absent;
+    :class:`KernelUnavailable` if it cannot be had (remembered)."""
     if width not in _LOADED:
         try:
             _LOADED[width] = _load(width), None
@@ -49,7 +55,27 @@ def library(width: int = WIDTH):
     return dll
 
 
+def bundle(path):
+    """Use the forward-mode kernel compiled into an FMU (``path``; not if this process has
+    loaded one already, or if there is none: an FMU built without a C++ compiler compiles
+    it where a compiler is, else its derivatives w.r.t. its states say why not)."""
+    global BUNDLED
+    if BUNDLED is None and not _LOADED and os.path.isfile(path):
+        BUNDLED = Path(path)
+
+
+def compile_library(dest: Path, cc: str, width: int = WIDTH) -> Path:
+    """Compile ``kernel_dual.cpp`` (with ``kernel.c`` beside it) to the shared library ``dest``."""
+    try:
+        return compile_c(SOURCE, dest, cc, FLAGS + [f"-DTITOP_DUAL_WIDTH={width}"], ["-lm"],
+                         "the forward-mode kernel (C++: needs g++)", includes=[KERNEL_SOURCE])
+    except CompileError as e:
+        raise KernelUnavailable(str(e)) from None
+
+
 def _load(width):
+    if BUNDLED is not None and width == WIDTH and BUNDLED.is_file():   # (an FMU's folder may be gone)
+        return _open(BUNDLED, width)
     cc = c_compiler()
     if not cc:
         raise KernelUnavailable("no C compiler (cc/gcc with g++'s C++ front end; or set CC) to build the "
@@ -60,12 +86,11 @@ def _load(width):
     if not lib.is_file():
         lib.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="titop_kernel_", dir=lib.parent) as tmp:
-            try:
-                built = compile_c(SOURCE, Path(tmp) / "kernel.so", cc, FLAGS + [f"-DTITOP_DUAL_WIDTH={width}"],
-                                  ["-lm"], "the forward-mode kernel (C++: needs g++)", includes=[KERNEL_SOURCE])
-            except CompileError as e:
-                raise KernelUnavailable(str(e)) from None
-            os.replace(built, lib)
+            os.replace(compile_library(Path(tmp) / "kernel.so", cc, width), lib)
+    return _open(lib, width)
+
+
+def _open(lib: Path, width: int):
     try:
         dll = ctypes.CDLL(str(lib))
     except OSError as e:
@@ -152,3 +177,26 @@ def _dual(values, width) -> np.ndarray:
     d = np.zeros((len(values), 1 + width))
     d[:, 0] = values
     return d
+
+
+class DualBlock:
+    """One block's outputs and state derivatives and their derivatives w.r.t. its inputs and
+    states, on the forward-mode kernel, for inputs laid out as ``slices`` says (a unit's):
+    :meth:`derivatives` is what a block unit's ``state_space_derivatives`` gives."""
+
+    def __init__(self, block, slices: dict, n_outputs: int):
+        self.u = np.zeros(max((s.stop for s in slices.values()), default=0))      # read through the tree
+        self.tree = DualTree([block_entry(block, {n: self.u[s] for n, s in slices.items()})], n_outputs)
+        base = self.u.ctypes.data
+        # each input array the tree reads: its first position in u
+        self._starts = [(v.ctypes.data - base) // v.itemsize for v in self.tree.keep]
+
+    def derivatives(self, x, u, seeds) -> tuple:
+        """``(d outputs, d xdot)`` along the columns of ``seeds`` over ``[inputs; states]``, at
+        the states ``x`` and inputs ``u``; :class:`KernelUnavailable`-free: ``code`` as
+        :meth:`DualTree.evaluate` returns it."""
+        np.copyto(self.u, u)
+        n_in = len(self.u)
+        input_seeds = {i: seeds[s:s + len(v)] for i, (s, v) in enumerate(zip(self._starts, self.tree.keep))}
+        _, dxdot, _, dout, code = self.tree.evaluate(x, seeds[n_in:], input_seeds)
+        return dout, dxdot, code

@@ -314,6 +314,13 @@ class CompiledRHS:
         return self._tree.derivatives(y)
 
 
+def block_entry(block, view: dict) -> _Entry:
+    """The kernel's tree of one block whose inputs are the arrays ``view[input name]``."""
+    ext, tau = _extra(block, view.get)
+    return _Entry("block", block, 0, parents=[view[f"{p}.m"] for p in block.parent_ports],
+                  children=[view[f"{c}.w"] for c in block.child_ports], ext=ext, tau=tau)
+
+
 class BlockKernel:
     """One block's state derivatives and outputs on the C kernel, for inputs ``u`` laid out
     as ``slices`` says (``{input name: slice}``, a unit's): what
@@ -322,11 +329,7 @@ class BlockKernel:
 
     def __init__(self, block, slices: dict, n_outputs: int):
         self.u = np.zeros(max((s.stop for s in slices.values()), default=0))      # read by the kernel
-        view = {n: self.u[s] for n, s in slices.items()}
-        ext, tau = _extra(block, view.get)
-        self._tree = _Tree([_Entry("block", block, 0, parents=[view[f"{p}.m"] for p in block.parent_ports],
-                                   children=[view[f"{c}.w"] for c in block.child_ports], ext=ext, tau=tau)],
-                           n_outputs)
+        self._tree = _Tree([block_entry(block, {n: self.u[s] for n, s in slices.items()})], n_outputs)
 
     def derivatives(self, x):
         """``xdot`` at the states ``x`` and the inputs in :attr:`u`."""

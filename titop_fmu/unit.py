@@ -215,7 +215,7 @@ class BlockUnit(IntegratedUnit):
             raise ValueError(f"kernel must be 'auto', 'c' or 'numpy', got {kernel!r}")
         self.block = block
         super().__init__(block.inputs, block.outputs_spec, rtol, atol, name, type)
-        self._kernel = None
+        self._kernel = self._dual = None
         if kernel != "numpy":
             try:
                 self._kernel = BlockKernel(block, self._in_slices, len(self.output_names))
@@ -385,6 +385,32 @@ class BlockUnit(IntegratedUnit):
                 self._kin, self._kin_key = kin_saved
         return dY[out_idx]
 
+
+    def state_derivatives(self) -> np.ndarray:
+        """``xdot`` at the current states and inputs."""
+        return self._derivative_function()(self.x) if self.x.size else np.zeros(0)
+
+    def _get_states(self):
+        return np.concatenate([self.x, self.state_derivatives()])
+
+    def _state_space_derivatives(self, out_idx, in_idx, seeds):
+        """``d [y; xdot] / d [u; x]`` (``out_idx`` over the outputs then the state derivatives,
+        ``in_idx`` over the inputs then the states) times ``seeds`` at the current states and
+        inputs, exact: the block on the forward-mode kernel (:class:`~titop_fmu.dual.DualBlock`)."""
+        if self._dual is None:
+            from .dual import DualBlock
+            try:
+                self._dual = DualBlock(self.block, self._in_slices, len(self.output_names))
+            except KernelUnavailable as e:
+                raise SolverError(f"derivatives with respect to the states need the forward-mode kernel: {e}") \
+                    from None
+        n_in = len(self.input_names)
+        S = np.zeros((n_in + self.x.size, np.shape(seeds)[1]))
+        S[np.arange(len(S))[in_idx]] = seeds
+        dout, dxdot, code = self._dual.derivatives(self.x, self.u, S)
+        if code:
+            raise SolverError("the block's accelerations are singular or not finite at this state")
+        return np.vstack([dout, dxdot])[out_idx]
 
 def _slices(spec: dict) -> dict:
     out, k = {}, 0

@@ -310,9 +310,12 @@ def test_model_structure_declares_the_true_dependencies(kind_paths, mid):
     md, _ = unzipped(kind_paths[mid])
     kind, n = catalog.parse_identifier(mid)
     declared = {u.variable.name: {d.name for d in u.dependencies} for u in md.outputs}
-    initial = {u.variable.name: {d.name for d in u.dependencies} for u in md.initialUnknowns}
+    initial = {u.variable.name: {d.name for d in u.dependencies or ()} for u in md.initialUnknowns}
     outputs = [v.name for v in md.modelVariables if v.causality == "output"]
-    assert sorted(declared) == sorted(outputs) == sorted(initial)
+    states = list(catalog.interface(kind, n).state_names)
+    assert sorted(declared) == sorted(outputs)
+    assert sorted(initial) == sorted(outputs + states + [f"der({x})" for x in states])   # the exposed states too
+    assert [u.variable.name for u in md.derivatives] == [f"der({x})" for x in states]
     # what the block really does, at parameters the build never saw
     for seed in (101, 102):
         _, _, unit = random_setup(mid, seed)

@@ -85,9 +85,12 @@ def _fmu_type(md, vendor=None) -> UnitType:
         if unknown.dependencies is not None:
             deps[unknown.variable.name] = np.array(
                 sorted(in_index[d.name] for d in unknown.dependencies if d.name in in_index), dtype=int)
+    exposed = [(d.variable.derivative.name, d.variable.name) for d in md.derivatives
+               if getattr(d.variable, "derivative", None) is not None]
     return UnitType(md.coSimulation.modelIdentifier, variables, ins, outs, [deps[o] for o in outs],
                     derivatives=bool(md.coSimulation.providesDirectionalDerivative),
-                    trial_steps="TrialSteps" in (vendor or {}))
+                    trial_steps="TrialSteps" in (vendor or {}),
+                    states=tuple(x for x, _ in exposed), state_derivatives=tuple(d for _, d in exposed))
 
 
 class FMUUnit(Unit):
@@ -112,6 +115,10 @@ class FMUUnit(Unit):
         self._vr = vr
         self._in_vr = np.array([vr[n] for n in self.type.input_names], dtype=np.uint32)
         self._out_vr = np.array([vr[n] for n in self.type.output_names], dtype=np.uint32)
+        # the exposed states after the inputs, their derivatives after the outputs
+        self._known_vr = np.concatenate([self._in_vr, np.array([vr[n] for n in self.type.states], dtype=np.uint32)])
+        self._unknown_vr = np.concatenate([self._out_vr, np.array([vr[n] for n in self.type.state_derivatives],
+                                                                  dtype=np.uint32)])
         self._vr_cache = {}
         self._vr_seen = {}                  # (in|out, id(positions)) -> (positions, _vrs)
         self.log = []                # the last 50 messages: (status, category, text)
@@ -248,6 +255,25 @@ class FMUUnit(Unit):
         declares it (:data:`VENDOR_FUNCTIONS`), else one ``fmi2GetDirectionalDerivative`` per column."""
         _, out_at, n_out = self._vrs("out", out_idx)
         _, in_at, n_in = self._vrs("in", in_idx)
+        return self._derivatives(out_at, n_out, in_at, n_in, seeds)
+
+    def _get_states(self):
+        vrs = np.concatenate([self._known_vr[len(self._in_vr):], self._unknown_vr[len(self._out_vr):]])
+        values = np.empty(len(vrs))
+        logged = self.logged
+        self._checked("fmi2GetReal", self._get_real(self._c, vrs.ctypes.data, len(vrs), values.ctypes.data), logged)
+        return values
+
+    def _state_space_derivatives(self, out_idx, in_idx, seeds):
+        """:meth:`_directional_derivatives` with the exposed states among the knowns and their
+        derivatives among the unknowns (their value references)."""
+        unknown = np.ascontiguousarray(self._unknown_vr[np.asarray(out_idx, dtype=int)])
+        known = np.ascontiguousarray(self._known_vr[np.asarray(in_idx, dtype=int)])
+        return self._derivatives(unknown.ctypes.data, len(unknown), known.ctypes.data, len(known), seeds)
+
+    def _derivatives(self, out_at, n_out, in_at, n_in, seeds):
+        """The directional derivatives of the unknowns (value references at ``out_at``) w.r.t.
+        the knowns (at ``in_at``) along the columns of ``seeds``."""
         seeds = np.asarray(seeds, dtype=float)
         k = seeds.shape[1]
         many = self._vendor.get("DirectionalDerivatives")

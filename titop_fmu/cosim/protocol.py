@@ -48,6 +48,10 @@ class UnitType:
     attitudes: tuple = ()                       # (phi, theta, psi) name triples: 3-2-1 Euler angles of a frame
     derivatives: bool = False                   # the units answer directional_derivatives
     trial_steps: bool = False                   # the units answer trial_steps
+    #: the continuous states the units expose, and their derivatives (same order): the units
+    #: then answer get_states and state_space_derivatives
+    states: tuple = ()
+    state_derivatives: tuple = ()
 
     def __post_init__(self):
         self.input_index = {n: i for i, n in enumerate(self.input_names)}
@@ -110,6 +114,24 @@ class Unit:
 
     def _directional_derivatives(self, out_idx, in_idx, seeds):
         raise NotImplementedError(f"{self.type.name} gives no directional derivatives")
+
+    def get_states(self) -> np.ndarray:
+        """The exposed continuous states (:attr:`UnitType.states`) and then their derivatives
+        (:attr:`UnitType.state_derivatives`), for units that expose them."""
+        return self._timed(self._get_states)
+
+    def _get_states(self):
+        raise NotImplementedError(f"{self.type.name} exposes no states")
+
+    def state_space_derivatives(self, out_idx, in_idx, seeds) -> np.ndarray:
+        """``(d [y; xdot] / d [u; x])[out_idx, in_idx] seeds`` at the current states and inputs:
+        ``out_idx`` over the outputs then the exposed state derivatives, ``in_idx`` over the
+        inputs then the exposed states (a linearization; FMI: ``fmi2GetDirectionalDerivative``
+        with states among the knowns, as an FMU listing ``ModelStructure/Derivatives`` allows)."""
+        return self._timed(self._state_space_derivatives, out_idx, in_idx, seeds)
+
+    def _state_space_derivatives(self, out_idx, in_idx, seeds):
+        raise NotImplementedError(f"{self.type.name} exposes no states")
 
     def trial_steps(self, t: float, h: float, in_idx, held, end, out_idx) -> np.ndarray:
         """Steps tried from the current state, one per column of ``held``

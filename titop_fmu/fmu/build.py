@@ -31,6 +31,7 @@ from xml.etree.ElementTree import tostring
 
 from ..archive import write_zip
 from ..errors import TitopError
+from .. import dual
 from ..kernel import KERNEL_LIBRARY, CompileError, KernelUnavailable, c_compiler, compile_c, compile_kernel
 from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
 from .model_description import content_guid, finalize, measure_dependencies
@@ -232,6 +233,11 @@ def common_files() -> dict:
                                                                            or "cc").read_bytes()
         except KernelUnavailable as e:
             raise FmuBuildError(f"building the FMUs: {e}") from None
+        try:                    # the FMUs' derivatives w.r.t. their states: without a C++ compiler, none
+            files[f"resources/titop_fmu/{dual.DUAL_LIBRARY}"] = dual.compile_library(
+                Path(tmp) / "d.so", c_compiler() or "cc").read_bytes()
+        except KernelUnavailable:
+            pass
     return files
 
 

@@ -322,11 +322,40 @@ class ScalarVar:
     """One FMI scalar variable of an FMU, in value-reference order."""
 
     name: str
-    causality: str        # "parameter", "input", "output"
+    causality: str        # "parameter", "input", "output", "local" (a state or its derivative)
     type: str             # "Real" or "Integer"
     start: object         # parameters and inputs; None for outputs
     unit: str | None
     description: str
+
+
+#: the units of a block's states and of their derivatives, by state name (a joint's by its type)
+STATE_UNITS = {**{f"v_{a}": ("m/s", "m/s2") for a in "xyz"}, **{f"w_{a}": ("rad/s", "rad/s2") for a in "xyz"},
+               **{f"r_{a}": ("m", "m/s") for a in "xyz"}, **{f"q_{a}": ("1", "1/s") for a in "wxyz"}}
+STATE_TEXT = {"v": "velocity of P, body frame", "w": "angular velocity, body frame",
+              "r": "position [IP] of P, inertial frame", "q": "attitude quaternion of P_b/i (scalar first)"}
+
+
+def state_name(state: str) -> str:
+    """The FMI name of the block state ``state``: ``x.<state>`` (its derivative: ``der(x.<state>)``)."""
+    return f"x.{state}"
+
+
+def state_variables(kind: str, states) -> list:
+    """The :class:`ScalarVar` s of a block's continuous states (causality ``local``) and then of
+    their derivatives, which the FMU exposes (``ModelStructure/Derivatives``) for directional
+    derivatives with respect to them (a linearization)."""
+    joint = KINDS[kind].joint
+    out, ders = [], []
+    for x in states:
+        if joint:
+            _, (acc, vel, pos) = JOINT_UNITS[joint]
+            unit, dunit, text = (pos, vel, "joint position") if x == "q" else (vel, acc, "joint velocity")
+        else:
+            (unit, dunit), text = STATE_UNITS[x], f"{STATE_TEXT[x[0]]}: {x}"
+        out.append(ScalarVar(state_name(x), "local", "Real", None, unit, f"state: {text}"))
+        ders.append(ScalarVar(f"der({state_name(x)})", "local", "Real", None, dunit, f"time derivative of the state {text}"))
+    return out + ders
 
 
 @dataclass(frozen=True)
@@ -342,6 +371,7 @@ class Interface:
     input_names: tuple
     output_names: tuple
     variables: tuple = field(repr=False)   # ScalarVar, value reference = position
+    state_names: tuple = ()                # the block's states as FMI names, x.<state> (after the outputs)
 
     @property
     def n_params(self):
@@ -416,8 +446,10 @@ def interface(kind: str, n_children: int = 0) -> Interface:
             variables += port_variables(kind, port, size, causality)
     assert [v.name for v in variables if v.causality == "input"] == template.input_names
     assert [v.name for v in variables if v.causality == "output"] == template.output_names
+    variables += state_variables(kind, template.block.state_names)
     return Interface(kind, n_children, iface.model_identifier, k.description, params, scalars,
-                     tuple(template.input_names), tuple(template.output_names), tuple(variables))
+                     tuple(template.input_names), tuple(template.output_names), tuple(variables),
+                     tuple(state_name(x) for x in template.block.state_names))
 
 
 def all_identifiers(children=DEFAULT_CHILDREN) -> list:

@@ -43,6 +43,7 @@ UNITS = {
     "rad/s": {"rad": 1, "s": -1},
     "m/s2": {"m": 1, "s": -2},
     "rad/s2": {"rad": 1, "s": -2},
+    "1/s": {"s": -1},
     "N": {"kg": 1, "m": 1, "s": -2},
     "N.m": {"kg": 1, "m": 2, "s": -2},
     "N.s": {"kg": 1, "m": 1, "s": -1},
@@ -230,6 +231,10 @@ def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=N
             typed.set("min", "0")
             typed.set("max", "1")
 
+    # the continuous states (local) and their derivatives, for directional derivatives w.r.t. them
+    for state in iface.state_names:
+        svs[index[f"der({state})"] - 1].find("Real").set("derivative", str(index[state]))
+
     old = root.find("ModelStructure")
     if old is not None:
         root.remove(old)
@@ -238,12 +243,22 @@ def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=N
     par_idx = [index[s[0]] for s in iface.param_scalars]
     if iface.output_names:
         outputs = SubElement(structure, "Outputs")
+        for i, name in enumerate(iface.output_names):
+            _unknown(outputs, index[name], [in_idx[j] for j in np.flatnonzero(on_inputs[i])])
+    if iface.state_names:                       # dependencies not listed: on every input and state
+        derivatives = SubElement(structure, "Derivatives")
+        for state in iface.state_names:
+            SubElement(derivatives, "Unknown", index=str(index[f"der({state})"]))
+    if iface.output_names or iface.state_names:
         initial = SubElement(structure, "InitialUnknowns")
         for i, name in enumerate(iface.output_names):
             deps_in = [in_idx[j] for j in np.flatnonzero(on_inputs[i])]
             deps_par = [par_idx[j] for j in np.flatnonzero(on_params[i])]
-            _unknown(outputs, index[name], deps_in)
             _unknown(initial, index[name], sorted(deps_in + deps_par))
+        for state in iface.state_names:         # states, then derivatives: in index order
+            SubElement(initial, "Unknown", index=str(index[state]))
+        for state in iface.state_names:
+            SubElement(initial, "Unknown", index=str(index[f"der({state})"]))
     return root
 
 

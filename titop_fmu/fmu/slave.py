@@ -57,7 +57,7 @@ import numpy as np
 from pythonfmu import Fmi2Causality, Fmi2Slave, Fmi2Variability, Integer, Real
 from pythonfmu.enums import Fmi2Status
 
-from .. import kernel
+from .. import dual, kernel
 from ..errors import ParameterError
 from ..unit import check_finite
 from .catalog import interface
@@ -164,14 +164,17 @@ class TitopSlave(Fmi2Slave):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        if getattr(self, "resources", None):            # the FMU's own C kernel, before any unit
+        if getattr(self, "resources", None):            # the FMU's own C kernels, before any unit
             kernel.bundle(os.path.join(self.resources, "titop_fmu", kernel.KERNEL_LIBRARY))
+            dual.bundle(os.path.join(self.resources, "titop_fmu", dual.DUAL_LIBRARY))
         self.iface = iface = self.interface()
         self.modelName = iface.model_identifier
         self.description = iface.description
         n_par, n_in = iface.n_params, len(iface.input_names)
         self._in0, self._out0 = n_par, n_par + n_in
         self._end = self._out0 + len(iface.output_names)
+        self._der0 = self._end + len(iface.state_names)        # the states, then their derivatives
+        self._last = self._der0 + len(iface.state_names)
         self._is_int = np.array([v.type == "Integer" for v in iface.variables])
         self._known = {}                    # value-reference sets -> positions (_positions)
         self._params = list(iface.defaults())
@@ -211,7 +214,7 @@ class TitopSlave(Fmi2Slave):
         self.log(msg, Fmi2Status.error)
 
     def _name(self, vr):
-        return self.iface.variables[vr].name if 0 <= vr < self._end else f"<value reference {vr}>"
+        return self.iface.variables[vr].name if 0 <= vr < self._last else f"<value reference {vr}>"
 
     # -- the unit ---------------------------------------------------------------------------
     def _settings(self):
@@ -252,7 +255,7 @@ class TitopSlave(Fmi2Slave):
 
     # -- reading and writing ----------------------------------------------------------------
     def _check(self, vr, integer):
-        if not 0 <= vr < self._end:
+        if not 0 <= vr < self._last:
             raise _FmiUsageError(f"no variable has the value reference {vr}")
         if self._is_int[vr] != integer:
             raise _FmiUsageError(f"{self._name(vr)} is {'not ' if integer else ''}an Integer variable")
@@ -281,8 +284,14 @@ class TitopSlave(Fmi2Slave):
                 out.append(self._params[vr])
             elif vr < self._out0:
                 out.append(float(self._inputs()[vr - self._in0]))
-            else:
+            elif vr < self._end:
                 out.append(float(self._outputs()[vr - self._out0]))
+            elif vr < self._der0:
+                self._outputs()                 # the unit, or the error of a mode without it
+                out.append(float(self._unit.x[vr - self._end]))
+            else:
+                self._outputs()
+                out.append(float(self._unit.state_derivatives()[vr - self._der0]))
         return out
 
     def _write(self, vrs, values, integer=False):
@@ -295,6 +304,8 @@ class TitopSlave(Fmi2Slave):
         inputs_i, inputs_v = [], []
         for vr, value in zip(np.asarray(vrs, dtype=np.int64).tolist(), values):
             self._check(vr, integer)
+            if vr >= self._end:
+                raise _FmiUsageError(f"{self._name(vr)} is a state or its derivative (local) and cannot be set")
             if vr >= self._out0:
                 raise _FmiUsageError(f"{self._name(vr)} is an output and cannot be set")
             if vr >= self._in0:
@@ -422,19 +433,40 @@ class TitopSlave(Fmi2Slave):
                 raise _FmiUsageError(f"{self._name(bad)} is not {what}: {why}")
         return in_idx, out_idx
 
+    def _in_out_states(self, known_vrs, unknown_vrs):
+        """:meth:`_in_out` with states among the knowns and state derivatives among the
+        unknowns: positions in ``[inputs, states]`` and ``[outputs, state derivatives]``."""
+        n_in, n_out = self._out0 - self._in0, self._end - self._out0
+        found = []
+        for vrs, spans, what in ((known_vrs, ((self._in0, self._out0, 0), (self._end, self._der0, n_in)),
+                                  "an input or a state"),
+                                 (unknown_vrs, ((self._out0, self._end, 0), (self._der0, self._last, n_out)),
+                                  "an output or a state derivative")):
+            idx = np.empty(len(vrs), dtype=np.int64)
+            for k, vr in enumerate(int(v) for v in vrs):
+                span = next((sp for sp in spans if sp[0] <= vr < sp[1]), None)
+                if span is None:
+                    raise _FmiUsageError(f"{self._name(vr)} is not {what}: directional derivatives are given of "
+                                         "outputs and state derivatives with respect to inputs and states")
+                idx[k] = vr - span[0] + span[2]
+            found.append(idx)
+        return found[0], found[1]
+
     def directional_derivatives(self, unknown_vrs, known_vrs, seeds) -> np.ndarray:
-        """``(d outputs / d inputs)[unknown_vrs, known_vrs] @ seeds`` (``(len(known_vrs), k)``):
-        the outputs ``unknown_vrs`` w.r.t. the inputs ``known_vrs`` (FMI 2.0 co-simulation),
-        at the current states and inputs, ``(len(unknown_vrs), k)``. Raises
-        :class:`_FmiUsageError` for other value references or before the outputs are available."""
+        """``(d unknowns / d knowns) @ seeds`` (``(len(known_vrs), k)``) at the current states and
+        inputs, ``(len(unknown_vrs), k)``: outputs w.r.t. inputs (FMI 2.0 co-simulation) or,
+        as the FMU exposes its continuous states (``ModelStructure/Derivatives``), outputs and
+        state derivatives w.r.t. inputs and states. Raises :class:`_FmiUsageError` for other
+        value references or before the outputs are available."""
         if not self.DERIVATIVES:
             raise _FmiUsageError("this FMU gives no directional derivatives (providesDirectionalDerivative "
                                  "is false)")
         seeds = np.asarray(seeds, dtype=float)
         if seeds.shape[0] != len(known_vrs):
             raise _FmiUsageError(f"{len(known_vrs)} known value references but {seeds.shape[0]} seed values")
-        in_idx, out_idx = self._in_out(known_vrs, unknown_vrs, "directional derivatives are given of outputs "
-                                                                  "with respect to inputs")
+        states = any(int(vr) >= self._end for vr in (*known_vrs, *unknown_vrs))
+        in_idx, out_idx = self._in_out_states(known_vrs, unknown_vrs) if states else \
+            self._in_out(known_vrs, unknown_vrs, "directional derivatives are given of outputs with respect to inputs")
         if not np.isfinite(seeds).all():
             raise _FmiUsageError("non-finite seed value(s)")
         if not len(out_idx):
@@ -442,6 +474,8 @@ class TitopSlave(Fmi2Slave):
         self._outputs()                     # the unit, or the error of a mode without outputs
         if not len(in_idx):
             return np.zeros((len(out_idx), seeds.shape[1]))
+        if states:
+            return self._unit.state_space_derivatives(out_idx, in_idx, seeds)
         return self._unit.directional_derivatives(out_idx, in_idx, seeds)
 
     def _titop_directional_derivatives(self, unknown_addr, n_unknown, known_addr, n_known, n_seeds, seed_addr,

@@ -41,7 +41,8 @@ from ..errors import ConnectionError_
 from ..spatial import chart_rate_jacobian, dcm_from_quat, quat_chart, quat_exp, quat_multiply, quat_rotation_vector
 from ..system import System
 
-BASE_STATES = ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y", "r_z", "rotvec_x", "rotvec_y", "rotvec_z")
+MINIMAL_BASE_STATES = ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y", "r_z",
+                       "rotvec_x", "rotvec_y", "rotvec_z")
 JOINT_STATES = ("q", "qd")
 #: the chart, as the models and their files say it
 CHART = ("deviations from the reference motion, the operating point moving on with its twist [v0; omega0] "
@@ -52,31 +53,36 @@ CHART = ("deviations from the reference motion, the operating point moving on wi
 
 
 class Coordinates:
-    """The minimal states of a :class:`System` and their maps to its own states.
+    """The minimal states of a :class:`System` (or of a ``layout``: ``[(block, kind, native
+    slice)]``, kind ``"base"`` or ``"joint"``) and their maps to its own states.
 
     ``bases`` and ``joints`` list ``(block name, native slice, minimal slice)``; the
     minimal states follow the system's state order."""
 
-    def __init__(self, system: System):
-        plan = system.plan()
+    def __init__(self, system: System | None = None, layout=None):
         self.system = system
+        if system is not None:
+            plan = system.plan()
+            layout = []
+            for n in plan.order:
+                b, s = system.blocks[n], plan.state_slices[n]
+                if isinstance(b, (FloatingBase, ImposedMotionBase)):
+                    layout.append((n, "base", s))
+                elif isinstance(b, (RevoluteBody, PrismaticBody)):
+                    layout.append((n, "joint", s))
+                elif b.n_states:
+                    raise ConnectionError_(f"block {n!r} ({type(b).__name__}) has states without minimal "
+                                           "coordinates for a linear model")
         self.bases, self.joints, names = [], [], []
-        k = 0
-        for n in plan.order:
-            b, s = system.blocks[n], plan.state_slices[n]
-            if isinstance(b, (FloatingBase, ImposedMotionBase)):
-                self.bases.append((n, s, slice(k, k + 12)))
-                names += [f"{n}.{x}" for x in BASE_STATES]
-                k += 12
-            elif isinstance(b, (RevoluteBody, PrismaticBody)):
-                self.joints.append((n, s, slice(k, k + 2)))
-                names += [f"{n}.{x}" for x in JOINT_STATES]
-                k += 2
-            elif b.n_states:
-                raise ConnectionError_(f"block {n!r} ({type(b).__name__}) has states without minimal "
-                                       "coordinates for a linear model")
+        k = n_native = 0
+        for n, kind, s in layout:
+            size = 12 if kind == "base" else 2
+            (self.bases if kind == "base" else self.joints).append((n, s, slice(k, k + size)))
+            names += [f"{n}.{x}" for x in (MINIMAL_BASE_STATES if kind == "base" else JOINT_STATES)]
+            k += size
+            n_native = max(n_native, s.stop)
         self.state_names = names
-        self.n, self.n_native = k, plan.n_states
+        self.n, self.n_native = k, (system.plan().n_states if system is not None else n_native)
         self.index = {name: i for i, name in enumerate(names)}
 
     def tangent(self, y) -> np.ndarray:

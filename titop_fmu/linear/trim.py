@@ -29,7 +29,7 @@ import numpy as np
 from ..blocks import FloatingBase
 from ..errors import ConnectionError_, SolverError, TitopError
 from ..spatial import dcm_from_quat, left_jacobian, quat_exp, quat_multiply
-from .coordinates import BASE_STATES, Coordinates, resolve_inputs
+from .coordinates import MINIMAL_BASE_STATES, Coordinates, resolve_inputs
 from .linearize import Linearizer, as_system
 
 #: the largest change of an unknown in one Newton step (rad, m, m/s, or the input's unit): far
@@ -87,7 +87,7 @@ class _Unknowns:
                 lo, hi = BASE_GROUPS[var]
                 for i in range(lo, hi):
                     self.coord.append((len(self.names), bases[block][1].start + i))
-                    self.names.append(f"{block}.{BASE_STATES[i]}")
+                    self.names.append(f"{block}.{MINIMAL_BASE_STATES[i]}")
             elif block in bases and var == "attitude":
                 self.attitude.append([block, *bases[block], list(range(len(self.names), len(self.names) + 3)),
                                       np.eye(3)])

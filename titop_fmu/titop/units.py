@@ -79,7 +79,8 @@ def declared_unit_type(model_id: str) -> UnitType:
     iface = catalog.interface_of(model_id)
     variables = {v.name: Variable(v.name, v.causality, v.type, v.unit, v.start) for v in iface.variables}
     return with_titop_ports(UnitType(model_id, variables, list(iface.input_names), list(iface.output_names),
-                                     [np.zeros(0, dtype=int)] * len(iface.output_names)))
+                                     [np.zeros(0, dtype=int)] * len(iface.output_names), states=iface.state_names,
+                                     state_derivatives=tuple(f"der({x})" for x in iface.state_names)))
 
 
 @lru_cache(maxsize=None)
@@ -97,7 +98,7 @@ def default_fmu_dir(kind: str = "pythonfmu") -> Path:
     ``fmus-standalone-<hash>`` for the standalone ones."""
     h = hashlib.sha256()
     for p in sorted(PACKAGE_ROOT.rglob("*")):
-        if p.suffix in (".py", ".c", ".h") and "__pycache__" not in p.parts:
+        if p.suffix in (".py", ".c", ".h", ".cpp") and "__pycache__" not in p.parts:
             h.update(p.relative_to(PACKAGE_ROOT).as_posix().encode())
             h.update(p.read_bytes())
     return cache_root() / f"fmus-{'' if kind == 'pythonfmu' else kind + '-'}{h.hexdigest()[:16]}"
