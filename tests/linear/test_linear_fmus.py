@@ -67,6 +67,8 @@ def test_at_a_moving_state_too():
         assert np.abs(a - b).max() <= 1e-10 * max(1.0, np.abs(b).max()), name
 
 
-def test_unknown_names_are_errors():
+def test_unknown_names_and_hidden_states_are_errors():
     with pytest.raises(ConnectionError_, match="unknown output 'balloon.c9.m'"):
         linearize_units(balloon.system(), TitopUnits("inprocess"), outputs=["balloon.c9.m"])
+    with pytest.raises(ConnectionError_, match="'balloon' .floating_base_c1. does not expose its states"):
+        linearize_units(balloon.system(), TitopUnits("fmu", fmu_kind="standalone"))

@@ -177,10 +177,11 @@ def _unknown(parent, index, deps):
 
 
 def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=None,
-             derivatives=True) -> Element:
+             derivatives=True, states=True) -> Element:
     """Complete the pythonfmu model description ``root`` of the FMU ``iface`` in place
     (``experiment``: the attributes of ``<DefaultExperiment>``, default :data:`DEFAULT_EXPERIMENT`;
-    ``derivatives``: the FMU gives directional derivatives, and declares their vendor function)."""
+    ``derivatives``: the FMU gives directional derivatives, and declares their vendor function;
+    ``states``: it exposes its continuous states, else their variables are left out)."""
     root.attrib.pop("generationDateAndTime", None)
     root.set("description", iface.description)
     root.set("generationTool", f"titop-fmu ({root.get('generationTool')})")
@@ -211,11 +212,14 @@ def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=N
     root.insert(list(root).index(default) + 1, vendor)
 
     model_vars = root.find("ModelVariables")
+    variables = exposed_variables(iface, states)
+    for sv in list(model_vars)[len(variables):]:          # the states' variables come last
+        model_vars.remove(sv)
     svs = list(model_vars)
-    assert [sv.get("name") for sv in svs] == [v.name for v in iface.variables], \
+    assert [sv.get("name") for sv in svs] == [v.name for v in variables], \
         "pythonfmu variables out of step with the catalog"
     index = {}
-    for k, (sv, var) in enumerate(zip(svs, iface.variables)):
+    for k, (sv, var) in enumerate(zip(svs, variables)):
         assert int(sv.get("valueReference")) == k
         index[var.name] = k + 1
         sv.set("description", var.description)
@@ -232,7 +236,8 @@ def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=N
             typed.set("max", "1")
 
     # the continuous states (local) and their derivatives, for directional derivatives w.r.t. them
-    for state in iface.state_names:
+    state_names = iface.state_names if states else ()
+    for state in state_names:
         svs[index[f"der({state})"] - 1].find("Real").set("derivative", str(index[state]))
 
     old = root.find("ModelStructure")
@@ -245,21 +250,27 @@ def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=N
         outputs = SubElement(structure, "Outputs")
         for i, name in enumerate(iface.output_names):
             _unknown(outputs, index[name], [in_idx[j] for j in np.flatnonzero(on_inputs[i])])
-    if iface.state_names:                       # dependencies not listed: on every input and state
+    if state_names:                             # dependencies not listed: on every input and state
         derivatives = SubElement(structure, "Derivatives")
-        for state in iface.state_names:
+        for state in state_names:
             SubElement(derivatives, "Unknown", index=str(index[f"der({state})"]))
-    if iface.output_names or iface.state_names:
+    if iface.output_names or state_names:
         initial = SubElement(structure, "InitialUnknowns")
         for i, name in enumerate(iface.output_names):
             deps_in = [in_idx[j] for j in np.flatnonzero(on_inputs[i])]
             deps_par = [par_idx[j] for j in np.flatnonzero(on_params[i])]
             _unknown(initial, index[name], sorted(deps_in + deps_par))
-        for state in iface.state_names:         # states, then derivatives: in index order
+        for state in state_names:               # states, then derivatives: in index order
             SubElement(initial, "Unknown", index=str(index[state]))
-        for state in iface.state_names:
+        for state in state_names:
             SubElement(initial, "Unknown", index=str(index[f"der({state})"]))
     return root
+
+
+def exposed_variables(iface: Interface, states: bool = True) -> tuple:
+    """The FMU's variables in value-reference order: every one of ``iface``, or without the
+    states and their derivatives (the last ones) for an FMU that does not expose them."""
+    return iface.variables if states else tuple(v for v in iface.variables if v.causality != "local")
 
 
 def content_guid(*parts: bytes) -> str:

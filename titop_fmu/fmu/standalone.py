@@ -1,8 +1,8 @@
 """``titop-fmu build --standalone``: the TITOP block FMUs with binaries in C only.
 
 The same FMUs as :mod:`.build` (the same model description but for
-``needsExecutionTool="false"``: variables, value references, units, structure, vendor
-functions), whose binaries are the blocks' C kernel (``titop_fmu/kernel.c``) and an FMI 2.0
+``needsExecutionTool="false"`` and the continuous states, which these do not expose: variables,
+value references, units, structure, vendor functions), whose binaries are the blocks' C kernel (``titop_fmu/kernel.c``) and an FMI 2.0
 co-simulation layer in C (``csrc/``: ``fmi2.c`` over the model interface ``model.h``, which
 ``tree.c`` implements on the kernel's tree; ``format.c``, Python's float repr for the
 messages). No Python, no numpy, no library beyond libc and libm at run time.
@@ -33,6 +33,7 @@ from ..integrators import MAX_STEPS, _A, _E
 from ..kernel import SOURCE as KERNEL_SOURCE, TYPES, CompileError, _extra, run_compiler
 from .build import MODEL_OPTIONS, FmuBuildError, linux_c_compiler, model_description
 from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
+from .model_description import exposed_variables
 
 CSRC = Path(__file__).with_name("csrc")
 #: the C sources of every standalone FMU, and the one each FMU has of its own
@@ -104,9 +105,10 @@ def model_table(kind: str, n_children: int, guid: str) -> str:
     ports = [slices[f"{p}.m"].start for p in block.parent_ports] + [-1, -1]
     ext, tau = _extra(block, lambda name: slices[name].start if name in slices else None)
     children = [-1 - slices[f"{c}.w"].start for c in block.child_ports]
+    exposed = exposed_variables(iface, states=False)             # no state exposed (a linearization's)
     variables = ",\n    ".join(
         f"{{{_c_string(v.name)}, '{v.type[0]}', '{v.causality[0]}', "
-        f"{repr(float(v.start)) if v.start is not None else '0.0'}}}" for v in iface.variables)
+        f"{repr(float(v.start)) if v.start is not None else '0.0'}}}" for v in exposed)
     state_level = [0] * len(iface.input_names)
     for i in unit._state_level_inputs:
         state_level[i] = 1
@@ -136,7 +138,7 @@ static const double tableau_e[] = {_c_doubles(_E)};
 
 const TitopModelSpec titop_model_spec = {{
     {_c_string(iface.model_identifier)}, {_c_string(guid)},
-    {len(iface.variables)}, variables,
+    {len(exposed)}, variables,
     {iface.n_params}, {len(iface.input_names)}, {len(iface.output_names)},
     1, blocks, {block.n_states},
     {first.get("rtol", -1)}, {first.get("atol", -1)},
@@ -191,7 +193,7 @@ def build_fmu(kind: str, n_children: int, out_dir, compiler: Compiler) -> Path:
     mid = iface.model_identifier
     sources = source_files()
     description = model_description(kind, n_children, guid_parts=[k.encode() + v for k, v in sorted(sources.items())],
-                                    options=OPTIONS)
+                                    options=OPTIONS, states=False)
     guid = description.split(b'guid="', 1)[1].split(b'"', 1)[0].decode()
     table = model_table(kind, n_children, guid)
     files = {"modelDescription.xml": description, f"sources/{TABLE}": table.encode()}
