@@ -18,13 +18,12 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from .kernel import (CompileError, KernelUnavailable, SOURCE as KERNEL_SOURCE, block_entry, c_compiler, cache_root,
-                     compile_c, tables)
+from .kernel import (CompileError, KernelUnavailable, SOURCE as KERNEL_SOURCE, block_entry, c_compiler, cached_build,
+                     compile_c, load_library, tables)
 
 SOURCE = Path(__file__).resolve().parent / "kernel_dual.cpp"
 #: tangents per dual number: the directions one kernel call differentiates along (measured:
@@ -82,19 +81,11 @@ def _load(width):
                                 "forward-mode kernel")
     key = hashlib.sha256(SOURCE.read_bytes() + KERNEL_SOURCE.read_bytes() + cc.encode()
                          + str(width).encode() + " ".join(FLAGS).encode()).hexdigest()[:16]
-    lib = cache_root() / f"kernel-dual{width}-{key}.so"
-    if not lib.is_file():
-        lib.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="titop_kernel_", dir=lib.parent) as tmp:
-            os.replace(compile_library(Path(tmp) / "kernel.so", cc, width), lib)
-    return _open(lib, width)
+    return _open(cached_build(f"kernel-dual{width}-{key}.so", lambda dest: compile_library(dest, cc, width)), width)
 
 
 def _open(lib: Path, width: int):
-    try:
-        dll = ctypes.CDLL(str(lib))
-    except OSError as e:
-        raise KernelUnavailable(f"cannot load the forward-mode kernel {lib.name} ({e})") from None
+    dll = load_library(lib, "the forward-mode kernel")
     dll.titop_dual_workspace.restype = ctypes.c_int
     dll.titop_dual_workspace.argtypes = [ctypes.c_int, ctypes.c_void_p]
     dll.titop_dual_width.restype = ctypes.c_int

@@ -93,18 +93,30 @@ def _load():
         if not cc:
             raise KernelUnavailable("no C compiler (cc/gcc; or set CC) to build the C kernel")
         key = hashlib.sha256(SOURCE.read_bytes() + cc.encode()).hexdigest()[:16]
-        lib = cache_root() / f"kernel-{key}.so"
-        if not lib.is_file():
-            lib.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryDirectory(prefix="titop_kernel_", dir=lib.parent) as tmp:
-                os.replace(compile_kernel(Path(tmp) / "kernel.so", cc), lib)   # atomic: concurrent builds agree
-    try:
-        dll = ctypes.CDLL(str(lib))
-    except OSError as e:
-        raise KernelUnavailable(f"cannot load the C kernel {lib.name} ({e})") from None
+        lib = cached_build(f"kernel-{key}.so", lambda dest: compile_kernel(dest, cc))
+    dll = load_library(lib, "the C kernel")
     dll.titop_workspace.restype = ctypes.c_int
     dll.titop_workspace.argtypes = [ctypes.c_int, ctypes.c_void_p]
     return dll
+
+
+def cached_build(name: str, build) -> Path:
+    """``<cache>/name``, made by ``build(dest) -> dest`` when absent (into a temporary file
+    moved in place: concurrent builds agree)."""
+    lib = cache_root() / name
+    if not lib.is_file():
+        lib.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="titop_kernel_", dir=lib.parent) as tmp:
+            os.replace(build(Path(tmp) / "kernel.so"), lib)
+    return lib
+
+
+def load_library(lib: Path, what: str):
+    """The shared library ``lib`` (``ctypes.CDLL``); :class:`KernelUnavailable` naming ``what``."""
+    try:
+        return ctypes.CDLL(str(lib))
+    except OSError as e:
+        raise KernelUnavailable(f"cannot load {what} {lib.name} ({e})") from None
 
 
 def c_compiler():

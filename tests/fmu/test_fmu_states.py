@@ -7,24 +7,13 @@ function, one seed, and the vendor function, several); such variables cannot be 
 import numpy as np
 import pytest
 
-from fmu_fixtures import IDS, H, Host, derivatives, fmu_dir, fmu_paths, random_inputs, random_setup  # noqa: F401
+from fmu_fixtures import IDS, derivatives, fmu_dir, fmu_paths  # noqa: F401
+from tests.fmu.test_fmu_derivatives import stepped
 from titop_fmu.fmu import catalog
 
 from fmpy.fmi1 import FMICallException  # noqa: E402
 
 WITH_STATES = [m for m in IDS if catalog.interface_of(m).state_names]
-
-
-def stepped(path, mid, seed):
-    iface, params, ref = random_setup(mid, seed=seed)
-    rng = np.random.default_rng(300 + seed)
-    host = Host(path, f"{mid}_{seed}")
-    u = random_inputs(iface, rng)
-    host.initialize(params, dict(zip(iface.input_names, u)))
-    ref.set_inputs(ref.ALL, u)
-    host.fmu.doStep(0.0, H)
-    ref.do_step(0.0, H)
-    return host, iface, ref
 
 
 def unit_central(ref, n_in, h=1e-6):

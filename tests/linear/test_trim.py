@@ -89,3 +89,15 @@ def test_a_steady_spin_is_a_relative_equilibrium_with_the_arms_deflected():
     model = eq.linearize()
     assert np.abs(model.xdot0).max() < 1e-12                                   # a fixed point of the chart
     assert exact > 0.1
+
+
+def test_fixed_values_of_states_and_inputs():
+    """Pendulum 1 held at 0.1 rad by its actuator, the buoyancy given: the torque found holds
+    the chain (the same as the torque the model needs to keep pendulum 1 still)."""
+    s = balloon.build(TILTED)
+    eq = trim(s, free=["slider.q", "pendulum2.q", "balloon.attitude", "pendulum1.joint.tau"],
+              fixed={"pendulum1.q": 0.1, "balloon.ext.w[2]": 156.96})
+    assert eq.state[s.state_slice("pendulum1")][0] == 0.1 and eq.inputs["pendulum1.joint.tau"] > 1.0
+    assert eq.residual < 1e-10
+    with pytest.raises(TitopError, match="both free and fixed"):
+        trim(s, free=["pendulum1.q"], fixed={"pendulum1.q": 0.1})

@@ -78,21 +78,21 @@ class _Layout:
         self.n_in, self.n_out, self.n_x = ni, no, nx
 
     def input_index(self, ref) -> list:
-        unit, _, var = ref.partition(".")
-        u = self.units.get(unit)
-        names = u.type.scalars(var, "input") if u is not None else []
-        if not names:
-            raise ConnectionError_(f"unknown input {ref!r}")
-        return [(f"{unit}.{n}", self.inp[unit].start + u.type.input_index[n]) for n in names]
+        """``[(scalar name, position in the inputs)]`` of an input scalar or port ``unit.name``."""
+        return self._index(ref, "input", self.inp)
 
     def output_index(self, ref) -> list:
+        """``[(scalar name, position in the outputs)]`` of an output scalar or port."""
+        return self._index(ref, "output", self.out)
+
+    def _index(self, ref, causality, offsets):
         unit, _, var = ref.partition(".")
         u = self.units.get(unit)
-        names = u.type.scalars(var, "output") if u is not None else []
+        names = u.type.scalars(var, causality) if u is not None else []
         if not names:
-            raise ConnectionError_(f"unknown output {ref!r}")
-        return [(f"{unit}.{n}", self.out[unit].start + u.type.output_index[n]) for n in names]
-
+            raise ConnectionError_(f"unknown {causality} {ref!r}")
+        index = u.type.input_index if causality == "input" else u.type.output_index
+        return [(f"{unit}.{n}", offsets[unit].start + index[n]) for n in names]
 
 def linearize_units(cs: CoSystem, units=None, state: dict | None = None, inputs=None, outputs=None,
                     tol: float = 1e-13, max_iter: int = 30) -> LinearModel:

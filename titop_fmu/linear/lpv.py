@@ -141,19 +141,12 @@ def family(system, parameter: str, grid, *, free=None, inputs=None, outputs=None
         given = dict(found)
         unknowns = list(free) if free is not None else None
         if not callable(system):
+            given[parameter] = value
             if parameter in coords.index:
-                k = coords.index[parameter]
-                slot = next((sl.start + k - m.start for _, sl, m in [*coords.bases, *coords.joints]
-                             if m.start <= k < m.stop), None)
-                if "rotvec" in parameter:
-                    raise TitopError(f"{parameter}: schedule an attitude through a system of the value instead")
-                y[slot] = value
                 if unknowns is None:
                     unknowns = [u for u in default_free(coords) if u != parameter]
                 elif parameter in unknowns:
                     raise TitopError(f"the scheduling parameter {parameter} cannot be free")
-            else:
-                given[parameter] = value
         eq = trim(s, y, unknowns, given)
         names = recorded if outputs is None else outputs
         model = eq.linearize(inputs, names)

@@ -149,16 +149,18 @@ def default_free(coords: Coordinates) -> list:
     return [f"{j}.{x}" for j, _, _ in coords.joints for x in ("q", "qd")] + [f"{b}.attitude" for b in bases]
 
 
-def trim(system, state=None, free=None, inputs=None, tol: float = 1e-10, max_iter: int = 50) -> Equilibrium:
+def trim(system, state=None, free=None, fixed=None, tol: float = 1e-10, max_iter: int = 50) -> Equilibrium:
     """An equilibrium of ``system`` (a :class:`~titop_fmu.system.System` or a
     :class:`~titop_fmu.cosim.CoSystem` of TITOP units) near ``state`` (default: its initial
     state): every base's spatial acceleration and every joint's velocity and acceleration
     zero to ``tol``, the ``free`` unknowns solved for (the module docstring; default: every
-    joint position and base attitude, neutral directions held). ``inputs``: values of
-    inputs for the search, ``{name: value}`` (a free input starts there).
+    joint position and velocity and base attitude, neutral directions held). Everything else
+    is fixed where ``state`` and the system's inputs put it, or at the values ``fixed``
+    gives, ``{name: value}`` of minimal coordinates (``"pendulum1.q"``, ``"hub.w_y"``; not an
+    attitude) and of inputs (a free one starts there).
     :class:`~titop_fmu.errors.SolverError` when there is none or it is under-determined."""
     system, _ = as_system(system)
-    inputs = dict(inputs or {})
+    fixed = dict(fixed or {})
     coords = Coordinates(system)
     free = default_free(coords) if free is None else list(free)
     input_names = [f for f in free if f not in coords.index and f.partition(".")[2] not in
@@ -169,14 +171,22 @@ def trim(system, state=None, free=None, inputs=None, tol: float = 1e-10, max_ite
         except ConnectionError_:
             raise TitopError(f"unknown free unknown {name!r}: a state such as {coords.state_names[-1]!r}, "
                              "a base's v, w, twist, r or attitude (e.g. 'base.attitude'), or an input") from None
-    lin = Linearizer(system, list(dict.fromkeys([*input_names, *inputs])), ())
+    held_states = {k: v for k, v in fixed.items() if k in coords.index}
+    lin = Linearizer(system, list(dict.fromkeys([*input_names, *(k for k in fixed if k not in held_states)])), ())
     u = lin.u
     for j, name in enumerate(lin.input_names):
-        u[j] = inputs.get(name, u[j])
+        u[j] = fixed.get(name, u[j])
     lin.set_inputs(u)
     y = lin.system.initial_state() if state is None else np.array(state, dtype=float)
     if y.shape != (lin.coords.n_native,):
         raise TitopError(f"the state has {y.size} values; the system has {lin.coords.n_native} states")
+    for name, value in held_states.items():
+        k = coords.index[name]
+        if "rotvec" in name:
+            raise TitopError(f"{name}: an attitude is fixed through the state, not by a value")
+        if name in free:
+            raise TitopError(f"{name} is both free and fixed")
+        y[next(s.start + k - m.start for _, s, m in [*coords.bases, *coords.joints] if m.start <= k < m.stop)] = value
     unknowns = _Unknowns(lin, free, y)
     rows, row_names = _rows(lin)
 
