@@ -3,6 +3,8 @@
 (:func:`family` -> :class:`Family`), and the same through the FMUs (:mod:`.fmus`)."""
 
 from .linearize import Linearizer, linearize
+from .lpv import Family, family
 from .model import LinearModel, Mode
+from .trim import Equilibrium, trim
 
-__all__ = ["LinearModel", "Linearizer", "Mode", "linearize"]
+__all__ = ["Equilibrium", "Family", "LinearModel", "Linearizer", "Mode", "family", "linearize", "trim"]

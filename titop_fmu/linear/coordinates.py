@@ -38,7 +38,7 @@ import numpy as np
 from ..blocks import FloatingBase, ImposedMotionBase, PrismaticBody, RevoluteBody
 from ..cosim.names import port_names, port_of
 from ..errors import ConnectionError_
-from ..spatial import chart_rate_jacobian, dcm_from_quat, quat_chart, quat_exp, quat_multiply, quat_rotation_vector
+from ..spatial import chart_rate_jacobian, dcm_from_quat, quat_chart, quat_exp, quat_multiply
 from ..system import System
 
 MINIMAL_BASE_STATES = ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y", "r_z",
@@ -133,18 +133,6 @@ class Coordinates:
         for _, s, m in self.joints:
             y[s] += dx[m]
         return y
-
-    def difference(self, y, y0) -> np.ndarray:
-        """``y (-) y0``: the minimal coordinates of ``y`` in the chart centred at ``y0`` (the
-        inverse of :meth:`retract`)."""
-        dx = np.empty(self.n)
-        for _, s, m in self.bases:
-            dx[m.start:m.start + 9] = y[s.start:s.start + 9] - y0[s.start:s.start + 9]
-            dx[m.start + 9:m.start + 12] = quat_rotation_vector(tuple(y[s.start + 9:s.start + 13]),
-                                                                tuple(y0[s.start + 9:s.start + 13]))
-        for _, s, m in self.joints:
-            dx[m] = y[s] - y0[s]
-        return dx
 
 
 # -- inputs and outputs ---------------------------------------------------------------------------
