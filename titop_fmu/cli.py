@@ -217,6 +217,22 @@ def animation(args, system, engine):
                      f"{args.stop:g} s", args.trace)
 
 
+def _system_of(args):
+    """The :class:`~titop_fmu.cosim.CoSystem` of ``SYSTEM``: the built-in balloon with its
+    ``--set`` overrides, or a system file."""
+    from .cosim import systemfile
+    from .titop.checks import check
+    if args.system == "balloon":
+        return balloon.system(balloon.checked(parse_set(args.set, balloon.DEFAULTS)))
+    if not Path(args.system).is_file():
+        raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file (TOML or JSON)")
+    if args.set:
+        raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
+    system = systemfile.read(args.system).system
+    check(system, stated=True)                  # as simulate checks a system file: every body's data stated
+    return system
+
+
 def cmd_animate(args):
     """``titop-fmu animate SYSTEM [RUN.csv] --out VIEW.html``: the view of a result CSV that has
     the outputs placing every body, or of an in-process run of the system."""
@@ -226,23 +242,13 @@ def cmd_animate(args):
         sim.out, sim.animate, sim.trace, sim.title = None, args.out, args.trace, args.title
         sim.stop, sim.dt, sim.set, sim.quiet = args.stop, args.dt, args.set, args.quiet
         return cmd_simulate(sim)
-    from .cosim import systemfile
-    from .titop.checks import check
     from .viewer import Animation
     if args.stop is not None or args.dt is not None:
         raise TitopError("--stop and --dt apply to a run: the CSV given is shown as it is")
-    if args.system == "balloon":
-        system = balloon.system(balloon.checked(parse_set(args.set, balloon.DEFAULTS)))
-    elif Path(args.system).suffix == ".ssp":
+    if Path(args.system).suffix == ".ssp":
         raise TitopError(f"{args.system}: the units of an SSP package are FMU files, which the view cannot "
                          "draw; animate the system file it was exported from")
-    elif Path(args.system).is_file():
-        if args.set:
-            raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
-        system = systemfile.read(args.system).system
-        check(system, stated=True)                  # the bodies drawn are those simulate runs
-    else:
-        raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file (TOML or JSON)")
+    system = _system_of(args)
     anim = Animation(writable_file("--out", args.out), system, args.title or
                      f"{Path(args.system).stem}: {Path(args.run).name}", args.trace)
     t, columns = read_result(args.run)
@@ -321,19 +327,6 @@ def cmd_models(args):
     """``titop-fmu models [NAME]``: the model kinds, or one model's ports and parameters."""
     from .models import describe, listing
     print(describe(args.name) if args.name else listing())
-
-
-def _system_of(args):
-    """The :class:`~titop_fmu.cosim.CoSystem` of ``SYSTEM``: the built-in balloon with its
-    ``--set`` overrides, or a system file."""
-    from .cosim import systemfile
-    if args.system == "balloon":
-        return balloon.system(balloon.checked(parse_set(args.set, balloon.DEFAULTS)))
-    if not Path(args.system).is_file():
-        raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file")
-    if args.set:
-        raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
-    return systemfile.read(args.system).system
 
 
 def cmd_linearize(args):
