@@ -35,6 +35,12 @@ entry points' ``titop_fmu_bind``, found in the FMU's own binary
 (``<fmu>/binaries/linux64/<model identifier>.so`` next to the resources
 folder; the library the host loaded, so the same copy).
 
+Exposed states. The block's continuous states and their derivatives are local variables
+after the outputs (``x.<state>``, ``der(x.<state>)``; value references ``[_end, _der0)``
+and ``[_der0, _last)``), read from the unit, never set; a directional derivative with any
+of them among its references is :meth:`BlockUnit.state_space_derivatives` (exact, on the
+forward-mode kernel the FMU carries, ``resources/titop_fmu/libtitop_kernel_dual.so``).
+
 Vendor functions. The entry points also export two functions of this project's
 (declared in the model description's ``VendorAnnotations``, tool ``titop-fmu``):
 ``titopGetTrialSteps``, several steps tried from the current state with given
