@@ -44,6 +44,8 @@ from ..system import System
 MINIMAL_BASE_STATES = ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y", "r_z",
                        "rotvec_x", "rotvec_y", "rotvec_z")
 JOINT_STATES = ("q", "qd")
+#: the inertial quantities a record list may hold (titop_fmu.titop.records), not linearized
+INERTIAL_QUANTITIES = ("position", "velocity", "dcm", "euler")
 #: the chart, as the models and their files say it
 CHART = ("deviations from the reference motion, the operating point moving on with its twist [v0; omega0] "
          "held: floating bases: twist [v_P; omega] at P in the body frame; position of P from the reference "
@@ -197,9 +199,29 @@ def output_layout(system: System) -> tuple:
     return spec, offsets
 
 
+def block_outputs(system: System, refs) -> tuple:
+    """``(block outputs, the others)`` among the record entries ``refs``: a record list may
+    also hold inertial quantities (``bus.com.position``, ``boom.dcm``: :mod:`titop_fmu.titop.records`),
+    which are not linearized."""
+    spec, _ = output_layout(system)
+    kept, left = [], []
+    for ref in refs:
+        try:
+            _scalars(ref, spec, "output")
+            kept.append(ref)
+        except ConnectionError_:
+            left.append(ref)
+    return kept, left
+
+
 def resolve_outputs(system: System, names) -> list:
     """``[(name, position in the kernel's output vector)]`` of the output names."""
     spec, offsets = output_layout(system)
+    kept, left = block_outputs(system, names)
+    inertial = [r for r in left if port_of(r.rpartition(".")[2])[0] in INERTIAL_QUANTITIES]
+    if inertial:
+        raise ConnectionError_(f"inertial quantities are not linearized: {', '.join(inertial)}; name block "
+                               "outputs (a base's p.m, a body's ci.m, a joint's joint.q)")
     return [(name, offsets[(block, port)] + i) for ref in names
             for name, (block, port, i) in _scalars(ref, spec, "output")]
 

@@ -149,7 +149,9 @@ def _linearize(cs, made, types, inputs, outputs, tol, max_iter):
         inputs = [f"{name}.{n}" for name, u in made.items() for k, n in enumerate(u.type.input_names)
                   if lay.inp[name].start + k not in src and ".m[" not in n]
     chosen = [x for ref in inputs for x in lay.input_index(ref)]
-    outputs = list(cs.recorded) if outputs is None else outputs
+    if outputs is None:                             # the record list's unit outputs (not inertial quantities)
+        outputs = [ref for ref in cs.recorded if lay.units.get(ref.partition(".")[0]) is not None
+                   and lay.units[ref.partition(".")[0]].type.scalars(ref.partition(".")[2], "output")]
     picked = [x for ref in outputs for x in lay.output_index(ref)]
 
     # the operating point: u = L y(u) on the connected inputs (Newton, the units' derivatives)

@@ -17,16 +17,18 @@ from ..errors import SolverError, TitopError
 from ..kernel import KernelUnavailable, plan_entries
 from ..system import System
 from ..titop.monolithic import twin
-from .coordinates import (CHART, Coordinates, default_inputs, output_layout, resolve_inputs, resolve_outputs,
-                          with_inputs)
+from .coordinates import (CHART, Coordinates, block_outputs, default_inputs, output_layout, resolve_inputs,
+                          resolve_outputs, with_inputs)
 from .model import LinearModel
 
 
 def as_system(system) -> tuple:
     """``(System, default output names)``: a :class:`System` as it is (no outputs), a
-    :class:`~titop_fmu.cosim.CoSystem` of TITOP units as its monolithic twin (its record list)."""
+    :class:`~titop_fmu.cosim.CoSystem` of TITOP units as its monolithic twin (the block outputs
+    of its record list: :func:`~.coordinates.block_outputs`)."""
     if isinstance(system, CoSystem):
-        return twin(system), list(system.recorded)
+        s = twin(system)
+        return s, block_outputs(s, system.recorded)[0]
     if isinstance(system, System):
         return system, []
     raise TypeError(f"expected a System or a CoSystem of TITOP units, got {type(system).__name__}")
@@ -120,7 +122,8 @@ def linearize(system, state=None, inputs=None, outputs=None) -> LinearModel:
     columns of ``B, D``, names of scalars or ports (``"balloon.ext.w[2]"``,
     ``"slider.joint.tau"``), or a ``{name: value}`` dict that also sets their values;
     default: every free input but constant motion vectors. ``outputs``: names of block
-    outputs (``"pendulum1.joint.q[3]"``, ``"balloon.c1.m"``).
+    outputs (``"pendulum1.joint.q[3]"``, ``"balloon.c1.m"``); the inertial quantities a record
+    list may hold (``"bus.com.position"``) are not linearized (left out of the default).
     """
     system, recorded = as_system(system)
     values = inputs if isinstance(inputs, dict) else None
