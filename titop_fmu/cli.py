@@ -218,18 +218,20 @@ def animation(args, system, engine):
 
 
 def _system_of(args):
-    """The :class:`~titop_fmu.cosim.CoSystem` of ``SYSTEM``: the built-in balloon with its
-    ``--set`` overrides, or a system file."""
+    """The :class:`~titop_fmu.cosim.CoSystem` of ``SYSTEM`` with its ``--set`` overrides: the
+    built-in balloon (its scenario values) or a system file (its units' parameters and free
+    inputs, as simulate sets them), checked as simulate checks it."""
     from .cosim import systemfile
+    from .titop import overrides as ov
     from .titop.checks import check
     if args.system == "balloon":
         return balloon.system(balloon.checked(parse_set(args.set, balloon.DEFAULTS)))
     if not Path(args.system).is_file():
         raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file (TOML or JSON)")
-    if args.set:
-        raise TitopError("--set applies to the built-in balloon; set parameters in the system file")
     system = systemfile.read(args.system).system
-    check(system, stated=True)                  # as simulate checks a system file: every body's data stated
+    if args.set:
+        system = ov.apply(system, parse_set(args.set, ov.settable(system)))
+    check(system, stated=True)                  # every body's physical data stated
     return system
 
 
@@ -390,6 +392,18 @@ def _grid(text) -> tuple:
     return name.strip(), grid * scale
 
 
+def _is_parameter(cs, name) -> bool:
+    """``name`` is a scalar parameter of a unit of ``cs`` (``link1.mass``), not an input."""
+    from .fmu import catalog
+    unit, _, var = name.partition(".")
+    spec = cs.units.get(unit)
+    try:
+        params = catalog.interface_of(spec.model).params if spec is not None else ()
+    except KeyError:
+        return False
+    return any(p.name == var and not p.shape for p in params)
+
+
 def _linearize_family(args, cs, outputs, out):
     """``--grid``: the family of linear models along a scheduling parameter (a balloon scenario
     value, or a state or input name), its equilibria continued along the grid."""
@@ -407,6 +421,13 @@ def _linearize_family(args, cs, outputs, out):
 
         def system(value):
             return balloon.system({**overrides, name: float(value)})
+    elif args.system != "balloon" and _is_parameter(cs, name):       # a unit parameter of the file
+        from .titop import overrides as ov
+        for value in (grid[0], grid[-1]):
+            ov.apply(cs, {name: float(value)})
+
+        def system(value):
+            return ov.apply(cs, {name: float(value)}, check=False)
     fam = family(system, name, grid, free=args.trim or None, inputs=args.inputs, outputs=outputs)
     fam.save(out)
     if not args.quiet:
@@ -615,7 +636,8 @@ def parser() -> argparse.ArgumentParser:
                                          "state or at an equilibrium; writes .mat or .npz")
     p.add_argument("system", help="'balloon' (with --set) or a system file (TOML or JSON, see examples/)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
-                   help="override a balloon scenario value, as for simulate (repeatable)")
+                   help="override a value as for simulate: a balloon scenario value, or a system file's unit "
+                        "parameter or free input, e.g. link1.mass=1.2 (repeatable)")
     p.add_argument("--trim", nargs="*", metavar="FREE",
                    help="first find an equilibrium near the initial state; FREE: the unknowns (a state such as "
                         "slider.q, a base's v, w, r or attitude, an input such as balloon.ext.w[2]); none given: "
@@ -628,8 +650,8 @@ def parser() -> argparse.ArgumentParser:
                         "(default: the system's record list)")
     p.add_argument("--grid", metavar="NAME=START:STOP:N",
                    help="a family of models (LPV) along a scheduling parameter: a balloon scenario value "
-                        "(m_P2=1:5:5), a state held (pendulum1.q=0:20:5deg) or an input; needs --trim; "
-                        "also NAME=V1,V2,...")
+                        "(m_P2=1:5:5), a unit parameter of a system file (link1.mass=0.5:2:4), a state held "
+                        "(pendulum1.q=0:20:5deg) or an input; needs --trim; also NAME=V1,V2,...")
     p.add_argument("--out", required=True, help="the file to write: FILE.mat (MATLAB) or FILE.npz")
     p.add_argument("--quiet", action="store_true", help="print nothing")
     p.set_defaults(func=cmd_linearize)

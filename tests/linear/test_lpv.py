@@ -2,6 +2,8 @@
 model is the exact model at its own equilibrium (continued along the grid), all in one
 basis; the interpolation's error at the mid-points is measured and falls as h^2; files."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.io
@@ -15,6 +17,7 @@ from titop_fmu.scenarios import balloon
 from tests.linear.test_trim import spinning_hub
 
 TILTED = {"theta1_0": np.radians(5.0), "theta2_0": np.radians(-5.0)}
+HOVER = Path(__file__).resolve().parents[2] / "examples" / "spacecraft_hover.toml"
 HELD = ["slider.q", "pendulum2.q", "balloon.attitude", "pendulum1.joint.tau"]
 pytestmark = pytest.mark.filterwarnings("ignore::titop_fmu.errors.ParameterWarning")
 
@@ -88,3 +91,17 @@ def test_errors(tmp_path):
         family(balloon.system(TILTED), "pendulum1.q", [0.0, 0.1], free=["pendulum1.q"])
     assert main(["linearize", "balloon", "--grid", "m_P2=1:3:3", "--out", str(tmp_path / "f.mat")]) == 2
     assert main(["linearize", "balloon", "--trim", "--grid", "m_P2=1:x:3", "--out", str(tmp_path / "f.mat")]) == 2
+
+
+def test_a_system_files_parameter_on_the_command_line(tmp_path):
+    """``--set`` and ``--grid`` on a system file's unit parameter (as simulate sets them): the
+    hovering spacecraft with link1's mass scheduled, the hover thrust free: the thrust found
+    holds the weight at every grid point."""
+    out = tmp_path / "fam.npz"
+    free = ["slider.q", "panel.q", "link1.q", "link2.q", "link3.q", "bus.attitude", "bus.ext.w[2]"]
+    assert main(["linearize", str(HOVER), "--set", "link2.mass=0.9", "--trim", *free,
+                 "--grid", "link1.mass=0.5:1.5:3", "--inputs", "bus.ext.w[2]", "--out", str(out), "--quiet"]) == 0
+    fam = Family.load(out)
+    assert fam.parameter == "link1.mass" and fam.grid.tolist() == [0.5, 1.0, 1.5]
+    for m, model in zip(fam.grid, fam.models):
+        assert model.u0[0] == pytest.approx(9.81 * (48.8 - 1.0 + m + 0.1), rel=1e-12)
