@@ -340,13 +340,7 @@ def cmd_linearize(args):
     if out.suffix not in (".mat", ".npz"):
         raise TitopError(f"--out {out}: write a .mat or a .npz file")
     cs = _system_of(args)
-    outputs = args.outputs
-    if outputs is None:                         # the record list's block outputs
-        from .linear.coordinates import block_outputs
-        from .titop.monolithic import twin
-        outputs, left = block_outputs(twin(cs), cs.recorded)
-        if left and not args.quiet:
-            print(f"not linearized: the inertial record entries {', '.join(left)}")
+    outputs = cs.recorded if args.outputs is None else args.outputs
     if args.grid:
         return _linearize_family(args, cs, outputs, out)
     state, system = None, cs

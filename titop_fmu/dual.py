@@ -92,6 +92,8 @@ def _open(lib: Path, width: int):
     if dll.titop_dual_width() != width:
         raise KernelUnavailable(f"the forward-mode kernel {lib.name} has the wrong width")
     dll.titop_dual_evaluate.restype = ctypes.c_int
+    dll.titop_dual_motion.restype = ctypes.c_void_p
+    dll.titop_dual_motion.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
     return dll
 
 
@@ -99,9 +101,11 @@ class DualTree:
     """A kernel tree (``entries`` as :func:`titop_fmu.kernel.tables` takes them) evaluated on
     dual numbers: :meth:`evaluate` gives the state derivatives and the ``n_outputs`` outputs
     at the states ``y`` and the constant inputs' current values, and their derivatives
-    along seeds of the states and of the constant inputs."""
+    along seeds of the states and of the constant inputs. ``bodies``: positions among
+    ``entries`` of blocks whose motion vector at their port (18 each, their own frame: what the
+    inertial record outputs are computed from) follows the outputs, with its derivatives."""
 
-    def __init__(self, entries, n_outputs: int = 0, width: int = WIDTH):
+    def __init__(self, entries, n_outputs: int = 0, width: int = WIDTH, bodies=()):
         lib = library(width)
         self.width = w = width
         ints, par, self.keep = tables(entries)
@@ -114,6 +118,9 @@ class DualTree:
         self._y = np.zeros((self.n_states, 1 + w))
         self._ydot = np.zeros_like(self._y)
         self._out = np.zeros((n_outputs, 1 + w))
+        ws = self._ws.ctypes.data
+        self._motions = [(lib.titop_dual_motion(b, ints.ctypes.data, ws) - ws) // self._ws[0].nbytes for b in bodies]
+        self._rows = np.concatenate([np.arange(n_outputs)] + [n_outputs + np.arange(i, i + 18) for i in self._motions])
         self._fn = lib["titop_dual_evaluate"]
         self._args = (ctypes.c_int(self.n), *(ctypes.c_void_p(a.ctypes.data) for a in (ints, self._par)),
                       ctypes.c_void_p(ctypes.addressof(self._ptrs)), ctypes.c_void_p(self._ws.ctypes.data),
@@ -130,15 +137,17 @@ class DualTree:
 
     def evaluate(self, y, state_seeds=None, input_seeds=None):
         """``(ydot, dydot, out, dout, code)`` at the states ``y``: the state derivatives and
-        outputs, and their derivatives along the ``k`` seed columns, ``state_seeds``
-        (``(n_states, k)``, or None: zero) and ``input_seeds`` (``{input position: (size, k)}``);
+        outputs (then the ``bodies``' motion vectors), and their derivatives along the ``k``
+        seed columns, ``state_seeds`` (``(n_states, k)``, or None: zero) and ``input_seeds``
+        (``{input position: (size, k)}``);
         ``code`` as ``titop_evaluate`` returns it (0: fine, 1: the loop is singular, 2: its
         solution is not finite)."""
         k = 0 if state_seeds is None else np.shape(state_seeds)[1]
         for s in (input_seeds or {}).values():
             k = max(k, np.shape(s)[1])
         w = self.width
-        dydot, dout = np.zeros((self.n_states, k)), np.zeros((self.n_outputs, k))
+        rows = self._rows
+        dydot, dout = np.zeros((self.n_states, k)), np.zeros((len(rows), k))
         self._y[:, 0] = y
         for v, d in zip(self.keep, self._inputs):
             d[:, 0] = v
@@ -155,11 +164,12 @@ class DualTree:
                 if m > 0:
                     self._inputs[i][:, 1:1 + m] = s[:, start:start + m]
             code = code or self._fn(*self._args)
+            out_ws = np.concatenate([self._out, self._ws]) if self._motions else self._out
             if ydot is None:
-                ydot, out = self._ydot[:, 0].copy(), self._out[:, 0].copy()
+                ydot, out = self._ydot[:, 0].copy(), out_ws[rows, 0]
             if m > 0:
                 dydot[:, start:start + m] = self._ydot[:, 1:1 + m]
-                dout[:, start:start + m] = self._out[:, 1:1 + m]
+                dout[:, start:start + m] = out_ws[rows, 1:1 + m]
         return ydot, dydot, out, dout, code
 
 

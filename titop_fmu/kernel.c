@@ -496,6 +496,17 @@ int titop_workspace(int nb, const int *I)
     return total;
 }
 
+/* block b's motion vector at its port, in its frame (WS.m, 18 values: the body's pose and twist
+ * that the inertial record outputs are computed from), where titop_evaluate leaves it in ws */
+double *titop_motion(int b, const int *I, double *ws)
+{
+    WS s;
+    for (int k = 0; k < b; k++)
+        ws += ws_size(I + NI * k, I);
+    ws_layout(I + NI * b, I, ws, &s);
+    return s.m;
+}
+
 /* ydot at y, and with out (else NULL) every block's outputs in turn, as Block.outputs_spec
  * orders them: p.w (not for a base), ci.m (18 each), then joint.q = [qdd, qd, q] (joints)
  * or p.m (a base). Returns 0, or 1: the loop is singular, 2: its solution is not finite. */

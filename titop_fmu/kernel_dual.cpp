@@ -148,6 +148,9 @@ int titop_dual_width(void) { return titop_dual::W; }
 /* the workspace of nb blocks, in duals (titop_workspace) */
 int titop_dual_workspace(int nb, const int *I) { return titop_dual::titop_workspace(nb, I); }
 
+/* titop_motion on duals: block b's motion vector (18 duals) in the workspace ws */
+dual *titop_dual_motion(int b, const int *I, dual *ws) { return titop_dual::titop_motion(b, I, ws); }
+
 /* titop_evaluate on duals: the parameters, constant inputs, states, state derivatives and
  * outputs are arrays of duals (1 + TITOP_DUAL_WIDTH doubles each: the value, then its
  * tangents) */

@@ -150,6 +150,16 @@ def _dcm_from_euler(phi, theta, psi):
             -st, ct * sf, ct * cf)
 
 
+def dcm_euler_partials(Theta):
+    """``d P_./i / d Theta``: the derivatives of :func:`dcm_from_euler` w.r.t. ``phi, theta,
+    psi``, ``(3, 3, 3)`` (first index: the angle). With ``P = Rz(psi) Ry(theta) Rx(phi)``:
+    ``dP/dphi = P (*x)``, ``dP/dtheta = (*Rz(psi) y) P``, ``dP/dpsi = (*z) P``."""
+    P = dcm_from_euler(Theta)
+    psi = _scalars(Theta)[2]
+    return np.array([P @ skew((1.0, 0.0, 0.0)), skew((-math.sin(psi), math.cos(psi), 0.0)) @ P,
+                     skew((0.0, 0.0, 1.0)) @ P])
+
+
 def euler_from_dcm(P):
     """``Theta(P)``: DCM to Euler angles (3-2-1), ``theta`` in ``[-pi/2, pi/2]``.
 

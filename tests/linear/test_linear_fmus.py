@@ -57,11 +57,13 @@ def test_the_hovering_spacecraft_through_its_fmus_is_the_in_process_model():
 
 
 def test_at_a_moving_state_too():
-    """Not an equilibrium: the spacecraft file's initial state (spinning bus, moving joints)."""
+    """Not an equilibrium: the spacecraft file's initial state (spinning bus, moving joints);
+    the record list's unit outputs (the units give no inertial quantities)."""
     cs = systemfile.read(ROOT / "examples" / "spacecraft.toml").system
     from titop_fmu.linear import linearize
-    ref = linearize(cs)
-    model = linearize_units(cs, TitopUnits("inprocess"), inputs=ref.inputs)
+    model = linearize_units(cs, TitopUnits("inprocess"))
+    assert len(model.outputs) == 17 and model.outputs == cs.recorded[:17]
+    ref = linearize(cs, inputs=model.inputs, outputs=model.outputs)
     for name in ("A", "B", "C", "D", "xdot0", "y0"):
         a, b = getattr(model, name), getattr(ref, name)
         assert np.abs(a - b).max() <= 1e-10 * max(1.0, np.abs(b).max()), name
@@ -70,5 +72,8 @@ def test_at_a_moving_state_too():
 def test_unknown_names_and_hidden_states_are_errors():
     with pytest.raises(ConnectionError_, match="unknown output 'balloon.c9.m'"):
         linearize_units(balloon.system(), TitopUnits("inprocess"), outputs=["balloon.c9.m"])
+    with pytest.raises(ConnectionError_, match="unknown output 'balloon.com.position'; a body's inertial quantities "
+                                               "are linearized in process"):
+        linearize_units(balloon.system(), TitopUnits("inprocess"), outputs=["balloon.com.position"])
     with pytest.raises(ConnectionError_, match="'balloon' .floating_base_c1. does not expose its states"):
         linearize_units(balloon.system(), TitopUnits("fmu", fmu_kind="standalone"))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.io
 
-from linear_checks import fd_model
+from linear_checks import fd_model, outputs
 from titop_fmu.cosim import systemfile
 from titop_fmu.errors import ConnectionError_, TitopError
 from titop_fmu.linear import LinearModel, Linearizer, linearize
@@ -27,6 +27,8 @@ def assert_matrices_match(model, system, y, rtol=1e-7):
     """``A, B, C, D`` of ``model`` equal to finite differences at ``y`` of the NumPy blocks of
     ``system`` (which must hold a value for every input of the model)."""
     inputs = resolve_inputs(system, model.inputs)
+    y0 = outputs(system, y, np.zeros(len(model.states)), model.outputs)
+    assert np.abs(model.y0 - y0).max(initial=0.0) <= 1e-12 * max(1.0, np.abs(y0).max(initial=0.0))
     ref = fd_model(system, y, inputs, model.outputs)
     for name, ours, fd in zip("ABCD", (model.A, model.B, model.C, model.D), ref):
         assert ours.shape == fd.shape
@@ -45,8 +47,10 @@ def test_the_spacecraft_moving_near_gimbal_lock_linearizes_to_its_finite_differe
     Theta = euler_from_dcm(dcm_from_quat(y[s.state_slice("bus")][9:13]))
     assert abs(abs(Theta[1]) - np.pi / 2) < np.radians(0.5)             # near gimbal lock
     model = linearize(cs, y)
-    assert model.outputs == [r for r in cs.recorded if r.rpartition(".")[2].split("[")[0] not in
-                             ("position", "velocity", "dcm", "euler")]             # block outputs only
+    assert model.outputs[:17] == cs.recorded[:17] and model.outputs[17:] == (
+        [f"bus.com.position[{k}]" for k in (1, 2, 3)] + [f"boom.dcm[{k}]" for k in range(1, 10)]
+        + [f"panel.com.velocity[{k}]" for k in range(1, 7)] + [f"slider.c1.position[{k}]" for k in (1, 2, 3)]
+        + [f"link3.com.position[{k}]" for k in (1, 2, 3)] + [f"link3.euler[{k}]" for k in (1, 2, 3)])
     assert "bus.ext.w[5]" in model.inputs and "link3.joint.tau" in model.inputs
     system = with_inputs(s, {(b, p) for _, (b, p, _) in resolve_inputs(s, model.inputs)})
     assert_matrices_match(model, system, y)
@@ -65,7 +69,11 @@ def test_random_trees_linearize_to_their_finite_differences(seed):
             y[s.state_slice(name)][9:13] /= np.linalg.norm(y[s.state_slice(name)][9:13])
     outputs = [f"{n}.{p}[{k}]" for n, b in s.blocks.items() for p, size in b.outputs_spec.items()
                for k in (1, size) if size > 1][::3]
-    model = linearize(s, y, outputs=outputs)
+    bodies = [n for n, b in s.blocks.items() if getattr(b, "body", None) is not None]
+    inertial = [f"{bodies[0]}.dcm", f"{bodies[-1]}.com.velocity", f"{bodies[len(bodies) // 2]}.c1.position",
+                f"{bodies[1]}.euler[2]", f"{bodies[-2]}.p.position[3]"]
+    model = linearize(s, y, outputs=outputs + inertial)
+    assert len(model.outputs) == len(outputs) + 9 + 6 + 3 + 1 + 1
     assert any(i.endswith(".m[1]") for i in linearize(s, y, inputs=["closure2.r.m"]).inputs)
     assert_matrices_match(model, s, y, rtol=2e-7)
 
@@ -94,8 +102,11 @@ def test_inputs_given_values_set_the_operating_point():
 
 
 def test_errors_name_what_is_wrong():
-    with pytest.raises(ConnectionError_, match="inertial quantities are not linearized: bus.com.position"):
-        linearize(systemfile.read(ROOT / "examples" / "spacecraft.toml").system, outputs=["bus.com.position"])
+    spacecraft = systemfile.read(ROOT / "examples" / "spacecraft.toml").system
+    with pytest.raises(ConnectionError_, match=r"'bus' has no point 'c9'.*points: p, com, c1"):
+        linearize(spacecraft, outputs=["bus.c9.position"])
+    with pytest.raises(ConnectionError_, match=r"unknown output 'bus.com.positon'.*and a body's inertial"):
+        linearize(spacecraft, outputs=["bus.com.positon"])
     s = balloon.build()
     with pytest.raises(ConnectionError_, match=r"unknown input 'balloon.ext.f'.*balloon.ext.w"):
         linearize(s, inputs=["balloon.ext.f"])

@@ -12,6 +12,7 @@ import numpy as np
 
 from titop_fmu.blocks import FloatingBase, ImposedMotionBase, PrismaticBody, RevoluteBody
 from titop_fmu.cosim.names import port_of
+from titop_fmu.titop.records import inertial, inertial_entry
 
 
 def _skew(v):
@@ -90,11 +91,18 @@ def rates(system, y0, dx):
 
 
 def outputs(system, y0, dx, names):
-    """The outputs ``names`` (``block.port[k]``) at ``y0 (+) dx`` (NumPy blocks)."""
-    o = system.outputs(perturbed(system, y0, dx))
+    """The outputs ``names`` (``block.port[k]``, or an inertial quantity's component
+    ``block.com.position[k]``, ``block.dcm[k]``: from the block's motion at its port on the
+    NumPy blocks) at ``y0 (+) dx`` (NumPy blocks)."""
+    y = perturbed(system, y0, dx)
+    o, (kins, _) = system.outputs(y), system.evaluate(y)
     vals = []
     for name in names:
         block, _, var = name.partition(".")
+        entry = inertial_entry(name, block, system.blocks[block], "")
+        if entry is not None:
+            vals.append(inertial(entry.quantity, kins[block].m_A, entry.PX)[entry.select[0]])
+            continue
         port, k = port_of(var)
         v = np.atleast_1d(o[block][port])
         vals.append(v[k - 1] if k else v[0])

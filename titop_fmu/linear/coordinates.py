@@ -28,7 +28,8 @@ block: ``balloon.ext.w[2]``, ``slider.joint.tau``, ``pendulum1.joint.q[3]``; a p
 alone (``balloon.ext.w``) stands for all its components. The inputs are the system's
 unlinked inputs (external wrenches, joint efforts, free child wrenches, imposed
 accelerations, a root's constant motion vector); the outputs are every block output,
-as the C kernel lays them out (:func:`titop_fmu.kernel.plan_entries`).
+as the C kernel lays them out (:func:`titop_fmu.kernel.plan_entries`), and the inertial
+quantities of the bodies a record list may hold (``bus.com.position``, ``boom.dcm``).
 """
 
 from __future__ import annotations
@@ -40,12 +41,11 @@ from ..cosim.names import port_names, port_of
 from ..errors import ConnectionError_
 from ..spatial import chart_rate_jacobian, dcm_from_quat, quat_chart, quat_exp, quat_multiply
 from ..system import System
+from ..titop.records import inertial_entry
 
 MINIMAL_BASE_STATES = ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y", "r_z",
                        "rotvec_x", "rotvec_y", "rotvec_z")
 JOINT_STATES = ("q", "qd")
-#: the inertial quantities a record list may hold (titop_fmu.titop.records), not linearized
-INERTIAL_QUANTITIES = ("position", "velocity", "dcm", "euler")
 #: the chart, as the models and their files say it
 CHART = ("deviations from the reference motion, the operating point moving on with its twist [v0; omega0] "
          "held: floating bases: twist [v_P; omega] at P in the body frame; position of P from the reference "
@@ -199,31 +199,25 @@ def output_layout(system: System) -> tuple:
     return spec, offsets
 
 
-def block_outputs(system: System, refs) -> tuple:
-    """``(block outputs, the others)`` among the record entries ``refs``: a record list may
-    also hold inertial quantities (``bus.com.position``, ``boom.dcm``: :mod:`titop_fmu.titop.records`),
-    which are not linearized."""
-    spec, _ = output_layout(system)
-    kept, left = [], []
-    for ref in refs:
-        try:
-            _scalars(ref, spec, "output")
-            kept.append(ref)
-        except ConnectionError_:
-            left.append(ref)
-    return kept, left
-
-
 def resolve_outputs(system: System, names) -> list:
-    """``[(name, position in the kernel's output vector)]`` of the output names."""
+    """``[(scalar name, where)]`` of the output names: ``where`` is the position in the kernel's
+    output vector of a block output's scalar (``balloon.c1.m[3]``), or ``(entry, i)`` for the
+    component ``i`` of an inertial quantity of a body (``bus.com.position``, ``boom.dcm[4]``:
+    :func:`titop_fmu.titop.records.inertial_entry`)."""
     spec, offsets = output_layout(system)
-    kept, left = block_outputs(system, names)
-    inertial = [r for r in left if port_of(r.rpartition(".")[2])[0] in INERTIAL_QUANTITIES]
-    if inertial:
-        raise ConnectionError_(f"inertial quantities are not linearized: {', '.join(inertial)}; name block "
-                               "outputs (a base's p.m, a body's ci.m, a joint's joint.q)")
-    return [(name, offsets[(block, port)] + i) for ref in names
-            for name, (block, port, i) in _scalars(ref, spec, "output")]
+    out = []
+    for ref in names:
+        block = system.blocks.get(ref.partition(".")[0])
+        entry = inertial_entry(ref, ref.partition(".")[0], block, type(block).__name__) if block else None
+        if entry is not None:
+            out += [(label, (entry, i)) for label, i in zip(entry.labels, entry.select)]
+            continue
+        try:
+            out += [(name, offsets[(b, port)] + i) for name, (b, port, i) in _scalars(ref, spec, "output")]
+        except ConnectionError_ as e:
+            raise ConnectionError_(f"{e}; and a body's inertial quantities (<block>.<point>.position, "
+                                   "<block>.<point>.velocity, <block>.dcm, <block>.euler)") from None
+    return out
 
 
 def with_inputs(system: System, ports) -> System:

@@ -29,9 +29,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..cosim import CoSystem
+from ..cosim.names import port_of
 from ..errors import ConnectionError_, SolverError
 from ..fmu import catalog
 from ..spatial import dcm_from_quat, euler_from_dcm
+from ..titop.records import QUANTITIES
 from ..titop.units import TitopUnits
 from ..topology import tree_order
 from .coordinates import CHART, Coordinates
@@ -90,7 +92,9 @@ class _Layout:
         u = self.units.get(unit)
         names = u.type.scalars(var, causality) if u is not None else []
         if not names:
-            raise ConnectionError_(f"unknown {causality} {ref!r}")
+            hint = ("; a body's inertial quantities are linearized in process (titop_fmu.linear.linearize)"
+                    if port_of(var)[0].rpartition(".")[2] in QUANTITIES else "")
+            raise ConnectionError_(f"unknown {causality} {ref!r}{hint}")
         index = u.type.input_index if causality == "input" else u.type.output_index
         return [(f"{unit}.{n}", offsets[unit].start + index[n]) for n in names]
 

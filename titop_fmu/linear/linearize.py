@@ -17,18 +17,17 @@ from ..errors import SolverError, TitopError
 from ..kernel import KernelUnavailable, plan_entries
 from ..system import System
 from ..titop.monolithic import twin
-from .coordinates import (CHART, Coordinates, block_outputs, default_inputs, output_layout, resolve_inputs,
-                          resolve_outputs, with_inputs)
+from ..titop.records import inertial, inertial_jacobian
+from .coordinates import (CHART, Coordinates, default_inputs, output_layout, resolve_inputs, resolve_outputs,
+                          with_inputs)
 from .model import LinearModel
 
 
 def as_system(system) -> tuple:
     """``(System, default output names)``: a :class:`System` as it is (no outputs), a
-    :class:`~titop_fmu.cosim.CoSystem` of TITOP units as its monolithic twin (the block outputs
-    of its record list: :func:`~.coordinates.block_outputs`)."""
+    :class:`~titop_fmu.cosim.CoSystem` of TITOP units as its monolithic twin (its record list)."""
     if isinstance(system, CoSystem):
-        s = twin(system)
-        return s, block_outputs(s, system.recorded)[0]
+        return twin(system), list(system.recorded)
     if isinstance(system, System):
         return system, []
     raise TypeError(f"expected a System or a CoSystem of TITOP units, got {type(system).__name__}")
@@ -50,9 +49,12 @@ class Linearizer:
         self.system = with_inputs(system, {(b, p) for _, (b, p, _) in self.inputs})
         self.outputs = resolve_outputs(self.system, outputs)
         self.coords = Coordinates(self.system)
-        n_out = sum(output_layout(self.system)[0].values()) if self.outputs else 0
+        order = self.system.plan().order
+        self._bodies = sorted({w[0].unit for _, w in self.outputs if isinstance(w, tuple)}, key=order.index)
+        self._n_out = n_out = sum(output_layout(self.system)[0].values()) if self.outputs else 0
         try:
-            self.tree = DualTree(plan_entries(self.system.plan()), n_out)
+            self.tree = DualTree(plan_entries(self.system.plan()), n_out,
+                                 bodies=[order.index(b) for b in self._bodies])
         except KernelUnavailable as e:
             raise TitopError(f"linearization runs on the forward-mode C kernel, which cannot run here: {e}") from None
         self._slots = [(self.tree.input_index(self.system.values[(b, p)]), i) for _, (b, p, i) in self.inputs]
@@ -95,9 +97,30 @@ class Linearizer:
         xdot, J = c.rates(y, ydot, dydot, minimal)
         res = {"xdot": xdot, "A": J[:, :n], "B": J[:, n:]}
         if outputs:
-            rows = [k for _, k in self.outputs]
-            res.update(y=out[rows], C=dout[rows, :n], D=dout[rows, n:])
+            y_out, dy = self._outputs(out, dout)
+            res.update(y=y_out, C=dy[:, :n], D=dy[:, n:])
         return res
+
+    def _outputs(self, out, dout) -> tuple:
+        """The named outputs and their derivatives from the kernel's outputs and the bodies'
+        motion vectors that follow them (``out``, ``dout``): a block output as it is, an inertial
+        quantity by the chain rule through :func:`~titop_fmu.titop.records.inertial_jacobian`."""
+        values, rows, jacobians = [], [], {}
+        for _, where in self.outputs:
+            if not isinstance(where, tuple):
+                values.append(out[where])
+                rows.append(dout[where])
+                continue
+            entry, i = where
+            if id(entry) not in jacobians:
+                at = self._n_out + 18 * self._bodies.index(entry.unit)
+                m, dm = out[at:at + 18], dout[at:at + 18]
+                jacobians[id(entry)] = (inertial(entry.quantity, m, entry.PX),
+                                        inertial_jacobian(entry.quantity, m, entry.PX) @ dm)
+            value, derivative = jacobians[id(entry)]
+            values.append(value[i])
+            rows.append(derivative[i])
+        return np.array(values), np.reshape(rows, (len(rows), dout.shape[1]))
 
     def model(self, y) -> LinearModel:
         """The :class:`LinearModel` at the state ``y`` and the current inputs."""
@@ -122,8 +145,8 @@ def linearize(system, state=None, inputs=None, outputs=None) -> LinearModel:
     columns of ``B, D``, names of scalars or ports (``"balloon.ext.w[2]"``,
     ``"slider.joint.tau"``), or a ``{name: value}`` dict that also sets their values;
     default: every free input but constant motion vectors. ``outputs``: names of block
-    outputs (``"pendulum1.joint.q[3]"``, ``"balloon.c1.m"``); the inertial quantities a record
-    list may hold (``"bus.com.position"``) are not linearized (left out of the default).
+    outputs (``"pendulum1.joint.q[3]"``, ``"balloon.c1.m"``) or of the inertial quantities of
+    bodies a record list may hold (``"bus.com.position"``, ``"boom.dcm[4]"``).
     """
     system, recorded = as_system(system)
     values = inputs if isinstance(inputs, dict) else None

@@ -31,7 +31,7 @@ from ..cosim import CoSystem, build
 from ..cosim.names import port_of
 from ..errors import ConnectionError_, ParameterError, did_you_mean
 from ..fmu import catalog
-from ..spatial import dcm_from_euler, inertial_position, inertial_twist
+from ..spatial import dcm_euler_partials, dcm_from_euler, inertial_position, inertial_twist, skew
 from .units import TitopUnits, titop_model
 
 #: inertial quantities: their size and the SI unit of each component
@@ -70,6 +70,34 @@ def inertial(quantity: str, m_P, PX=None) -> np.ndarray:
     if quantity == "dcm":
         return dcm_from_euler(m_P[15:18]).reshape(9)
     return np.array(m_P[15:18], dtype=float)
+
+
+def inertial_jacobian(quantity: str, m_P, PX=None) -> np.ndarray:
+    """``d inertial(quantity, m_P, PX) / d m_P``: its rows per component, 18 columns (the
+    motion vector's; the acceleration's six are zero), exact: with ``P = P_b/i(Theta)`` and its
+    partials ``P_k`` (:func:`~titop_fmu.spatial.dcm_euler_partials`), the position ``P (r + PX)``
+    has ``P`` along ``r`` and ``P_k (r + PX)`` along ``Theta_k``; the velocity ``[P (v + omega x
+    PX); P omega]`` has ``P``, ``-P (*PX)`` and ``P_k (.)``; the DCM ``P_k``; the Euler angles 1."""
+    m_P = np.asarray(m_P, dtype=float)
+    PX = np.zeros(3) if PX is None else PX
+    Theta = m_P[15:18]
+    P, dP = dcm_from_euler(Theta), dcm_euler_partials(Theta)
+    J = np.zeros((len(QUANTITIES[quantity]), 18))
+    if quantity == "position":
+        J[:, 12:15] = P
+        J[:, 15:18] = (dP @ (m_P[12:15] + PX)).T
+    elif quantity == "velocity":
+        v, w = m_P[6:9] + np.cross(m_P[9:12], PX), m_P[9:12]
+        J[:3, 6:9] = P
+        J[:3, 9:12] = -P @ skew(PX)
+        J[3:, 9:12] = P
+        J[:3, 15:18] = (dP @ v).T
+        J[3:, 15:18] = (dP @ w).T
+    elif quantity == "dcm":
+        J[:, 15:18] = dP.reshape(3, 9).T
+    else:
+        J[:, 15:18] = np.eye(3)
+    return J
 
 
 @dataclass(frozen=True)
@@ -135,6 +163,52 @@ class Entry:
         return inertial(self.quantity, motions[self.unit], self.PX)[list(self.select)]
 
 
+def body_points(block) -> dict:
+    """``{point: [PX]_Rb}`` of the body of a block (empty for a loop closure)."""
+    body = getattr(block, "body", None)
+    if body is None:
+        return {}
+    return {"p": np.zeros(3), "com": body.com,
+            **{f"c{i + 1}": PC for i, PC in enumerate(body.children)}}
+
+
+def inertial_entry(ref: str, unit: str, block, model: str) -> Entry | None:
+    """The :class:`Entry` (without its ``motion``) of ``ref``, ``"<unit>.<var>"``, if ``var``
+    names an inertial quantity (``com.position[2]``, ``dcm``) of the body of ``block`` (the
+    unit's, None for a unit that is not a TITOP model's, ``model`` its model, for the errors);
+    None if it names no inertial quantity; a :class:`ConnectionError_` that says what is
+    wrong otherwise."""
+    m = _INERTIAL.match(ref.partition(".")[2])
+    if m is None:
+        return None
+    if block is None:
+        raise ConnectionError_(f"record {ref!r}: inertial outputs are those of TITOP model units; "
+                               f"{unit!r} is {model}")
+    point, quantity, k = m.groups()
+    points = body_points(block)
+    if not points:
+        raise ConnectionError_(f"record {ref!r}: {unit!r} ({model}) has no body "
+                               "to give a position, velocity or attitude")
+    if quantity in POINT_QUANTITIES and point is None:
+        raise ConnectionError_(f"record {ref!r}: a {quantity} is a point's: "
+                               + ", ".join(f"{unit}.{p}.{quantity}" for p in points))
+    if quantity not in POINT_QUANTITIES and point is not None:
+        raise ConnectionError_(f"record {ref!r}: the {quantity} is the body's: {unit}.{quantity}")
+    if point is not None and point not in points:
+        raise ConnectionError_(f"record {ref!r}: {unit!r} has no point {point!r}{did_you_mean(point, points)}; "
+                               f"points: {', '.join(points)} (port point P, centre of mass, child points)")
+    size = len(QUANTITIES[quantity])
+    k = int(k) if k is not None else 0
+    if k and not 1 <= k <= size or k == 0 and ref.endswith("]"):
+        raise ConnectionError_(f"record {ref!r}: {quantity} has {size} components, [1] .. [{size}]")
+    select = (k - 1,) if k else tuple(range(size))
+    name = f"{unit}.{point}.{quantity}" if point else f"{unit}.{quantity}"
+    where = {"p": "P", "com": "B (centre of mass)"}.get(point, f"C{point[1:]}" if point else "")
+    return Entry(ref, unit, None, select, tuple(f"{name}[{i + 1}]" for i in select),
+                 tuple(QUANTITIES[quantity][i] for i in select), quantity, point,
+                 points.get(point), description=f"{unit}: {DESCRIPTIONS[quantity].format(X=where)}")
+
+
 class Records:
     """The ``record`` list of the system ``cs`` resolved against its TITOP units (a
     :class:`ConnectionError_` with the nearest valid names for a wrong entry)."""
@@ -181,14 +255,11 @@ class Records:
             raise ConnectionError_(f"record {ref!r}: unknown unit {unit!r}{did_you_mean(unit, self.cs.units)}; "
                                    f"units: {', '.join(self.cs.units)}")
         block = self.block(unit)
-        m = _INERTIAL.match(var)
+        entry = inertial_entry(ref, unit, block, self.cs.units[unit].model)
+        if entry is not None:
+            return replace(entry, motion=self.motion(ref, unit, block))
         if block is None:
-            if m:
-                raise ConnectionError_(f"record {ref!r}: inertial outputs are those of TITOP model units; "
-                                       f"{unit!r} is {self.cs.units[unit].model}")
             return Entry(ref, unit, var)
-        if m:
-            return self._inertial(ref, unit, block, *m.groups())
         port, k = port_of(var)
         size = block.outputs_spec.get(port)
         if size is None:
@@ -210,43 +281,9 @@ class Records:
     def names(self, unit: str) -> list:
         """What ``unit`` can record: its output ports and its inertial quantities."""
         block = self.block(unit)
-        points = self.points(block)
+        points = body_points(block)
         return list(block.outputs_spec) + ([f"{p}.{q}" for q in POINT_QUANTITIES for p in points]
                                            + ["dcm", "euler"] if points else [])
-
-    @staticmethod
-    def points(block) -> dict:
-        """``{point: [PX]_Rb}`` of the body of a block (empty for a loop closure)."""
-        body = getattr(block, "body", None)
-        if body is None:
-            return {}
-        return {"p": np.zeros(3), "com": body.com,
-                **{f"c{i + 1}": PC for i, PC in enumerate(body.children)}}
-
-    def _inertial(self, ref, unit, block, point, quantity, k) -> Entry:
-        points = self.points(block)
-        if not points:
-            raise ConnectionError_(f"record {ref!r}: {unit!r} ({self.cs.units[unit].model}) has no body "
-                                   "to give a position, velocity or attitude")
-        if quantity in POINT_QUANTITIES and point is None:
-            raise ConnectionError_(f"record {ref!r}: a {quantity} is a point's: "
-                                   + ", ".join(f"{unit}.{p}.{quantity}" for p in points))
-        if quantity not in POINT_QUANTITIES and point is not None:
-            raise ConnectionError_(f"record {ref!r}: the {quantity} is the body's: {unit}.{quantity}")
-        if point is not None and point not in points:
-            raise ConnectionError_(f"record {ref!r}: {unit!r} has no point {point!r}{did_you_mean(point, points)}; "
-                                   f"points: {', '.join(points)} (port point P, centre of mass, child points)")
-        size = len(QUANTITIES[quantity])
-        k = int(k) if k is not None else 0
-        if k and not 1 <= k <= size or k == 0 and ref.endswith("]"):
-            raise ConnectionError_(f"record {ref!r}: {quantity} has {size} components, [1] .. [{size}]")
-        select = (k - 1,) if k else tuple(range(size))
-        name = f"{unit}.{point}.{quantity}" if point else f"{unit}.{quantity}"
-        where = {"p": "P", "com": "B (centre of mass)"}.get(point, f"C{point[1:]}" if point else "")
-        return Entry(ref, unit, None, select, tuple(f"{name}[{i + 1}]" for i in select),
-                     tuple(QUANTITIES[quantity][i] for i in select), quantity, point,
-                     points.get(point), self.motion(ref, unit, block),
-                     f"{unit}: {DESCRIPTIONS[quantity].format(X=where)}")
 
     def motion(self, ref, unit, block) -> BodyMotion:
         """Where the motion of the body of ``unit`` comes from (see :class:`BodyMotion`)."""
