@@ -499,9 +499,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rtol", type=float, help=f"integration tolerance of the in-process run (default "
                                               f"{DEFAULTS['rtol']:g}, at least {RTOL_MIN:g})")
     p.add_argument("--kernel", choices=["auto", "c", "numpy"],
-                   help="right-hand side of the in-process run: c, the C kernel (built with the C compiler "
-                        "on first use); numpy, the reference blocks; auto (default): c when it covers the "
-                        "system and a compiler is there, else numpy")
+                   help="right-hand side and recorded outputs of the in-process run: c, the C kernel (built "
+                        "with the C compiler on first use); numpy, the reference blocks; auto (default): c "
+                        "when it covers the system and a compiler is there, else numpy")
     p.add_argument("--out", default="run.csv", help="CSV file to write (default run.csv)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a scenario value, SI units or e.g. theta1_0=170deg (repeatable)")

@@ -313,17 +313,23 @@ def plan_entries(plan) -> list:
 
 class CompiledRHS:
     """The right-hand side of a checked :class:`~titop_fmu.system.System` plan on the C
-    kernel; :class:`KernelUnavailable` when a block is not covered.
+    kernel, and every block's outputs; :class:`KernelUnavailable` when a block is not covered.
 
     The constant inputs are read through pointers to the system's values, which
     :meth:`~titop_fmu.system.System.set_input` changes in place."""
 
     def __init__(self, plan):
-        self._tree = _Tree(plan_entries(plan))
+        system = plan.system
+        self._tree = _Tree(plan_entries(plan), sum(sum(system.blocks[n].outputs_spec.values()) for n in plan.order))
 
     def __call__(self, y):
         """``(ydot, code)``: code 0, or 1 (the loop is singular), 2 (its solution is not finite)."""
         return self._tree.derivatives(y)
+
+    def outputs(self, y):
+        """``(outputs, code)``: every block's outputs (blocks in the plan's order, each one's in
+        its ``outputs_spec`` order) at the states ``y``; code as :meth:`__call__`'s."""
+        return self._tree.outputs(y)
 
 
 def block_entry(block, view: dict) -> _Entry:

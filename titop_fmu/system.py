@@ -166,6 +166,41 @@ class System:
         rounding); :class:`~titop_fmu.kernel.KernelUnavailable` says why it cannot run."""
         return self.plan().compiled_rhs()
 
+    def outputs_at(self, ys, ports=None, kernel: str = "auto") -> dict:
+        """``{block: {output: (n, size) array}}``: :meth:`outputs` at the ``n`` states ``ys``
+        (``(n, n_states)``), only the ``(block, output)`` pairs ``ports`` if given, on the C
+        kernel (all blocks' outputs in one call per state) or on the NumPy blocks as ``kernel``
+        asks (as in :meth:`simulate`); equal to rounding."""
+        ys = np.atleast_2d(np.asarray(ys, dtype=float))
+        plan = self.plan()
+        ports = [(n, o) for n in plan.order for o in self.blocks[n].outputs_spec] if ports is None else list(ports)
+        f = self._on_kernel(kernel, plan.compiled_outputs)
+        if f is not None:
+            return f(ys, ports)
+        rows = [self.outputs(y) for y in ys]
+        table = {}
+        for n, o in ports:
+            table.setdefault(n, {})[o] = np.reshape([r[n][o] for r in rows], (len(ys), -1))
+        return table
+
+    def _on_kernel(self, kernel: str, compiled):
+        """``compiled()`` (a function on the C kernel) if ``kernel`` (``"auto"``, ``"c"`` or
+        ``"numpy"``) asks for it and it can run this system here; None for the NumPy blocks.
+        ``"c"`` raises why it cannot: :class:`~titop_fmu.kernel.KernelUnavailable`, or a
+        ``ValueError`` for the dense solver."""
+        if kernel not in ("auto", "c", "numpy"):
+            raise ValueError(f"kernel must be 'auto', 'c' or 'numpy', got {kernel!r}")
+        if kernel != "numpy" and self.solver == "recursive":
+            from .kernel import KernelUnavailable
+            try:
+                return compiled()
+            except KernelUnavailable:
+                if kernel == "c":
+                    raise
+        elif kernel == "c":
+            raise ValueError(f"the C kernel solves the loop recursively: not with solver={self.solver!r}")
+        return None
+
     def simulate(self, t_stop: float, dt: float = 0.01, rtol: float = 1e-11, atol: float = 1e-11,
                  method: str = "DOP853", progress: bool = False, y0=None, kernel: str = "auto"):
         """Integrate all states together (scipy ``solve_ivp``) and sample every ``dt`` and at ``t_stop``.
@@ -175,8 +210,6 @@ class System:
         kernel (``"c"``), on the NumPy blocks (``"numpy"``), or on the kernel when it
         can run this system here (``"auto"``; :attr:`Trajectory.kernel` says which ran).
         """
-        if kernel not in ("auto", "c", "numpy"):
-            raise ValueError(f"kernel must be 'auto', 'c' or 'numpy', got {kernel!r}")
         if not (t_stop > 0 and dt > 0):
             raise ValueError(f"need t_stop > 0 and dt > 0, got {t_stop}, {dt}")
         n = int(round(t_stop / dt))
@@ -185,16 +218,8 @@ class System:
         if t_stop - n * dt > 1e-9 * dt:                     # ... and includes it
             t_eval = np.append(t_eval, t_stop)
         y0 = self.initial_state() if y0 is None else np.asarray(y0, dtype=float)
-        fun, used = self.rhs, "numpy"
-        if kernel != "numpy" and self.solver == "recursive":
-            from .kernel import KernelUnavailable
-            try:
-                fun, used = self.compiled_rhs(), "c"
-            except KernelUnavailable:
-                if kernel == "c":
-                    raise
-        elif kernel == "c":
-            raise ValueError(f"the C kernel solves the loop recursively: not with solver={self.solver!r}")
+        fun = self._on_kernel(kernel, self.compiled_rhs)
+        fun, used = (self.rhs, "numpy") if fun is None else (fun, "c")
         bar = None
         if progress:
             from tqdm import tqdm
@@ -279,18 +304,48 @@ class _Plan:
             self.loop = _RecursiveLoop(self)
         self._compiled = None
 
-    def compiled_rhs(self):
-        """``f(t, y) -> ydot`` on the C kernel (built once per plan)."""
+    def kernel(self):
+        """The plan on the C kernel (:class:`~titop_fmu.kernel.CompiledRHS`, built once)."""
         if self._compiled is None:
             from .kernel import CompiledRHS
             self._compiled = CompiledRHS(self)
-        k = self._compiled
+        return self._compiled
+
+    def compiled_rhs(self):
+        """``f(t, y) -> ydot`` on the C kernel."""
+        k = self.kernel()
 
         def f(t, y):
             ydot, code = k(y)
             if code:
                 raise (_singular if code == 1 else _not_finite)(t)
             return ydot
+        return f
+
+    def compiled_outputs(self):
+        """``f(ys, ports)``: :meth:`System.outputs_at` on the C kernel, each state's outputs of
+        all blocks in one call (blocks in :attr:`order`, each one's in its ``outputs_spec``
+        order), the columns of ``ports`` kept."""
+        k, where, start = self.kernel(), {}, 0
+        for n in self.order:
+            for o, size in self.system.blocks[n].outputs_spec.items():
+                where[n, o] = np.arange(start, start + size)
+                start += size
+
+        def f(ys, ports):
+            cut = [where[p] for p in ports]
+            columns = np.concatenate(cut) if cut else np.zeros(0, dtype=int)
+            values = np.empty((len(ys), len(columns)))
+            for i, y in enumerate(ys):
+                out, code = k.outputs(y)
+                if code:
+                    raise (_singular if code == 1 else _not_finite)(None)
+                values[i] = out[columns]
+            table, start = {}, 0
+            for (n, o), c in zip(ports, cut):
+                table.setdefault(n, {})[o] = values[:, start:start + len(c)]
+                start += len(c)
+            return table
         return f
 
     def _wiring(self, n):

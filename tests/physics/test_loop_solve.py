@@ -2,6 +2,7 @@
 oracle: one linear system over all the links' unknowns) on random trees with every
 block type, at random states and inputs."""
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -510,3 +511,98 @@ def test_without_a_compiler_the_numpy_blocks_run(monkeypatch, tmp_path):
         assert not list(tmp_path.glob("titop-fmu/kernel-*.so"))
     finally:
         kernel.forget()
+
+
+# -- every block's outputs on the C kernel (System.outputs_at, the recorded outputs) -----------
+
+def assert_same_outputs(a, b, rtol=1e-12):
+    """``{block: {output: (n, size)}}`` tables equal to ``rtol`` relative to the largest of each
+    kind: the accelerations and the twists, positions and angles of the motion vectors, the
+    wrenches, the joints' outputs."""
+    assert {n: set(o) for n, o in a.items()} == {n: set(o) for n, o in b.items()}
+    kinds = {"acceleration": lambda k, v: v[:, 0:6] if k.endswith(".m") else None,
+             "motion": lambda k, v: v[:, 6:18] if k.endswith(".m") else None,
+             "wrench": lambda k, v: v if k.endswith(".w") else None,
+             "joint": lambda k, v: v if k.startswith("joint.") else None}
+    for kind, part in kinds.items():
+        ref = [part(k, v) for n in b for k, v in b[n].items() if part(k, v) is not None]
+        scale = max(np.max(np.abs(v)) for v in ref)
+        for n in b:
+            for k in b[n]:
+                if part(k, b[n][k]) is not None:
+                    assert a[n][k].shape == b[n][k].shape
+                    err = np.max(np.abs(part(k, a[n][k]) - part(k, b[n][k])))
+                    assert err <= rtol * scale, f"{n}.{k} ({kind}): {err:.2e} > {rtol:g} * {scale:.2e}"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_kernel_outputs_equal_the_numpy_outputs_with_every_block(seed):
+    """Every output of every block (solved accelerations and wrenches, child motion vectors,
+    joint outputs and inverse efforts, loop-closure wrenches): the random systems with every
+    block and loop closures, and trees with a root given a constant motion."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 20))
+    for s in (random_system(np.random.default_rng(seed), n, "recursive"), random_kernel_tree(rng, n)):
+        ys = np.array([random_state(rng, s) for _ in range(3)])
+        c, p = s.outputs_at(ys, kernel="c"), s.outputs_at(ys, kernel="numpy")
+        assert_same_outputs(c, p)
+        one = s.outputs(ys[1])                            # a row of the table is System.outputs
+        assert {n: set(o) for n, o in one.items()} == {n: set(o) for n, o in p.items()}
+        assert all(np.array_equal(np.atleast_1d(one[n][k]), p[n][k][1]) for n in one for k in one[n])
+
+
+def test_kernel_outputs_of_chosen_ports_and_their_fallback():
+    s = random_kernel_tree(np.random.default_rng(2), 8)
+    ys = np.array([random_state(np.random.default_rng(i), s) for i in range(4)])
+    ports = [("prismatic5", "joint.q"), ("floating0", "p.m"), ("revolute4", "p.w"), ("floating0", "c2.m")]
+    c, p = s.outputs_at(ys, ports, kernel="c"), s.outputs_at(ys, ports, kernel="numpy")
+    assert {(n, k) for n in c for k in c[n]} == set(ports) == {(n, k) for n in p for k in p[n]}
+    assert_same_outputs(c, p)
+    slip = System()                                        # a block the kernel does not cover
+    slip.add("slip", _Slip())
+    slip.add("arm", RevoluteBody(RigidBody(1.0, np.diag([0.1, 0.2, 0.3]), com=[0, -1, 0]), q0=0.3))
+    slip.link("slip.c1", "arm.p")
+    slip.set_input("slip.p.m", np.arange(18.0) / 10)
+    y = slip.initial_state()
+    assert np.array_equal(slip.outputs_at([y])["slip"]["c1.m"][0], slip.outputs(y)["slip"]["c1.m"])
+    from titop_fmu.kernel import KernelUnavailable
+    with pytest.raises(KernelUnavailable, match="does not cover 'slip'"):
+        slip.outputs_at([y], kernel="c")
+    dense = generate.chain(3, solver="dense")
+    assert dense.outputs_at([dense.initial_state()])["base"]["p.m"].shape == (1, 18)
+    with pytest.raises(ValueError, match="solves the loop recursively"):
+        dense.outputs_at([dense.initial_state()], kernel="c")
+    y = generate.chain(3).initial_state()
+    y[-1] = np.inf
+    with pytest.raises(SolverError, match="not finite"):
+        generate.chain(3).outputs_at([y], kernel="c")
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("name", ["spacecraft", "two_branch"])
+def test_recorded_outputs_on_the_kernel_equal_those_of_the_numpy_blocks(name, monkeypatch):
+    """A system file's recorded outputs (unit outputs and inertial quantities) over its 20 s,
+    the spacecraft passing near gimbal lock: on the kernel equal to rounding, relative to the
+    largest of each entry, to those of the NumPy blocks; a run on the kernel records on it."""
+    from titop_fmu.cosim.systemfile import read
+    from titop_fmu.titop import monolithic
+    from titop_fmu.titop.records import Records
+    cs = read(EXAMPLES / f"{name}.toml").system
+    records = Records(cs)
+    assert records.inertial and any(e.quantity is None for e in records.entries)
+    s = monolithic.twin(cs)
+    tr = s.simulate(20.0, 0.05, rtol=1e-10, atol=1e-10)
+    assert tr.kernel == "c"
+    c, p = (monolithic.recorded(cs, s, tr.y, records, kernel) for kernel in ("c", "numpy"))
+    assert c.shape == p.shape == (len(tr.t), len(records.labels))
+    k = 0
+    for e in records.entries:
+        cols = slice(k, k + len(e.labels))
+        k = cols.stop
+        err, scale = np.max(np.abs(c[:, cols] - p[:, cols])), np.max(np.abs(p[:, cols]))
+        assert err <= 1e-12 * scale, f"{e.ref}: {err:.2e} > 1e-12 * {scale:.2e}"
+    monkeypatch.setattr(System, "outputs", lambda self, y: pytest.fail("outputs on the NumPy blocks"))
+    tr2, values = monolithic.run(cs, 0.2, 0.05, 1e-10, 1e-10)
+    assert tr2.kernel == "c" and np.array_equal(values, monolithic.recorded(cs, s, tr2.y, records, "c"))

@@ -60,21 +60,23 @@ def build_titop_unit(name: str, spec) -> tuple:
         raise e.renamed(f"{name}.{e.parameter}") from None
 
 
-def recorded(cs: CoSystem, system: System, y, records: Records | None = None) -> np.ndarray:
+def recorded(cs: CoSystem, system: System, y, records: Records | None = None, kernel="auto") -> np.ndarray:
     """The recorded outputs of ``cs`` (:meth:`CoSystem.record`, in order; :class:`Records`:
     unit outputs and inertial quantities) at the states ``y`` (one state or
-    ``(n, n_states)``) of its monolithic twin."""
+    ``(n, n_states)``) of its monolithic twin, its outputs on the C kernel or the NumPy blocks
+    as ``kernel`` asks (:meth:`System.outputs_at`)."""
     records = Records(cs) if records is None else records
-    return np.array([records.row(system.outputs(yy), system.values) for yy in np.atleast_2d(y)])
+    y = np.atleast_2d(y)
+    return records.table(system.outputs_at(y, records.needs(), kernel), len(y), system.values)
 
 
 def run(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12, progress=False, kernel="auto"):
     """``(trajectory, recorded outputs)`` of the monolithic twin every ``dt`` from 0 to ``stop``
-    (``kernel``: as :meth:`System.simulate`'s)."""
+    (``kernel``: as :meth:`System.simulate`'s, for the right-hand side and the outputs)."""
     records = Records(cs)
     s = twin(cs)
     tr = s.simulate(stop, dt, rtol=rtol, atol=atol, progress=progress, kernel=kernel)
-    return tr, recorded(cs, s, tr.y, records)
+    return tr, recorded(cs, s, tr.y, records, tr.kernel)
 
 
 def simulate(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12):

@@ -152,12 +152,10 @@ class Entry:
             return {(self.unit, self.port)}
         return self.motion.needs()
 
-    def value(self, outs: dict, inputs: dict, motions: dict | None = None) -> np.ndarray:
-        """Its value from the outputs and constant inputs of the units; ``motions`` keeps the
-        bodies' motion vectors at ``P`` for the other entries of the same instant."""
-        if self.quantity is None:
-            return np.atleast_1d(np.asarray(outs[self.unit][self.port], dtype=float))[list(self.select)]
-        motions = {} if motions is None else motions
+    def value(self, outs: dict, inputs: dict, motions: dict) -> np.ndarray:
+        """The value of an inertial quantity from the outputs and constant inputs of the units
+        at one instant; ``motions`` keeps the bodies' motion vectors at ``P`` for the other
+        entries of the same instant."""
         if self.unit not in motions:
             motions[self.unit] = self.motion(outs, inputs)
         return inertial(self.quantity, motions[self.unit], self.PX)[list(self.select)]
@@ -318,19 +316,38 @@ class Records:
                 out[(e.unit, "p.m")] = np.asarray(self.cs.inputs[f"{e.unit}.p.m"], dtype=float)
         return out
 
-    def row(self, outs: dict, inputs: dict | None = None) -> np.ndarray:
-        """The recorded values from the outputs ``{unit: {port: value}}`` of every unit."""
+    def needs(self) -> list:
+        """The whole output ports ``(unit, port)`` of TITOP units that the entries are read or
+        computed from, once, sorted."""
+        return sorted({n for e in self.entries if e.labels is not None for n in e.needs()})
+
+    def table(self, outs: dict, n: int, inputs: dict | None = None) -> np.ndarray:
+        """The recorded values ``(n, k)`` at ``n`` instants from the outputs ``{unit: {port:
+        (n, size) array}}`` of the units (:meth:`needs`; an entry of a unit this module does
+        not know under its own name, its columns taken whole): a unit output's columns taken
+        at once, an inertial quantity computed instant by instant."""
         inputs = self.inputs() if inputs is None else inputs
-        motions = {}
-        return np.concatenate([e.value(outs, inputs, motions) for e in self.entries] or [np.zeros(0)])
+        columns, rows = [], None
+        for e in self.entries:
+            if e.quantity is None:
+                v = np.reshape(np.asarray(outs[e.unit][e.port], dtype=float), (n, -1))
+                columns.append(v if e.labels is None else v[:, list(e.select)])
+                continue
+            if rows is None:                # per instant: the outputs they read, the bodies' motions
+                read = {p for e in self.entries if e.quantity for p in e.needs()}
+                rows = [({}, {}) for _ in range(n)]
+                for u, p in read:
+                    for i, (o, _) in enumerate(rows):
+                        o.setdefault(u, {})[p] = outs[u][p][i]
+            columns.append(np.reshape([e.value(o, inputs, m) for o, m in rows], (n, len(e.select))))
+        return np.hstack(columns) if columns else np.zeros((n, 0))
 
     def raw(self) -> list:
         """What the master records for these entries: the entries of units this module does not
         know as written, then every whole output port the others are read or computed from, once
         (a port recorded whole and its scalars again would be interpolated twice, the copies'
         Euler angles component-wise, not on the rotation group)."""
-        ports = sorted({n for e in self.entries if e.labels is not None for n in e.needs()})
-        return [e.ref for e in self.entries if e.labels is None] + [f"{u}.{p}" for u, p in ports]
+        return [e.ref for e in self.entries if e.labels is None] + [f"{u}.{p}" for u, p in self.needs()]
 
     def raw_system(self) -> CoSystem:
         """``cs`` recording :meth:`raw`."""
@@ -347,22 +364,13 @@ class Records:
             n = len(types[unit].scalars(var, "output"))
             cols[ref] = slice(k, k + n)
             k += n
-        ports = [(ref, *ref.split(".", 1)) for ref in refs[sum(e.labels is None for e in self.entries):]]
-        outs = [{} for _ in values]
-        for row, o in zip(values, outs):
-            for ref, unit, port in ports:
-                o.setdefault(unit, {})[port] = row[cols[ref]]
-        inputs, motions = self.inputs(), [{} for _ in outs]
-        columns, names = [], []
-        for e in self.entries:
-            if e.labels is None:
-                columns.append(values[:, cols[e.ref]])
-                names += list(labels[cols[e.ref]])
-            else:
-                columns.append(np.reshape([e.value(o, inputs, m) for o, m in zip(outs, motions)],
-                                          (len(values), len(e.select))))
-                names += list(e.labels)
-        return (np.hstack(columns) if columns else np.zeros((len(values), 0))), names
+        outs = {}
+        for ref in refs:
+            unit, _, port = ref.partition(".")
+            outs.setdefault(unit, {})[port] = values[:, cols[ref]]
+        names = [label for e in self.entries
+                 for label in (labels[cols[e.ref]] if e.labels is None else e.labels)]
+        return self.table(outs, len(values)), names
 
 
 def simulate(cs: CoSystem, stop: float, units=None, output_interval=None, options=None, progress=False):

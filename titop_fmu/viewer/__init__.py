@@ -68,5 +68,5 @@ class Animation:
         rows = scene.frames(tr.t)
         cs = copy.copy(self.cs)
         cs.recorded = needed(self.model)
-        values = monolithic.recorded(cs, tr.system, tr.y[rows])
+        values = monolithic.recorded(cs, tr.system, tr.y[rows], kernel=tr.kernel)
         self.write(tr.t[rows], dict(zip(cs.recorded, values.T)))
