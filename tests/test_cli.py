@@ -128,10 +128,10 @@ def test_the_in_process_balloon_run_prints_no_warning(tmp_path):
     assert r.returncode == 0 and r.stderr == "", r.stderr
 
 
-def _start(args, tmp_path):
+def _start(args, tmp_path, env=None):
     return subprocess.Popen([sys.executable, "-m", "titop_fmu.cli", "simulate", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            cwd=tmp_path)
+                            cwd=tmp_path, env=env)
 
 
 def _workers(pid):
@@ -152,18 +152,66 @@ def _wait_for_progress(proc, tmp_path):
     raise AssertionError("the run did not start")
 
 
+def _assert_interrupted(proc, workers, tmp_path):
+    """The command ended with one line, exit code 130, no traceback, nothing written, and its
+    worker processes ``workers`` ended (and reaped)."""
+    _, err = proc.communicate(timeout=60)
+    lines = [line for line in err.replace("\r", "\n").splitlines() if line.startswith("titop-fmu")]
+    assert proc.returncode == 130 and lines == [lines[0]] and "interrupted" in lines[0], err[-500:]
+    assert "Traceback" not in err and not list(tmp_path.glob("*.csv*")), err[-2000:]
+    assert workers
+    for w in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(w, 0)
+
+
 def test_ctrl_c_stops_with_one_line_no_worker_and_no_output(tmp_path):
     proc = _start(["balloon", "--inprocess-units", "--stop", "20", "--out", "x.csv"], tmp_path)
     _wait_for_progress(proc, tmp_path)
     workers = _workers(proc.pid)
     os.killpg(proc.pid, signal.SIGINT)                  # as a terminal sends it: the whole group
-    _, err = proc.communicate(timeout=60)
-    lines = [line for line in err.replace("\r", "\n").splitlines() if line.startswith("titop-fmu")]
-    assert proc.returncode == 130 and lines == [lines[0]] and "interrupted" in lines[0], err[-500:]
-    assert "Traceback" not in err and not list(tmp_path.glob("*.csv*"))
-    for w in workers:
-        with pytest.raises(ProcessLookupError):
-            os.kill(w, 0)
+    _assert_interrupted(proc, workers, tmp_path)
+
+
+#: put on a worker's path (sitecustomize): its start-up held, before it imports the module that
+#: serves the master, until the test lets it go (a loaded machine's slow start, made certain)
+HOLD_WORKER_START = """
+import os, sys, time
+if "titop_fmu.cosim.worker_process" in sys.orig_argv:
+    class Hold:
+        def find_spec(self, name, path, target=None):
+            if name == "titop_fmu.cosim.workers":
+                held = os.environ["TITOP_TEST_WORKER_HELD"]
+                open(held, "w").close()
+                deadline = time.monotonic() + 60
+                while not os.path.exists(held + ".go") and time.monotonic() < deadline:
+                    time.sleep(0.01)
+    sys.meta_path.insert(0, Hold())
+"""
+
+
+def test_ctrl_c_while_the_worker_starts(tmp_path):
+    """Ctrl-C to the whole group while the master's worker process is still starting (its
+    interpreter importing, before it serves): the worker, in a session of its own, does not
+    get it (it used to end with a KeyboardInterrupt traceback); the master stops with one
+    line and ends it."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(HOLD_WORKER_START)
+    held = tmp_path / "worker-held"
+    env = dict(os.environ, TITOP_TEST_WORKER_HELD=str(held),
+               PYTHONPATH=os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH")) if p))
+    proc = _start(["balloon", "--inprocess-units", "--stop", "20", "--out", "x.csv"], tmp_path, env)
+    try:
+        deadline = time.monotonic() + 60
+        while not held.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        workers = _workers(proc.pid)
+        os.killpg(proc.pid, signal.SIGINT)
+    finally:
+        Path(f"{held}.go").touch()                       # the worker goes on: it ends as it is told
+    _assert_interrupted(proc, workers, tmp_path)
 
 
 def test_a_worker_failure_is_reported_at_once(tmp_path):

@@ -104,8 +104,8 @@ def write_atomically(path, write):
     written whole or not at all."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
-    os.close(fd)
     try:
+        os.close(fd)
         write(tmp)
         umask = os.umask(0)
         os.umask(umask)

@@ -1,14 +1,16 @@
 """Worker processes end silently and before the master returns, whatever failed: no
 traceback of a worker writing to a master that stopped listening."""
 
+import signal
 import subprocess
 import sys
+import warnings
 
 import pytest
 
 from titop_fmu.cosim import Options, build
 from titop_fmu.cosim import workers
-from titop_fmu.errors import ParameterError
+from titop_fmu.errors import ParameterError, ParameterWarning
 from titop_fmu.scenarios import balloon
 from titop_fmu.titop import TitopUnits
 
@@ -40,3 +42,62 @@ def test_a_worker_whose_master_is_gone_ends_silently():
     err = proc.stderr.read()
     proc.stderr.close()
     assert err == b""
+
+
+def _balloon():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParameterWarning)
+        return balloon.system()
+
+
+def test_ctrl_c_as_a_worker_is_started_ends_it(monkeypatch):
+    """Ctrl-C just as the worker process is started, before the master holds it (here: raised
+    as Popen returns): the master still ends it, and raises the interrupt."""
+    started, real = [], subprocess.Popen
+
+    def popen(*args, **kw):
+        started.append(real(*args, **kw))
+        signal.raise_signal(signal.SIGINT)               # a handler now raises KeyboardInterrupt
+        return started[-1]
+
+    monkeypatch.setattr(workers.subprocess, "Popen", popen)
+    with pytest.raises(KeyboardInterrupt):
+        build(_balloon(), TitopUnits("inprocess"), Options(workers=2))
+    assert len(started) == 1 and started[0].poll() is not None
+
+
+def test_ctrl_c_while_the_master_ends_its_workers(monkeypatch):
+    """Ctrl-C while the master waits for a worker's last answer: that worker is killed and
+    every other one ended before the interrupt goes on; none is left running."""
+    master = build(_balloon(), TitopUnits("inprocess"), Options(workers=3))
+    remote = [s for s in master.steppers if not s.in_process]
+    assert len(remote) == 2
+    master.simulate(0.02, 0.01)
+    result = workers.RemoteStepper.result
+
+    def interrupted(self):
+        if self is remote[0]:
+            raise KeyboardInterrupt
+        return result(self)
+
+    monkeypatch.setattr(workers.RemoteStepper, "result", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        master.terminate()
+    assert all(s.proc.poll() is not None for s in remote)
+
+
+def test_ctrl_c_as_the_master_is_made_ends_its_workers(monkeypatch):
+    """Ctrl-C once the workers are set up, as the master that holds them is being made: they
+    are ended before the interrupt goes on."""
+    from titop_fmu.cosim import engine
+    given, real = [], engine.Master
+
+    def master(st, steppers, opt):
+        given.extend(s for s in steppers if not s.in_process)
+        signal.raise_signal(signal.SIGINT)
+        return real(st, steppers, opt)
+
+    monkeypatch.setattr(engine, "Master", master)
+    with pytest.raises(KeyboardInterrupt):
+        build(_balloon(), TitopUnits("inprocess"), Options(workers=2))
+    assert len(given) == 1 and given[0].proc.poll() is not None

@@ -15,7 +15,7 @@ from .options import Options
 from .protocol import UnitFactory
 from .stepper import Stepper, make_runs
 from .structure import analyse
-from .workers import RemoteStepper, picklable
+from .workers import RemoteStepper, interrupts_held, picklable
 
 
 def is_fmu_path(model) -> bool:
@@ -67,9 +67,13 @@ def build(system: CoSystem, units: UnitFactory | None = None, options: Options |
     opt = (options or Options()).resolved()
     groups = split_runs(opt.sequence, opt.workers)
     remote = bool(opt.workers and len(groups) > 1 and picklable((system, units)))
-    # the workers start (their interpreters, their imports) while this process analyses the system
-    steppers = [RemoteStepper(key=k) for k in range(1, len(groups))] if remote else []
+    steppers = []
     try:
+        # the workers start (their interpreters, their imports) while this process analyses the
+        # system; each one kept as it starts, to be ended whenever Ctrl-C comes
+        for k in range(1, len(groups)) if remote else ():
+            with interrupts_held():
+                steppers.append(RemoteStepper(key=k))
         st = analyse(system, units.unit_types(system))
         if remote:
             for s, g in zip(steppers, groups[1:]):
@@ -79,12 +83,11 @@ def build(system: CoSystem, units: UnitFactory | None = None, options: Options |
             for s in steppers:
                 if not s.in_process:
                     s.result()
+            return Master(st, steppers, opt)
     except BaseException:
         for s in steppers:
             s.terminate()
         raise
-    if remote:
-        return Master(st, steppers, opt)
     opt = dataclasses.replace(opt, workers=0)
     return Master(st, [Stepper(make_runs(system, st, units, opt, range(len(opt.sequence)), t0))], opt)
 

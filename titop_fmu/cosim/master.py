@@ -399,12 +399,17 @@ class Master:
         self.grid, self.span = snap["grid"], snap["span"]
 
     def terminate(self):
-        """End the units, and the worker processes with them; also after a failure."""
-        err = None
+        """End the units, and the worker processes with them; also after a failure, and every
+        one of them when Ctrl-C comes meanwhile (then raised)."""
+        err = interrupt = None
         for s in self.steppers:
             try:
                 s.terminate()
             except SolverError as e:
                 err = err or e
+            except KeyboardInterrupt as e:
+                interrupt = interrupt or e
+        if interrupt is not None:
+            raise interrupt
         if err is not None:
             raise err

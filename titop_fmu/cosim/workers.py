@@ -11,6 +11,14 @@ bit as with every run in the master's process.
 A worker is a fresh interpreter (``python -m titop_fmu.cosim.worker_process``)
 talking length-prefixed pickles over its stdin/stdout, so it inherits nothing
 and imports nothing of the caller's main script.
+
+Ctrl-C is the master's alone. A terminal sends SIGINT to every process of its
+foreground process group; a worker runs in a session of its own, so that it
+never gets it, from the moment it starts (its interpreter's start-up and imports
+included), and ends when its master ends it, or when its master's end of its
+pipe closes. The master starts a worker, and ends one, with interrupts held
+(:func:`interrupts_held`): a worker it started is one it knows, and one it ends
+has ended, whenever Ctrl-C comes.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import struct
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import SolverError
@@ -59,20 +68,41 @@ def _recv(stream):
     return pickle.loads(data)
 
 
+@contextmanager
+def interrupts_held():
+    """SIGINT (Ctrl-C) held back while the block runs, then delivered to the handler there was
+    before: the block is not cut short, and the interrupt is not lost. In the main thread
+    (elsewhere Python runs no signal handler: nothing to hold)."""
+    held = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    except ValueError:                          # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)
+
+
 class RemoteStepper:
     """A :class:`Stepper` of the runs ``indices`` in a worker process."""
 
     in_process = False
 
     def __init__(self, key):
-        """Start the worker process: it imports what it needs while the caller analyses the
-        system; :meth:`setup` then gives it its runs."""
+        """Start the worker process, in a session of its own (the terminal's Ctrl-C is not its;
+        start it with :func:`interrupts_held` and keep it, to end it whenever Ctrl-C comes): it
+        imports what it needs while the caller analyses the system; :meth:`setup` then gives it
+        its runs."""
         self.key = key
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         self.proc = subprocess.Popen([sys.executable, "-m", "titop_fmu.cosim.worker_process"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env)
+                                     stdout=subprocess.PIPE, env=env, start_new_session=True)
         self._lost = False
         self._set_up = False
         self._commit = False                # commit before the next command
@@ -127,27 +157,37 @@ class RemoteStepper:
         """The worker's units terminated, then the process ends (its input closed); killed if it
         has not ended 2 s later. Every answer the worker sends is read first (after a failure
         elsewhere, the one to a command still under way): the worker never writes to a closed
-        pipe, and ends before this returns."""
-        if self.proc.poll() is None and not self._lost and self._set_up:    # else: its input closed, it ends
-            try:
-                while self._pending:
-                    try:
-                        self.result()
-                    except SolverError:
-                        if self._lost:
-                            raise
-                self.start("terminate")
-                self.result()
-                self._send(("exit", (), False))
-            except SolverError:
-                pass
+        pipe, and ends before this returns. Ctrl-C meanwhile kills it at once; it has ended
+        (and is reaped) when the interrupt is raised."""
+        graceful = False
+        try:
+            if self.proc.poll() is None and not self._lost and self._set_up:    # else: its input closed, it ends
+                try:
+                    while self._pending:
+                        try:
+                            self.result()
+                        except SolverError:
+                            if self._lost:
+                                raise
+                    self.start("terminate")
+                    self.result()
+                    self._send(("exit", (), False))
+                except SolverError:
+                    pass
+            graceful = True
+        finally:
+            with interrupts_held():
+                self._end(2.0 if graceful else 0.0)
+
+    def _end(self, grace):
+        """Its pipes closed, the process waited for ``grace`` seconds, then killed."""
         for f in (self.proc.stdin, self.proc.stdout):
             try:
                 f.close()
             except OSError:
                 pass
         try:
-            self.proc.wait(timeout=2)
+            self.proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -202,8 +242,9 @@ def _worker(inp, out):
 
 def serve():
     """The worker's main: the protocol owns stdin/stdout; anything printed goes to stderr.
-    Ctrl-C reaches the whole process group: the master decides, the worker ignores it. A
-    master gone (its end of a pipe closed) ends the worker silently."""
+    Ctrl-C is the master's: the worker runs in a session of its own, out of the terminal's
+    reach, and ignores SIGINT should one be sent to it. A master gone (its end of a pipe
+    closed) ends the worker silently."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
