@@ -2,7 +2,7 @@
 same at another git revision (before/after a change, in one command).
 
     python benchmarks/monolithic_outputs.py [--against REV] [--n 16 64] [--stop 20] [--dt 0.01]
-                                            [--repeats 3] [--system examples/spacecraft.toml]
+                                            [--repeats 3] [--system examples/spacecraft.toml ...]
 
 Per code tree (the revision ``REV``, checked out from git into a temporary folder, then this
 working tree), each in a fresh Python process:
@@ -11,8 +11,8 @@ working tree), each in a fresh Python process:
   a floating base carrying revolute bodies, recording every ``joint.q`` and the base's
   ``p.m``), ``--stop`` seconds every ``--dt``: its wall time and, inside it, the integration's
   (``Trajectory.wall``); the rest is mostly the recorded outputs;
-* ``titop-fmu simulate SYSTEM --quiet --out ...``: the wall time of the whole command
-  (interpreter start, imports, run, CSV written).
+* ``titop-fmu simulate SYSTEM --quiet --out ...`` of each ``--system`` file: the wall time of
+  the whole command (interpreter start, imports, run, CSV written).
 
 Runs alternate between the trees, ``--repeats`` times; the medians are printed, with their
 ratio (REV / this tree) and the largest difference between the two trees' recorded values.
@@ -81,9 +81,9 @@ def chain(tree: Path, n: int, stop: float, dt: float, out: Path) -> dict:
     return run
 
 
-def cli(tree: Path, system: str, out: Path) -> float:
+def cli(tree: Path, system: Path, out: Path) -> float:
     t0 = time.perf_counter()
-    python(tree, ["-c", CLI, "simulate", str(Path(system).resolve()), "--quiet", "--out", str(out)])
+    python(tree, ["-c", CLI, "simulate", str(system), "--quiet", "--out", str(out)])
     return time.perf_counter() - t0
 
 
@@ -94,7 +94,7 @@ def main():
     ap.add_argument("--stop", type=float, default=20.0, help="simulated time of the chains [s]")
     ap.add_argument("--dt", type=float, default=0.01, help="output interval of the chains [s]")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--system", default="examples/spacecraft.toml", help="system file run by the CLI")
+    ap.add_argument("--system", nargs="+", default=["examples/spacecraft.toml"], help="system files run by the CLI")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="titop_bench_") as tmp:
         tmp = Path(tmp)
@@ -105,15 +105,17 @@ def main():
         for tree in trees.values():                      # the kernel in the cache, before any timing
             chain(tree, 2, 0.02, 0.01, tmp / "warm.npy")
         chains = {(name, n): [] for name in trees for n in args.n}
-        clis = {name: [] for name in trees}
+        systems = [Path(s).resolve() for s in args.system]
+        clis = {(name, s): [] for name in trees for s in systems}
         for r in range(args.repeats):
             order = list(trees.items())[::(-1) ** r]     # alternate: both trees see the same load
             for n in args.n:
                 for name, tree in order:
                     out = tmp / f"{n}-{list(trees).index(name)}.npy"
                     chains[name, n].append(chain(tree, n, args.stop, args.dt, out))
-            for name, tree in order:
-                clis[name].append(cli(tree, args.system, tmp / f"cli-{list(trees).index(name)}.csv"))
+            for k, s in enumerate(systems):
+                for name, tree in order:
+                    clis[name, s].append(cli(tree, s, tmp / f"cli-{k}-{list(trees).index(name)}.csv"))
         load = os.getloadavg()[0]
         print(f"chains: monolithic.run, {args.stop:g} s every {args.dt:g} s; medians of {args.repeats}; "
               f"load average {load:.1f}")
@@ -132,14 +134,15 @@ def main():
                 err = np.max(np.abs(a - b))
                 print(f"{n:4d} run time {args.against} / this tree: {ref / new:.2f}; recorded values: max "
                       f"|difference| {err:.2e}, relative to the largest value {err / np.max(np.abs(a)):.2e}")
-        print(f"titop-fmu simulate {args.system} --quiet --out FILE (whole command, wall; medians of {args.repeats})")
-        for name in trees:
-            print(f"{name:>12} {statistics.median(clis[name]):8.2f} s")
-        if args.against:
-            ref, new = (statistics.median(clis[name]) for name in trees)
-            a, b = (np.loadtxt(tmp / f"cli-{i}.csv", delimiter=",", skiprows=1) for i in range(2))
-            print(f"ratio {args.against} / this tree: {ref / new:.2f}; CSV values: max |difference| "
-                  f"{np.max(np.abs(a - b)):.2e}")
+        for k, (system, s) in enumerate(zip(args.system, systems)):
+            print(f"titop-fmu simulate {system} --quiet --out FILE (whole command, wall; medians of {args.repeats})")
+            for name in trees:
+                print(f"{name:>12} {statistics.median(clis[name, s]):8.2f} s")
+            if args.against:
+                ref, new = (statistics.median(clis[name, s]) for name in trees)
+                a, b = (np.loadtxt(tmp / f"cli-{k}-{i}.csv", delimiter=",", skiprows=1) for i in range(2))
+                print(f"ratio {args.against} / this tree: {ref / new:.2f}; CSV values: max |difference| "
+                      f"{np.max(np.abs(a - b)):.2e}")
 
 
 if __name__ == "__main__":
