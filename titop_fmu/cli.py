@@ -320,7 +320,7 @@ def cmd_export(args):
     if not (args.out or args.ssp):
         raise TitopError("export: give --out NAME.fmu (one FMU) and/or --ssp NAME.ssp (SSP of the block FMUs)")
     if args.out:
-        print(export_fmu(system, args.out, simulation))
+        print(export_fmu(system, args.out, simulation, standalone=args.standalone))
     if args.ssp:
         print(export_ssp(system, args.ssp, simulation, args.fmu_dir))
 
@@ -582,6 +582,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="the FMU to write, NAME.fmu (model identifier NAME)")
     p.add_argument("--ssp", help="the SSP 1.0 package to write, NAME.ssp (block FMUs, connections, parameters)")
     p.add_argument("--fmu-dir", default=None, help="folder of the block FMUs for --ssp (default: the cache)")
+    p.add_argument("--standalone", action="store_true",
+                   help="the FMU's binary in C only (no Python at run time; linux64 and, with the MinGW-w64 cross "
+                        "compiler, win64), co-simulation and Model Exchange (fmus/README.md)")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(

@@ -1,13 +1,20 @@
 """The assembly FMU (``titop-fmu export``): a whole TITOP system as one FMU, the loop solved
-inside, for FMI hosts without a loop solver.
+inside, for FMI hosts without a loop solver; in two kinds, as the block FMUs: pythonfmu (the
+reference) and standalone (``--standalone``: C only, also Model Exchange).
 
-Checked against the in-process monolithic run of the same system (its own engine, DOP853 at
-1e-12): the recorded outputs through FMPy's ``simulate_fmu``; plus the FMU bar of the block
-FMUs (FMPy's validator, the declared ModelStructure, exact FMU state, ``fmi2Error`` with a
-message, the C host).
+Checked for both kinds against the in-process monolithic run of the same system (its own
+engine, DOP853 at 1e-12): the recorded outputs through FMPy's ``simulate_fmu`` and libcosim;
+plus the FMU bar of the block FMUs (FMPy's validator, the declared ModelStructure, exact FMU
+state, ``fmi2Error`` with a message, the C host). The standalone kind's own (at the end): the
+pythonfmu kind's outputs and messages, C only, Model Exchange (FMPy's CVode, the functions,
+the structure, the quaternion), the host's tolerance, a strict C host, win64 under Wine.
 """
 
+import ctypes
+import os
+import subprocess
 import textwrap
+import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -17,16 +24,18 @@ import pytest
 from arm_system import arm
 from balloon_runs import effective_parameters, run_balloon
 import hosts
-from c_host import harness, host_env, run  # noqa: F401
+from c_host import harness, harness_args, host_env, run, under_wine, windows_harness  # noqa: F401
 from hosts import controller_fmu, libcosim_complaints, libcosim_run, recorded_names, strict_fmpy_run
-from fmu_fixtures import Host, fmu_dir, fmu_paths, run_without_scipy, trial_steps, unzipped  # noqa: F401
+from fmu_fixtures import (Host, fmu_dir, fmu_paths, kind, linked_libraries, messages, run_without_scipy,  # noqa: F401
+                          trial_steps, unzipped)
 from titop_fmu.cli import main
 from titop_fmu.cosim import CoSystem, simulate, systemfile
 from titop_fmu.cosim.fmpy_unit import VENDOR_TOOL, fmu_unit_type
 from titop_fmu.cosim.numerics import wrap
+from titop_fmu.fmu.standalone import mingw_compiler
 from titop_fmu.scenarios import balloon
 from titop_fmu.titop import TitopUnits, monolithic
-from titop_fmu.titop.assembly import assembly_interface
+from titop_fmu.titop.assembly import assembly_interface, random_parameters
 
 from fmpy import read_model_description, simulate_fmu  # noqa: E402  (fmu_fixtures skips without FMPy)
 from fmpy.fmi1 import FMICallException  # noqa: E402
@@ -37,11 +46,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def balloon_fmu(tmp_path_factory):
-    """``titop-fmu export balloon --out balloon.fmu``."""
-    out = tmp_path_factory.mktemp("assembly") / "balloon.fmu"
-    assert main(["export", "balloon", "--out", str(out)]) == 0
-    return out
+def exported(tmp_path_factory):
+    """``export(system, kind, name)``: ``titop-fmu export SYSTEM [--standalone] --out NAME.fmu``,
+    once per system and kind."""
+    made = {}
+
+    def export(system, kind, name):
+        if (system, kind) not in made:
+            out = tmp_path_factory.mktemp(f"{name}_{kind}") / f"{name}.fmu"
+            assert main(["export", system, "--out", str(out), *(["--standalone"] if kind == "standalone" else [])]) == 0
+            made[(system, kind)] = out
+        return made[(system, kind)]
+    return export
+
+
+@pytest.fixture(scope="module")
+def balloon_fmu(exported, kind):
+    """``titop-fmu export balloon --out balloon.fmu``, of each kind."""
+    return exported("balloon", kind, "balloon")
 
 
 @pytest.fixture
@@ -62,7 +84,7 @@ def fmpy_run(path, stop, names, tolerance=None, **start_values):
     return r["time"], np.column_stack([r[n] for n in names])
 
 
-def test_validates_and_describes_the_system(balloon_fmu):
+def test_validates_and_describes_the_system(balloon_fmu, kind):
     pytest.importorskip("lark", reason="FMPy validates structured variable names with lark")
     assert validate_fmu(str(balloon_fmu)) == []
     md = read_model_description(str(balloon_fmu))
@@ -82,6 +104,7 @@ def test_validates_and_describes_the_system(balloon_fmu):
     assert md.defaultExperiment.stopTime == "20.0" and md.defaultExperiment.stepSize == "0.01"
     assert md.defaultExperiment.tolerance == "1e-10"
     assert not md.coSimulation.providesDirectionalDerivative
+    assert (md.modelExchange is not None) == (kind == "standalone")
 
 
 def test_matches_the_monolithic_run_over_1_s(balloon_fmu):
@@ -93,9 +116,10 @@ def test_matches_the_monolithic_run_over_1_s(balloon_fmu):
     assert np.abs(y - ref).max() <= 1e-8          # measured 1.7e-9 (accelerations up to 26 m/s2)
 
 
-def test_runs_on_its_bundled_package_without_scipy(balloon_fmu, tmp_path):
-    """In a process that cannot import scipy, without the repository on its path, the assembly
-    FMU runs its in-process system (the recursive loop solve included) to the same values."""
+def test_runs_on_its_bundled_package_without_scipy(exported, tmp_path):
+    """In a process that cannot import scipy, without the repository on its path, the pythonfmu
+    assembly FMU runs its in-process system (the recursive loop solve included) to the same values."""
+    balloon_fmu = exported("balloon", "pythonfmu", "balloon")
     q, scipy_loaded = run_without_scipy(textwrap.dedent(f"""
         from fmpy import simulate_fmu
         r = simulate_fmu({str(balloon_fmu)!r}, stop_time=0.2, output_interval={H!r},
@@ -212,10 +236,11 @@ def test_parameters_and_inputs_change_the_system(balloon_fmu):
 
 
 def declared_and_seen(path, host, inputs=None):
-    """``(declared, seen)``: ``{output: {inputs}}`` of the FMU's ModelStructure, and of the
-    outputs that change through FMI when each input is changed alone (after 0.3 s)."""
+    """``(declared, seen)``: ``{output: {inputs}}`` of the FMU's ModelStructure (its dependencies
+    on inputs: a standalone FMU also declares those on its states, for Model Exchange), and of
+    the outputs that change through FMI when each input is changed alone (after 0.3 s)."""
     md = read_model_description(str(path))
-    declared = {u.variable.name: {d.name for d in u.dependencies} for u in md.outputs}
+    declared = {u.variable.name: {d.name for d in u.dependencies if d.causality == "input"} for u in md.outputs}
     host.initialize(inputs=inputs)
     host.fmu.doStep(0.0, 0.3)
     ins, outs = host.names("input"), host.names("output")
@@ -329,9 +354,11 @@ def test_invalid_parameter_is_an_error_with_a_message(host):
     assert any("parameter 'pendulum1.mass'" in m for m in host.errors()), host.log
 
 
-def test_runs_in_the_c_host(harness, host_env, balloon_fmu, tmp_path):
+def test_runs_in_the_c_host(harness, kind, request, balloon_fmu, tmp_path):
     """Loaded by a C program (no Python in the process), a parameter and an input set, stepped,
-    its state saved and restored; the printed outputs are the in-process assembly's."""
+    its state saved and restored; the printed outputs are the in-process assembly's. The
+    standalone kind in an empty environment (``env -i``)."""
+    host_env = request.getfixturevalue("host_env") if kind == "pythonfmu" else None
     from c_host import H as CH, STEPS
     iface = assembly_interface(systemfile.to_dict(balloon.system()), "balloon")
     vr = {v.name: k for k, v in enumerate(iface.variables)}
@@ -353,11 +380,10 @@ def test_runs_in_the_c_host(harness, host_env, balloon_fmu, tmp_path):
         np.testing.assert_allclose(got[k], unit.outputs(), rtol=0, atol=1e-12 * max(1, np.abs(got).max()))
 
 
-def test_a_system_file_exports(tmp_path):
+def test_a_system_file_exports(exported, kind):
     """``titop-fmu export examples/two_branch.toml``: a welded body with two branches, the
     file's [simulation] as the default experiment, FMPy's run equal to the monolithic one."""
-    out = tmp_path / "two_branch.fmu"
-    assert main(["export", str(ROOT / "examples" / "two_branch.toml"), "--out", str(out)]) == 0
+    out = exported(str(ROOT / "examples" / "two_branch.toml"), kind, "two_branch")
     cs = systemfile.read(ROOT / "examples" / "two_branch.toml").system
     md = read_model_description(str(out))
     assert md.coSimulation.modelIdentifier == "two_branch" and md.defaultExperiment.stopTime == "10.0"
@@ -382,11 +408,9 @@ def test_the_appendage_file_is_the_balloon_without_its_base():
 
 
 @pytest.fixture(scope="module")
-def appendage_fmu(tmp_path_factory):
-    """``titop-fmu export examples/balloon_appendage.toml --out appendage.fmu``."""
-    out = tmp_path_factory.mktemp("appendage") / "appendage.fmu"
-    assert main(["export", str(APPENDAGE), "--out", str(out)]) == 0
-    return out
+def appendage_fmu(exported, kind):
+    """``titop-fmu export examples/balloon_appendage.toml --out appendage.fmu``, of each kind."""
+    return exported(str(APPENDAGE), kind, "appendage")
 
 
 def test_appendage_has_a_block_parent_port(appendage_fmu, fmu_paths):
@@ -516,3 +540,451 @@ def test_an_invalid_fmu_is_not_written(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.startswith("titop-fmu: error: the FMU would be invalid, nothing written:") and err.count("\n") == 1
     assert 'The variable name "rtol"' in err and list(tmp_path.iterdir()) == [tmp_path / "arm.toml"]
+
+
+# -- the standalone kind: the pythonfmu kind's contract in C only, and Model Exchange --------------
+
+SYSTEMS = {"balloon": "balloon", "spacecraft": str(ROOT / "examples" / "spacecraft.toml"),
+           "two_branch": str(ROOT / "examples" / "two_branch.toml")}
+
+
+@pytest.fixture(scope="module")
+def standalone(exported):
+    """The standalone balloon assembly FMU (``titop-fmu export balloon --standalone``)."""
+    return exported("balloon", "standalone", "balloon")
+
+
+def all_outputs(path, stop, rtol=1e-10):
+    """``(names, values)`` of every output of an assembly FMU over ``stop`` in FMPy at ``rtol``
+    (the FMU's parameters and the host's tolerance)."""
+    names = [v.name for v in read_model_description(str(path)).modelVariables if v.causality == "output"]
+    return names, fmpy_run(path, stop, names, tolerance=rtol)[1]
+
+
+@pytest.mark.parametrize("name,stop", [("balloon", 2.0), ("spacecraft", 2.0), ("two_branch", 2.0),
+                                       pytest.param("balloon", 20.0, marks=pytest.mark.slow),
+                                       pytest.param("spacecraft", 20.0, marks=pytest.mark.slow),
+                                       pytest.param("two_branch", 10.0, marks=pytest.mark.slow)])
+def test_standalone_outputs_are_the_pythonfmu_assembly_s(exported, name, stop):
+    """Every output of both kinds over the system's run, relative to the largest (the two kinds
+    evaluate the same equations, NumPy blocks and Python's DOPRI5 against the kernel and its
+    DOPRI5: their rounding differs, and the dynamics amplify it over a run). Measured over 20 s
+    (10 s): balloon 2.8e-14 (4.1e-12 of 147), two_branch 1.6e-14, spacecraft 5.6e-13 (9.6e-10 of
+    1.7e3: the bus falls 1.96 km, attitude near gimbal lock at 12.2 s; 3.6e-15 at 1 s, 4e-11 at
+    10 s)."""
+    (names, got), (other, want) = (all_outputs(exported(SYSTEMS[name], k, name), stop)
+                                   for k in ("standalone", "pythonfmu"))
+    assert names == other
+    err = np.abs(got - want).max() / max(1.0, np.abs(want).max())
+    print(f"\n[assembly] {name} {stop:g} s, standalone vs pythonfmu: {err:.2g} of the largest output")
+    assert err <= 1e-12
+
+
+#: (system, parameters, inputs): each an error of fmi2ExitInitializationMode or fmi2SetReal
+BAD = [
+    ("balloon", {"pendulum1.mass": -1.0}, {}),
+    ("balloon", {"pendulum1.mass": -1.0, "slider.inertia[1,2]": 3.0}, {}),    # the first unit's
+    ("balloon", {"balloon.ext_frame": 2}, {}),
+    ("balloon", {"balloon.inertia[1,1]": 0.0}, {}),
+    ("balloon", {"pendulum2.axis[1]": 0.0, "pendulum2.axis[2]": 0.0, "pendulum2.axis[3]": 0.0}, {}),
+    ("balloon", {"slider.c1.r[2]": float("nan")}, {}),
+    ("balloon", {"rtol": 0.0}, {}),
+    ("balloon", {"atol": -1.5e-07}, {}),
+    ("balloon", {}, {"balloon.ext.w[2]": float("inf"), "slider.joint.tau": float("nan")}),
+    ("two_branch", {"slide.mass": 0.0, "tip.k": -1.0}, {}),     # tip is checked first, the tree has slide first
+]
+
+
+@pytest.mark.parametrize("name,params,inputs", BAD)
+def test_errors_are_the_pythonfmu_assembly_s_messages(exported, name, params, inputs):
+    """The same single message, naming ``<unit>.<parameter>``, the units checked in the system's
+    order (the kernel's tree puts parents first)."""
+    got, want = (messages(exported(SYSTEMS[name], k, name), params, inputs) for k in ("standalone", "pythonfmu"))
+    assert len(got) == 1 and got == want, got
+
+
+def test_standalone_is_c_only_deterministic_and_described_as_the_pythonfmu_kind(exported, standalone, tmp_path):
+    """The binary needs libc and libm only; the FMU holds its C sources and no Python; a second
+    export gives the same bytes; its co-simulation description is the pythonfmu kind's but for
+    needsExecutionTool, the GUID and what Model Exchange adds (after the co-simulation's)."""
+    again = tmp_path / "balloon.fmu"
+    assert main(["export", "balloon", "--standalone", "--out", str(again)]) == 0
+    assert again.read_bytes() == standalone.read_bytes()
+    with zipfile.ZipFile(standalone) as z:
+        names = set(z.namelist())
+        z.extractall(tmp_path / "x")
+    assert {"binaries/linux64/balloon.so", "sources/model.c", "sources/kernel.c", "sources/fmi2.c"} <= names
+    assert ("binaries/win64/balloon.dll" in names) == bool(mingw_compiler())
+    assert not any(n.startswith("resources/") for n in names)
+    assert linked_libraries(tmp_path / "x" / "binaries" / "linux64" / "balloon.so") == {"libc.so.6", "libm.so.6"}
+    _, unzipdir = unzipped(exported("balloon", "pythonfmu", "balloon"))
+    assert co_simulation_part(tmp_path / "x") == co_simulation_part(Path(unzipdir), needs_tool="false")
+
+
+def co_simulation_part(folder, needs_tool=None) -> bytes:
+    """The model description in ``folder`` without the GUID and what Model Exchange adds (its
+    element, states, derivatives, their structure), ``needsExecutionTool`` set to ``needs_tool``."""
+    root = ElementTree.parse(Path(folder) / "modelDescription.xml").getroot()
+    root.attrib.pop("guid")
+    root.attrib.pop("numberOfEventIndicators", None)
+    for e in root.findall("ModelExchange"):
+        root.remove(e)
+    if needs_tool:
+        root.find("CoSimulation").set("needsExecutionTool", needs_tool)
+    variables = root.find("ModelVariables")
+    local = [k + 1 for k, v in enumerate(variables) if v.get("causality") == "local"]
+    for v in [v for v in variables if v.get("causality") == "local"]:
+        variables.remove(v)
+    structure = root.find("ModelStructure")
+    for e in structure.findall("Derivatives"):
+        structure.remove(e)
+    for unknown in list(structure.find("InitialUnknowns")):
+        if int(unknown.get("index")) in local:
+            structure.find("InitialUnknowns").remove(unknown)
+    for unknown in structure.find("Outputs"):
+        deps = [d for d in unknown.get("dependencies").split() if int(d) not in local]
+        unknown.set("dependencies", " ".join(deps))
+        unknown.set("dependenciesKind", " ".join("dependent" for _ in deps))
+    units = root.find("UnitDefinitions")
+    used = {v[0].get("unit") for v in variables}
+    for u in [u for u in units if u.get("name") not in used]:
+        units.remove(u)
+    for e in root.iter():                                   # the layout
+        e.text = e.tail = None
+    return ElementTree.tostring(root)
+
+
+# Model Exchange
+
+def me_host(path, params=None):
+    """A Model Exchange instance of ``path`` with the parameters ``params``, initialized, in
+    continuous-time mode."""
+    host = Host(path, model_exchange=True)
+    host.initialize(params)
+    assert host.fmu.newDiscreteStates() == (False, False, False, False, False, 0.0)
+    host.fmu.enterContinuousTimeMode()
+    return host
+
+
+def me_array(function, n):
+    """The ``n`` values an ME array function of FMPy's (``getContinuousStates``, ...) writes."""
+    out = np.full(n, np.nan)
+    function(out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), n)
+    return out
+
+
+def me_set(host, x):
+    x = np.ascontiguousarray(x, dtype=float)
+    host.fmu.setContinuousStates(x.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), len(x))
+
+
+def test_model_exchange_is_declared(standalone):
+    """One FMU, both interfaces: <ModelExchange> with no event indicators; the states and their
+    derivatives after the co-simulation's variables, named after the blocks' states, with units."""
+    md = read_model_description(str(standalone))
+    me = md.modelExchange
+    assert me.modelIdentifier == "balloon" and not me.needsExecutionTool and me.canGetAndSetFMUstate
+    assert md.numberOfEventIndicators == 0 and md.numberOfContinuousStates == 13 + 3 * 2
+    local = [v for v in md.modelVariables if v.causality == "local"]
+    assert min(v.valueReference for v in local) == max(v.valueReference for v in md.modelVariables
+                                                        if v.causality != "local") + 1
+    names = [v.name for v in local]
+    assert names[:13] == [f"balloon.{s}" for s in ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y", "r_z",
+                                                   "q_w", "q_x", "q_y", "q_z")]
+    assert names[13:19] == ["slider.q", "slider.qd", "pendulum1.q", "pendulum1.qd", "pendulum2.q", "pendulum2.qd"]
+    assert [d.variable.name for d in md.derivatives] == [f"der({n})" for n in names[:19]]
+    assert [d.variable.derivative.name for d in md.derivatives] == names[:19]
+    unit = {v.name: v.unit for v in local}
+    assert (unit["slider.q"], unit["der(slider.qd)"], unit["pendulum1.qd"], unit["der(balloon.q_w)"]) == \
+        ("m", "m/s2", "rad/s", "1/s")
+
+
+def me_run(path, stop, names, rtol):
+    r = simulate_fmu(str(path), fmi_type="ModelExchange", solver="CVode", relative_tolerance=rtol, stop_time=stop,
+                     output_interval=H, output=names)
+    return r["time"], np.column_stack([r[n] for n in names])
+
+
+#: CVode's tolerance in the Model Exchange runs: its BDF methods need a tight one for the
+#: accelerations (pendulum2's swings by 270 rad/s2 in 0.03 s near t = 0.84 s): error over 20 s
+#: 2.5e-5 at 1e-10, 9.6e-9 at 1e-14, 2.1e-9 at 1e-15 (positions 1.6e-11)
+ME_RTOL = 1e-15
+
+
+@pytest.mark.parametrize("stop", [1.0, pytest.param(20.0, marks=pytest.mark.slow)])
+def test_model_exchange_in_fmpy_matches_the_monolithic_run(standalone, stop):
+    """FMPy integrates the FMU's states with CVode: the recorded outputs equal the in-process
+    run's to 1e-8 (measured 2.1e-9 over 20 s, the in-process run's own error 5e-10), and the
+    bases' quaternion, which no step normalises here, keeps its norm (drift 4e-13 over 20 s)."""
+    cs = balloon.system()
+    names = recorded_names(cs)
+    quaternion = ["balloon.q_w", "balloon.q_x", "balloon.q_y", "balloon.q_z"]
+    t, y = me_run(standalone, stop, names + quaternion, ME_RTOL)
+    t_ref, ref = monolithic.simulate(cs, stop, H)
+    np.testing.assert_allclose(t, t_ref, rtol=0, atol=1e-9)
+    err = np.abs(y[:, :len(names)] - ref).max()
+    drift = np.abs(np.linalg.norm(y[:, len(names):], axis=1) - 1).max()
+    print(f"\n[assembly] Model Exchange, FMPy CVode at {ME_RTOL:g}, {stop:g} s: error {err:.2g}, |q| - 1 {drift:.2g}")
+    assert err <= 1e-8 and drift <= 1e-10
+
+
+def twin_at(iface, x, u):
+    """The in-process assembly (NumPy blocks) at the states ``x`` and inputs ``u``:
+    ``(outputs, state derivatives)``."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        unit, _ = iface.make_unit(iface.defaults())
+    unit.set_inputs(unit.ALL, u)
+    unit.x = np.array(x)
+    return unit.outputs(), unit.state_derivatives()
+
+
+def random_state(x0, rng):
+    """A state near ``x0``: every component moved, the quaternion (4 components after the
+    balloon's 9) off the unit sphere."""
+    x = x0 + 0.3 * rng.standard_normal(len(x0))
+    x[9:13] *= 1.7 / np.linalg.norm(x[9:13])
+    return x
+
+
+def test_model_exchange_gives_the_twin_s_states_derivatives_and_outputs(standalone):
+    iface = assembly_interface(systemfile.to_dict(balloon.system()), "balloon")
+    host = me_host(standalone)
+    try:
+        n = host.md.numberOfContinuousStates
+        x0 = me_array(host.fmu.getContinuousStates, n)
+        u0 = host.get(host.names("input"))
+        unit, _ = iface.make_unit(iface.defaults())
+        np.testing.assert_allclose(x0, unit.x, rtol=0, atol=1e-15)
+        rng = np.random.default_rng(5)
+        x, u = random_state(x0, rng), u0 + rng.standard_normal(len(u0))
+        host.fmu.setTime(0.7)
+        me_set(host, x)
+        host.set(dict(zip(host.names("input"), u)))
+        dx = me_array(host.fmu.getDerivatives, n)
+        y = host.get(host.names("output"))
+        y_twin, dx_twin = twin_at(iface, x, u)
+        np.testing.assert_allclose(dx, dx_twin, rtol=0, atol=1e-12 * np.abs(dx_twin).max())
+        np.testing.assert_allclose(y, y_twin, rtol=0, atol=1e-12 * np.abs(y_twin).max())
+        local = [v.name for v in host.md.modelVariables if v.causality == "local"]
+        assert np.array_equal(host.get(local), np.concatenate([x, dx]))
+        assert np.array_equal(me_array(host.fmu.getNominalsOfContinuousStates, n), np.ones(n))
+        assert host.fmu.getEventIndicators(None, 0) == 0
+        assert host.fmu.completedIntegratorStep() == (False, False)
+        assert host.errors() == []
+    finally:
+        host.free()
+
+
+def test_the_quaternion_norm_changes_nothing_else(standalone):
+    """No step normalises the quaternion in Model Exchange: at any state, the quaternion scaled
+    by 3 gives the same outputs and derivatives (the kernel rotates by q/|q|) but the quaternion's,
+    scaled by 3 too (dq/dt = 1/2 q (x) [0, w]): the flow commutes with the scaling, so a drift of
+    |q| under the host's integrator leaves the motion as it is."""
+    host = me_host(standalone)
+    try:
+        n = host.md.numberOfContinuousStates
+        x = random_state(me_array(host.fmu.getContinuousStates, n), np.random.default_rng(6))
+        outs = host.names("output")
+        me_set(host, x)
+        y, dx = host.get(outs), me_array(host.fmu.getDerivatives, n)
+        x[9:13] *= 3.0
+        me_set(host, x)
+        y3, dx3 = host.get(outs), me_array(host.fmu.getDerivatives, n)
+        scale = np.ones(n)
+        scale[9:13] = 3.0
+        np.testing.assert_allclose(y3, y, rtol=0, atol=1e-13 * np.abs(y).max())
+        np.testing.assert_allclose(dx3, scale * dx, rtol=0, atol=1e-13 * np.abs(dx).max())
+    finally:
+        host.free()
+
+
+def test_model_exchange_structure_is_true(standalone):
+    """The derivatives' declared dependencies on the states and inputs, and the outputs' on the
+    states, are those seen when each is moved alone at a random state (through FMI), at generic
+    random parameters (the declaration holds for any: at the balloon's, ``balloon.c1.m[7]``, the
+    x velocity at C, does not depend on w_y, [PC] having no z component)."""
+    md = read_model_description(str(standalone))
+    iface = assembly_interface(systemfile.to_dict(balloon.system()), "balloon")
+    values = random_parameters(iface, np.random.default_rng(11))
+    host = me_host(standalone, {s[0]: v for s, v in zip(iface.param_scalars, values) if s[0] != "balloon.ext_frame"})
+    try:
+        n = md.numberOfContinuousStates
+        states = [v.name for v in md.modelVariables if v.causality == "local"][:n]
+        ins, outs = host.names("input"), host.names("output")
+        x0 = random_state(me_array(host.fmu.getContinuousStates, n), np.random.default_rng(7))
+        u0 = host.get(ins)
+
+        def at(x, u):
+            me_set(host, x)
+            host.set(dict(zip(ins, u)))
+            return host.get(outs), me_array(host.fmu.getDerivatives, n)
+
+        y0, dx0 = at(x0, u0)
+        seen_y, seen_dx = {o: set() for o in outs}, {f"der({s})": set() for s in states}
+        for j, name in enumerate(states + ins):
+            x, u = x0.copy(), u0.copy()
+            if j < n:
+                x[j] += 0.1 + abs(x[j])
+            else:
+                u[j - n] += 0.1 + abs(u[j - n])
+            y, dx = at(x, u)
+            for o in np.flatnonzero(y != y0):
+                seen_y[outs[o]].add(name) if j < n else None
+            for d in np.flatnonzero(dx != dx0):
+                seen_dx[f"der({states[d]})"].add(name)
+    finally:
+        host.free()
+    declared_dx = {d.variable.name: {k.name for k in d.dependencies} for d in md.derivatives}
+    declared_y = {o.variable.name: {k.name for k in o.dependencies if k.causality == "local"} for o in md.outputs}
+    assert seen_dx == declared_dx and seen_y == declared_y
+    assert seen_y == declared_y
+    assert declared_dx["der(pendulum1.q)"] == {"pendulum1.qd"}
+    assert declared_dx["der(balloon.q_w)"] == {"balloon.w_x", "balloon.w_y", "balloon.w_z", "balloon.q_x",
+                                               "balloon.q_y", "balloon.q_z"}
+
+
+def test_model_exchange_modes_and_errors(standalone):
+    """Each call in the modes FMI 2.0 allows it in, else fmi2Error with a message and the instance
+    as it was; an FMU state is saved and restored exactly in continuous-time mode; a co-simulation
+    instance refuses the Model Exchange functions, and a state of the other type."""
+    host, cs = Host(standalone, model_exchange=True), None
+
+    def raw(h, function, *args):            # a call as a C host makes it: its status
+        return getattr(h.fmu.dll, function)(ctypes.c_void_p(h.fmu.component), *args)
+
+    try:
+        n = host.md.numberOfContinuousStates
+        host.initialize()                                   # event mode
+        assert raw(host, "fmi2DoStep", ctypes.c_double(0.0), ctypes.c_double(H), 1) == 3
+        assert host.errors()[-1] == "fmi2DoStep: not allowed in mode event"
+        assert raw(host, "fmi2SetContinuousStates", None, ctypes.c_size_t(0)) == 3
+        assert host.errors()[-1] == "fmi2SetContinuousStates: not allowed in mode event"
+        host.fmu.enterContinuousTimeMode()
+        x0 = me_array(host.fmu.getContinuousStates, n)
+        bad = x0.copy()
+        bad[12] = np.nan
+        with pytest.raises(FMICallException):
+            me_set(host, bad)
+        assert host.errors()[-1] == "fmi2SetContinuousStates: SolverError: non-finite state(s) ['balloon.q_z']"
+        with pytest.raises(FMICallException):
+            me_array(host.fmu.getDerivatives, 3)
+        assert host.errors()[-1] == f"fmi2GetDerivatives: the FMU has {n} continuous states, 3 given"
+        assert np.array_equal(me_array(host.fmu.getContinuousStates, n), x0)
+        state = host.fmu.getFMUstate()
+        blob = host.fmu.serializeFMUstate(state)
+        x1 = random_state(x0, np.random.default_rng(8))
+        me_set(host, x1)
+        dx1 = me_array(host.fmu.getDerivatives, n)
+        host.fmu.setFMUstate(host.fmu.deSerializeFMUstate(blob))
+        assert np.array_equal(me_array(host.fmu.getContinuousStates, n), x0)
+        me_set(host, x1)                                    # still in continuous-time mode
+        assert np.array_equal(me_array(host.fmu.getDerivatives, n), dx1)
+        assert len(host.errors()) == 4
+        cs = Host(standalone, "cs")                         # (FMPy logs to the last instance made)
+        assert raw(cs, "fmi2GetNominalsOfContinuousStates", None, ctypes.c_size_t(0)) == 3
+        assert cs.errors()[-1] == "fmi2GetNominalsOfContinuousStates: a Model Exchange function, and this instance " \
+                                  "is of type co-simulation"
+        cs.initialize()
+        assert raw(cs, "fmi2SetTime", ctypes.c_double(0.0)) == 3
+        assert cs.errors()[-1] == "fmi2SetTime: not allowed in mode step"
+        assert raw(cs, "fmi2SetFMUstate", state) == 3
+        assert cs.errors()[-1] == "fmi2SetFMUstate: the FMU state is of an instance of the other type (mode " \
+                                  "continuous-time), this one is of type co-simulation"
+        cs.fmu.doStep(0.0, H)
+        host.fmu.freeFMUstate(state)
+        assert len(cs.errors()) == 3
+    finally:
+        host.free()
+        if cs is not None:
+            cs.free()
+
+
+# the host's tolerance, a strict host, other platforms
+
+def test_the_host_tolerance_replaces_rtol_and_atol(balloon_fmu):
+    """fmi2SetupExperiment's tolerance (1e-6) gives the run with rtol = atol = 1e-6, not the one at
+    the parameters' 1e-10; a non-finite one is an error with a message (both kinds)."""
+    outs = recorded_names(balloon.system())
+
+    def after_1_s(tolerance=None, **params):
+        host = Host(balloon_fmu)
+        try:
+            host.initialize(params={"rtol": 1e-10, "atol": 1e-10, **params}) if tolerance is None else None
+            if tolerance is not None:
+                host.fmu.setupExperiment(tolerance=tolerance, startTime=0.0)
+                host.set({"rtol": 1e-10, "atol": 1e-10})
+                host.fmu.enterInitializationMode()
+                host.fmu.exitInitializationMode()
+            for k in range(10):
+                host.fmu.doStep(k * 0.1, 0.1)
+            return host.get(outs)
+        finally:
+            host.free()
+
+    loose = after_1_s(tolerance=1e-6)
+    assert np.array_equal(loose, after_1_s(rtol=1e-6, atol=1e-6))
+    assert 1e-9 < np.abs(loose - after_1_s()).max() < 1e-3
+    host = Host(balloon_fmu)
+    try:
+        with pytest.raises(FMICallException):
+            host.fmu.setupExperiment(tolerance=float("inf"), startTime=0.0)
+        assert host.errors() == ["fmi2SetupExperiment: tolerance must be a finite positive number, got inf"]
+    finally:
+        host.free()
+
+
+def balloon_columns(names, values):
+    """The balloon's nine CSV columns (x .. theta2, :data:`balloon.COLUMNS`) from the FMU's
+    recorded outputs ``names`` (rows of ``values``), through the scenario's observer."""
+    observe = balloon.observer()
+    rec = values[:, [names.index(n) for n in recorded_names(balloon.system())]]
+    return np.array([observe(r)[0] for r in rec])
+
+
+@pytest.mark.parametrize("stop", [1.0, pytest.param(20.0, marks=pytest.mark.slow)])
+def test_standalone_runs_in_a_strict_c_host(harness, standalone, tmp_path, stop):
+    """The C host started with an empty environment, its rtol = atol = 1e-12: every call returns
+    fmi2OK and nothing is logged (the warning-free FMU of a strict host); the balloon's nine
+    columns within 1e-9 of the in-process run (measured 2e-11 over 20 s) and every recorded
+    output within 1e-8."""
+    iface = assembly_interface(systemfile.to_dict(balloon.system()), "balloon")
+    vr = {v.name: k for k, v in enumerate(iface.variables)}
+    names = list(iface.output_names)
+    steps = int(round(stop / H))
+    r = run(harness, None, standalone, tmp_path, [(vr["rtol"], 1e-12), (vr["atol"], 1e-12)], [],
+            [vr[n] for n in names], steps=steps)
+    assert r.returncode == 0, r.stdout[-3000:]
+    calls = [line.split() for line in r.stdout.splitlines() if line.startswith("call ")]
+    assert calls and all(c[2] in ("OK", "done") for c in calls), [c for c in calls if c[2] not in ("OK", "done")]
+    assert not any(line.startswith("log ") for line in r.stdout.splitlines())
+    y = np.array([float(line.split()[-1]) for line in r.stdout.splitlines() if line.startswith("y ")])
+    y = y.reshape(steps + 1, len(names))
+    s, tr = run_balloon(stop=stop)
+    err = np.abs(balloon_columns(names, y) - balloon.columns(s, tr.y))
+    err[:, balloon.ANGLES] = wrap(err[:, balloon.ANGLES])
+    _, ref = monolithic.simulate(balloon.system(), stop, H)
+    print(f"\n[assembly] standalone, strict C host, {stop:g} s: columns {np.abs(err).max():.2g}, "
+          f"recorded outputs {np.abs(y - ref).max():.2g}")
+    assert np.abs(err).max() <= 1e-9 and np.abs(y - ref).max() <= 1e-8
+
+
+def test_win64_binary_under_wine_gives_the_linux64_outputs(harness, standalone, tmp_path):
+    """The balloon over 5 s in the C host: the win64 binary (the host built with MinGW-w64, under
+    Wine) gives the linux64 binary's outputs to 1e-12 of the largest."""
+    exe = windows_harness(tmp_path)
+    iface = assembly_interface(systemfile.to_dict(balloon.system()), "balloon")
+    vr = {v.name: k for k, v in enumerate(iface.variables)}
+    args = harness_args(standalone, tmp_path, [], [], [vr[n] for n in iface.output_names], steps=500)
+    args = [a.replace(f"{tmp_path}{os.sep}", "") for a in args]
+    linux = subprocess.run(["env", "-i", str(harness), *args], capture_output=True, text=True, timeout=300,
+                           cwd=tmp_path)
+    win = under_wine(exe, args, tmp_path)
+    assert linux.returncode == win.returncode == 0, win.stdout[-2000:] + win.stderr[-2000:]
+    values = {k: np.array([float(line.split()[-1]) for line in r.stdout.splitlines() if line.startswith("y ")])
+              for k, r in (("linux", linux), ("win", win))}
+    assert values["win"].shape == values["linux"].shape == (501 * len(iface.output_names),)
+    diff = np.abs(values["win"] - values["linux"]).max() / np.abs(values["linux"]).max()
+    print(f"\n[assembly] standalone balloon, win64 under Wine vs linux64, 5 s: {diff:.2g} of the largest output")
+    assert diff <= 1e-12

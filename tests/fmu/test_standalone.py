@@ -19,9 +19,9 @@ import zipfile
 import numpy as np
 import pytest
 
-from c_host import HARNESS, harness, harness_args  # noqa: F401
-from fmu_fixtures import (IDS, H, Host, compile_c, fmu_dir, fmu_paths, random_inputs, random_setup,  # noqa: F401
-                          standalone_paths)
+from c_host import harness, harness_args, under_wine, windows_harness  # noqa: F401
+from fmu_fixtures import (IDS, H, Host, compile_c, fmu_dir, fmu_paths, linked_libraries, messages,  # noqa: F401
+                          random_inputs, random_setup, standalone_paths, unzipped)
 from titop_fmu.fmu import catalog
 from titop_fmu.fmu.standalone import mingw_compiler
 
@@ -58,24 +58,13 @@ def test_the_model_description_is_the_pythonfmu_fmus(standalone_paths, fmu_paths
 
 
 def test_binaries_need_only_libc_and_libm(standalone_paths, tmp_path):
-    readelf = shutil.which("readelf")
-    if not readelf:
-        pytest.skip("no readelf (binutils)")
-    objdump = shutil.which("x86_64-w64-mingw32-objdump")
     for mid, path in standalone_paths.items():
         with zipfile.ZipFile(path) as z:
             z.extractall(tmp_path / mid)
-        so = tmp_path / mid / "binaries" / "linux64" / f"{mid}.so"
-        needed = [line.split("[")[1].rstrip("]") for line in
-                  subprocess.run([readelf, "-d", str(so)], capture_output=True, text=True).stdout.splitlines()
-                  if "(NEEDED)" in line]
-        assert set(needed) == {"libc.so.6", "libm.so.6"}, (mid, needed)
+        assert linked_libraries(tmp_path / mid / "binaries" / "linux64" / f"{mid}.so") == {"libc.so.6", "libm.so.6"}
         dll = tmp_path / mid / "binaries" / "win64" / f"{mid}.dll"
-        if dll.exists() and objdump:
-            dlls = [line.split(":")[1].strip() for line in
-                    subprocess.run([objdump, "-p", str(dll)], capture_output=True, text=True).stdout.splitlines()
-                    if "DLL Name:" in line]
-            assert set(dlls) == {"KERNEL32.dll", "msvcrt.dll"}, (mid, dlls)
+        if dll.exists() and shutil.which("x86_64-w64-mingw32-objdump"):
+            assert linked_libraries(dll) == {"KERNEL32.dll", "msvcrt.dll"}, mid
 
 
 # -- the same messages -------------------------------------------------------------------------
@@ -112,22 +101,6 @@ BAD = [
     ("welded_c2", {}, {"c1.w[2]": NAN, "c2.w[1]": INF}),
     ("revolute_c1", {}, {"p.m[17]": -INF}),
 ]
-
-
-def messages(path, params, inputs):
-    host = Host(path)
-    try:
-        host.fmu.setupExperiment(startTime=0.0)
-        host.set(params)
-        host.fmu.enterInitializationMode()
-        try:
-            host.fmu.exitInitializationMode()
-            host.set(inputs)
-        except FMICallException as e:
-            assert e.status == 3
-        return host.errors()
-    finally:
-        host.free()
 
 
 @pytest.mark.parametrize("mid,params,inputs", BAD)
@@ -256,27 +229,30 @@ def test_calls_in_the_wrong_mode_are_errors_and_the_instance_stays_usable(standa
         host.free()
 
 
+def test_a_block_fmu_is_co_simulation_only(standalone_paths):
+    """Block FMUs declare co-simulation only (as Model Exchange they would leave every host the
+    algebraic loop between them to solve at each derivative evaluation; an assembly FMU gives
+    Model Exchange with the loop solved inside): instantiated as Model Exchange, NULL and a message."""
+    from fmpy import extract
+    from fmpy.fmi2 import FMU2Model, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
+    path = str(standalone_paths["revolute_c1"])
+    log = []
+    fmu = FMU2Model(guid=unzipped(path)[0].guid, unzipDirectory=extract(path), modelIdentifier="revolute_c1",
+                    instanceName="me")
+    callbacks = fmi2CallbackFunctions()
+    callbacks.logger = fmi2CallbackLoggerTYPE(lambda env, name, status, category, message: log.append(message))
+    with pytest.raises(Exception):
+        fmu.instantiate(callbacks=callbacks)
+    assert log == [b"fmi2Instantiate: this FMU supports co-simulation only"]
+
+
 # -- win64 under Wine -------------------------------------------------------------------------
-
-def wine():
-    """``wine`` and a MinGW-w64 compiler, or the test skips saying which is missing."""
-    cc, w = mingw_compiler(), shutil.which("wine64") or shutil.which("wine")
-    if not cc:
-        pytest.skip("no MinGW-w64 cross compiler (Debian: gcc-mingw-w64-x86-64): no win64 binaries")
-    if not w:
-        pytest.skip("no Wine (Debian: wine) to run the win64 binaries")
-    return cc, w
-
 
 def test_win64_binaries_under_wine_give_the_linux64_outputs(harness, standalone_paths, tmp_path):
     """Every FMU, at random parameters and inputs, 100 steps in the C host, its win64 binary in the
     host built with MinGW-w64 under Wine (one launch for all) and its linux64 binary in the host
     built here: the same outputs, directional derivatives and error messages."""
-    cc, w = wine()
-    exe = tmp_path / "fmu_harness.exe"
-    r = subprocess.run([cc, "-O1", "-D__USE_MINGW_ANSI_STDIO=1", "-o", str(exe), str(HARNESS)],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    exe = windows_harness(tmp_path)
     groups = []
     for mid in IDS:
         iface, params, _ = random_setup(mid, seed=IDS.index(mid))
@@ -294,9 +270,7 @@ def test_win64_binaries_under_wine_give_the_linux64_outputs(harness, standalone_
     (tmp_path / "args.txt").write_text("\n".join(args) + "\n")                 # too long for a command line
     linux = subprocess.run(["env", "-i", str(harness), "@args.txt"], capture_output=True, text=True, timeout=300,
                            cwd=tmp_path)
-    env = dict(os.environ, WINEPREFIX=str(tmp_path / "wineprefix"), WINEDEBUG="-all")
-    win = subprocess.run([w, str(exe), "@args.txt"], capture_output=True, text=True, env=env, timeout=600,
-                         cwd=tmp_path)
+    win = under_wine(exe, ["@args.txt"], tmp_path)
     assert linux.returncode == win.returncode == 1, win.stdout[-2000:] + win.stderr[-2000:]
     lines = {k: [line.rstrip("\r") for line in r.stdout.splitlines()] for k, r in (("linux", linux), ("win", win))}
     # the values parsed: a value printed with %.17g may end in a 0, which glibc keeps and MinGW drops

@@ -1,8 +1,10 @@
 """The C host of the FMU tests: ``tests/fmu/c/fmu_harness.c`` built with the machine's cc, in
 the environment the FMU documentation asks for (``fmu_fixtures.host_env``; the standalone FMUs
 need none: ``env -i``), and :func:`run` (one FMU through the harness, with a directional
-derivative if asked)."""
+derivative if asked); the harness built with MinGW-w64 for the win64 binaries, run under Wine."""
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -45,3 +47,31 @@ def run(harness, env, fmu, tmp_path, params=(), inputs=(), outputs=(), unknowns=
     if env is None:
         return subprocess.run(["env", "-i", *args], capture_output=True, text=True, timeout=120)
     return subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+
+
+def windows_harness(folder: Path) -> Path:
+    """The harness built with the MinGW-w64 cross compiler into ``folder`` (the test skips, saying
+    which is missing, without that compiler or Wine)."""
+    from titop_fmu.fmu.standalone import mingw_compiler
+    cc = mingw_compiler()
+    if not cc:
+        pytest.skip("no MinGW-w64 cross compiler (Debian: gcc-mingw-w64-x86-64): no win64 binaries")
+    if not wine():
+        pytest.skip("no Wine (Debian: wine) to run the win64 binaries")
+    exe = Path(folder) / "fmu_harness.exe"
+    r = subprocess.run([cc, "-O1", "-D__USE_MINGW_ANSI_STDIO=1", "-o", str(exe), str(HARNESS)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+def wine():
+    return shutil.which("wine64") or shutil.which("wine")
+
+
+def under_wine(exe: Path, args: list, folder: Path):
+    """``exe args`` under Wine, in ``folder`` (its own Wine prefix there; Wine reads no Unix path
+    among the arguments: give them relative to ``folder``)."""
+    env = dict(os.environ, WINEPREFIX=str(Path(folder) / "wineprefix"), WINEDEBUG="-all")
+    return subprocess.run([wine(), str(exe), *args], capture_output=True, text=True, env=env, timeout=600,
+                          cwd=folder)

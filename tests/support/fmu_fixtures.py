@@ -9,6 +9,7 @@ the build is cached at module level, so all use the same freshly built FMUs.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -31,8 +32,8 @@ pytest.importorskip("pythonfmu", reason="the FMU tests need pythonfmu, FMPy and 
 pytest.importorskip("fmpy", reason="the FMU tests need pythonfmu, FMPy and lark (FMU toolchain)")
 
 from fmpy import extract, read_model_description  # noqa: E402
-from fmpy.fmi2 import (FMU2Slave, fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE,  # noqa: E402
-                       fmi2CallbackFunctions, fmi2CallbackLoggerTYPE)
+from fmpy.fmi2 import (FMU2Model, FMU2Slave, fmi2CallbackAllocateMemoryTYPE,  # noqa: E402
+                       fmi2CallbackFreeMemoryTYPE, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE)
 
 #: every FMU built by default
 IDS = [catalog.model_identifier(k, n) for k, n in catalog.all_identifiers()]
@@ -143,15 +144,17 @@ _LOGGERS = []
 class Host:
     """One FMU instance through FMPy, with the messages it logs in :attr:`log`
     (``(status, category, message)``) and value references by name; ``logging``: debug
-    logging on (the messages of status fmi2OK too)."""
+    logging on (the messages of status fmi2OK too); ``model_exchange``: an instance of type
+    Model Exchange (:class:`fmpy.fmi2.FMU2Model`)."""
 
-    def __init__(self, path, name="instance", logging=False):
+    def __init__(self, path, name="instance", logging=False, model_exchange=False):
         self.md, unzipdir = unzipped(path)
         self.vr = {v.name: v.valueReference for v in self.md.modelVariables}
         self.var = {v.name: v for v in self.md.modelVariables}
         self.log = []
-        self.fmu = FMU2Slave(guid=self.md.guid, unzipDirectory=unzipdir,
-                             modelIdentifier=self.md.coSimulation.modelIdentifier, instanceName=name)
+        cls, interface = (FMU2Model, self.md.modelExchange) if model_exchange else (FMU2Slave, self.md.coSimulation)
+        self.fmu = cls(guid=self.md.guid, unzipDirectory=unzipdir, modelIdentifier=interface.modelIdentifier,
+                       instanceName=name)
         self._callbacks = fmi2CallbackFunctions()
         self._callbacks.logger = fmi2CallbackLoggerTYPE(self._logger)
         from fmpy import calloc, free
@@ -195,6 +198,38 @@ class Host:
 
     def free(self):
         self.fmu.freeInstance()
+
+
+def linked_libraries(binary: Path) -> set:
+    """The shared libraries an FMU binary needs: ``readelf -d`` of a Linux one, MinGW-w64's
+    ``objdump -p`` of a Windows one (the test skips without the tool)."""
+    windows = Path(binary).suffix == ".dll"
+    tool = shutil.which("x86_64-w64-mingw32-objdump" if windows else "readelf")
+    if not tool:
+        pytest.skip(f"no {'x86_64-w64-mingw32-objdump' if windows else 'readelf'} (binutils)")
+    text = subprocess.run([tool, "-p" if windows else "-d", str(binary)], capture_output=True, text=True).stdout
+    if windows:
+        return {line.split(":")[1].strip() for line in text.splitlines() if "DLL Name:" in line}
+    return {line.split("[")[1].rstrip("]") for line in text.splitlines() if "(NEEDED)" in line}
+
+
+def messages(path, params, inputs) -> list:
+    """The errors an FMU logs when ``params`` are set before initialization and ``inputs`` after
+    it (each call that fails returns fmi2Error)."""
+    from fmpy.fmi1 import FMICallException
+    host = Host(path)
+    try:
+        host.fmu.setupExperiment(startTime=0.0)
+        host.set(params)
+        host.fmu.enterInitializationMode()
+        try:
+            host.fmu.exitInitializationMode()
+            host.set(inputs)
+        except FMICallException as e:
+            assert e.status == 3
+        return host.errors()
+    finally:
+        host.free()
 
 
 def scalar_parameters(iface, values) -> dict:

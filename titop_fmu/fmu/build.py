@@ -145,7 +145,7 @@ def slave_module(kind: str, n_children: int) -> str:
 
 
 def describe(slave, iface, on_inputs, on_params, guid_parts=(), experiment=None, options=None,
-             states=True) -> bytes:
+             states=True, extend=None) -> bytes:
     """The ``modelDescription.xml`` (bytes, UTF-8) of the FMU whose pythonfmu slave instance is
     ``slave``: pythonfmu's description completed by :func:`.model_description.finalize`
     (``iface``, the measured dependencies, ``experiment``), with a GUID derived from it
@@ -153,11 +153,14 @@ def describe(slave, iface, on_inputs, on_params, guid_parts=(), experiment=None,
     the vendor function for several seeds as the slave's ``DERIVATIVES`` says; ``options``:
     the capability flags (default :data:`MODEL_OPTIONS`; the standalone FMUs need no
     execution tool, :mod:`.standalone`); ``states``: the FMU exposes its continuous states (the
-    standalone ones do not)."""
+    standalone ones do not); ``extend(root)``: completes the description before its GUID is
+    derived (Model Exchange, :func:`.model_description.add_model_exchange`)."""
     root = slave.to_xml(MODEL_OPTIONS if options is None else options)
     if slave.DERIVATIVES:
         root.find("CoSimulation").set("providesDirectionalDerivative", "true")
     finalize(root, iface, on_inputs, on_params, experiment, derivatives=slave.DERIVATIVES, states=states)
+    if extend is not None:
+        extend(root)
     root.set("guid", "{00000000-0000-0000-0000-000000000000}")
     text = tostring(root, "UTF-8")
     root.set("guid", content_guid(text, *guid_parts))

@@ -123,7 +123,7 @@ def parameter_groups(iface: Interface) -> list:
 
 
 def measure_dependencies(iface: Interface, n_sets: int = N_PARAMETER_SETS, seed: int = 0,
-                         sample=random_parameters):
+                         sample=random_parameters, extra=None):
     """``(on_inputs, on_parameters)``: boolean matrices (outputs x inputs, outputs x
     parameters) of the output dependencies, united over ``n_sets`` random parameter sets
     (``sample(iface, rng)``: scalar parameter values).
@@ -131,11 +131,16 @@ def measure_dependencies(iface: Interface, n_sets: int = N_PARAMETER_SETS, seed:
     ``on_inputs`` is the direct feedthrough during a step; ``on_parameters`` is
     measured on the outputs at the initial state, with random inputs (a
     parameter whose perturbation makes the block invalid counts as a
-    dependency of every output)."""
+    dependency of every output). ``extra(unit)``: more initial unknowns (a vector, at
+    the unit's initial state and inputs), whose dependencies on the parameters are
+    measured alike: rows of ``on_parameters`` after the outputs'."""
     rng = np.random.default_rng(seed)
     n_out, n_in, n_par = len(iface.output_names), len(iface.input_names), iface.n_params
     on_inputs = np.zeros((n_out, n_in), dtype=bool)
-    on_params = np.zeros((n_out, n_par), dtype=bool)
+    on_params = None
+
+    def unknowns(unit):
+        return unit.outputs() if extra is None else np.concatenate([unit.outputs(), extra(unit)])
     integer = [iface.params[s[1]].type == "Integer" for s in iface.param_scalars]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -145,7 +150,9 @@ def measure_dependencies(iface: Interface, n_sets: int = N_PARAMETER_SETS, seed:
                 if is_int:
                     values[k] = s % 2
             unit, _ = iface.make_unit(values)
-            if not n_out:                       # nothing depends on anything
+            if on_params is None:
+                on_params = np.zeros((len(unknowns(unit)), n_par), dtype=bool)
+            if not len(on_params):              # nothing depends on anything
                 continue
             deps = unit.dependencies(seed=seed + s)
             for i, o in enumerate(iface.output_names):
@@ -153,7 +160,7 @@ def measure_dependencies(iface: Interface, n_sets: int = N_PARAMETER_SETS, seed:
                     on_inputs[i, iface.input_names.index(name)] = True
             u = 0.3 * rng.standard_normal(n_in)
             unit.set_inputs(unit.ALL, u)
-            y0 = unit.outputs().copy()
+            y0 = unknowns(unit).copy()
             for group in parameter_groups(iface):
                 perturbed = list(values)
                 for k in group:
@@ -161,15 +168,27 @@ def measure_dependencies(iface: Interface, n_sets: int = N_PARAMETER_SETS, seed:
                 try:
                     other, _ = iface.make_unit(perturbed)
                     other.set_inputs(other.ALL, u)
-                    changed = other.outputs() != y0
+                    changed = unknowns(other) != y0
                 except Exception:
-                    changed = np.ones(n_out, dtype=bool)
+                    changed = np.ones(len(y0), dtype=bool)
                 for k in group:
                     on_params[:, k] |= changed
     return on_inputs, on_params
 
 
 # -- XML ------------------------------------------------------------------------------------
+
+def _add_units(units: Element, names):
+    """Add the units ``names`` (SI, :data:`UNITS`) to ``<UnitDefinitions>`` (sorted by name)."""
+    have = {u.get("name"): u for u in units}
+    for name in set(names) - set(have):
+        u = have[name] = Element("Unit", name=name)
+        if UNITS[name]:
+            SubElement(u, "BaseUnit", {k: str(e) for k, e in UNITS[name].items()})
+    for u in list(units):
+        units.remove(u)
+    units.extend(have[name] for name in sorted(have))
+
 
 def _unknown(parent, index, deps):
     SubElement(parent, "Unknown", index=str(index), dependencies=" ".join(str(d) for d in deps),
@@ -189,12 +208,7 @@ def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=N
     # children of fmiModelDescription in schema order
     cosim = root.find("CoSimulation")
     units = Element("UnitDefinitions")
-    used = sorted({v.unit for v in iface.variables if v.unit is not None})
-    for name in used:
-        u = SubElement(units, "Unit", name=name)
-        exps = UNITS[name]
-        if exps:
-            SubElement(u, "BaseUnit", {k: str(e) for k, e in exps.items()})
+    _add_units(units, {v.unit for v in iface.variables if v.unit is not None})
     root.insert(list(root).index(cosim) + 1, units)
 
     old = root.find("DefaultExperiment")
@@ -271,6 +285,69 @@ def exposed_variables(iface: Interface, states: bool = True) -> tuple:
     """The FMU's variables in value-reference order: every one of ``iface``, or without the
     states and their derivatives (the last ones) for an FMU that does not expose them."""
     return iface.variables if states else tuple(v for v in iface.variables if v.causality != "local")
+
+
+#: the capability flags of CoSimulation that Model Exchange shares
+_SHARED_FLAGS = ("modelIdentifier", "needsExecutionTool", "canBeInstantiatedOnlyOncePerProcess",
+                 "canNotUseMemoryManagementFunctions", "canGetAndSetFMUstate", "canSerializeFMUstate",
+                 "providesDirectionalDerivative")
+
+
+def add_model_exchange(root: Element, states, out_on_x, dx_on_x, dx_on_u, x0_on_p, dx0_on_p) -> Element:
+    """Declare Model Exchange in the completed co-simulation description ``root`` (in place):
+    ``<ModelExchange>`` with the co-simulation's flags, no event indicators; the continuous
+    states ``states`` (``(name, unit, unit of the derivative, description)``) and their
+    derivatives ``der(name)`` appended to the variables, so that the co-simulation's value
+    references stay; ``<Derivatives>``, and the states and derivatives among the initial
+    unknowns, with the dependencies given as boolean matrices: of the outputs, the derivatives
+    on the states (``out_on_x``, ``dx_on_x``), of the derivatives on the inputs (``dx_on_u``),
+    of the initial states and derivatives on the parameters (``x0_on_p``, ``dx0_on_p``; the
+    initial derivatives also on the inputs)."""
+    cosim = root.find("CoSimulation")
+    flags = {k: cosim.get(k) for k in _SHARED_FLAGS if cosim.get(k) is not None}
+    me = Element("ModelExchange", dict(flags, completedIntegratorStepNotNeeded="true"))
+    root.insert(list(root).index(cosim), me)
+    root.set("numberOfEventIndicators", "0")
+    _add_units(root.find("UnitDefinitions"), [u for _, unit, der_unit, _ in states for u in (unit, der_unit)])
+    model_vars = root.find("ModelVariables")
+    svs = list(model_vars)
+    index = {sv.get("name"): k + 1 for k, sv in enumerate(svs)}
+    causality = [sv.get("causality") for sv in svs]
+    inputs = [k + 1 for k, c in enumerate(causality) if c == "input"]
+    params = [k + 1 for k, c in enumerate(causality) if c == "parameter"]
+    n = len(svs)
+    x_idx = list(range(n + 1, n + len(states) + 1))
+    dx_idx = [i + len(states) for i in x_idx]
+    for k, (name, unit, der_unit, description) in enumerate(states):
+        sv = SubElement(model_vars, "ScalarVariable", name=name, valueReference=str(n + k), description=description,
+                        causality="local", variability="continuous", initial="calculated")
+        SubElement(sv, "Real", unit=unit)
+    for k, (name, unit, der_unit, description) in enumerate(states):
+        sv = SubElement(model_vars, "ScalarVariable", name=f"der({name})", valueReference=str(n + len(states) + k),
+                        description=f"derivative of {name}", causality="local", variability="continuous",
+                        initial="calculated")
+        SubElement(sv, "Real", unit=der_unit, derivative=str(x_idx[k]))
+
+    def picked(indices, row):
+        return [indices[j] for j in np.flatnonzero(row)]
+
+    structure = root.find("ModelStructure")
+    for unknown, row in zip(structure.find("Outputs") if out_on_x.size else (), out_on_x):
+        deps = sorted([int(d) for d in unknown.get("dependencies").split()] + picked(x_idx, row))
+        unknown.set("dependencies", " ".join(map(str, deps)))
+        unknown.set("dependenciesKind", " ".join("dependent" for _ in deps))
+    initial = structure.find("InitialUnknowns")
+    if initial is None:                                 # no output
+        initial = SubElement(structure, "InitialUnknowns")
+    derivatives = Element("Derivatives")
+    structure.insert(list(structure).index(initial), derivatives)
+    for k, i in enumerate(dx_idx):
+        _unknown(derivatives, i, sorted(picked(x_idx, dx_on_x[k]) + picked(inputs, dx_on_u[k])))
+    for k, i in enumerate(x_idx):
+        _unknown(initial, i, picked(params, x0_on_p[k]))
+    for k, i in enumerate(dx_idx):
+        _unknown(initial, i, sorted(picked(inputs, dx_on_u[k]) + picked(params, dx0_on_p[k])))
+    return root
 
 
 def content_guid(*parts: bytes) -> str:

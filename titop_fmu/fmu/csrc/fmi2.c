@@ -1,11 +1,14 @@
 /*
- * FMI 2.0 co-simulation layer of a standalone TITOP FMU: C only, over the model of model.h
- * (the kernel's tree of the FMU's blocks, tree.c). The contract is the pythonfmu FMU's
+ * FMI 2.0 layer of a standalone TITOP FMU: C only, over the model of model.h (the kernel's
+ * tree of the FMU's blocks, tree.c). The co-simulation contract is the pythonfmu FMU's
  * (titop_fmu/fmu/slave.py, shim.c), call for call:
  *
  * - modes instantiated -> initialization -> step -> terminated. Each function names the
  *   modes it is allowed in (MASK_ below); BEGIN rejects a call in another mode with
  *   fmi2Error and a message. An error never breaks the instance: it is left as it was.
+ *   An FMU whose model says so (an assembly) also answers Model Exchange: an instance of that
+ *   type goes initialization -> event <-> continuous-time -> terminated (see "Model Exchange"
+ *   at the end of this file).
  * - parameters are kept as values until the model is built from them (titop_model_new:
  *   the blocks' data and checks) at fmi2ExitInitializationMode, or at the first output read
  *   in initialization mode (built again if they changed); they are fixed afterwards.
@@ -44,11 +47,13 @@
 
 
 /* ---- modes, and where each function is allowed ---- */
-enum { INSTANTIATED = 1, INITIALIZATION = 2, STEP = 4, TERMINATED = 8, ANY = 15 };
+enum { INSTANTIATED = 1, INITIALIZATION = 2, STEP = 4, TERMINATED = 8, EVENT = 16, CONTINUOUS = 32, ANY = 63 };
 
 static const char *mode_name(int mode) {     /* the Python slave's names */
     return mode == INSTANTIATED ? "instantiated" : mode == INITIALIZATION ? "initialization"
                                                  : mode == STEP           ? "step"
+                                                 : mode == EVENT          ? "event"
+                                                 : mode == CONTINUOUS     ? "continuous-time"
                                                                           : "terminated";
 }
 
@@ -56,16 +61,16 @@ static const char *mode_name(int mode) {     /* the Python slave's names */
 #define MASK_fmi2SetupExperiment INSTANTIATED
 #define MASK_fmi2EnterInitializationMode INSTANTIATED
 #define MASK_fmi2ExitInitializationMode INITIALIZATION
-#define MASK_fmi2Terminate STEP
+#define MASK_fmi2Terminate (STEP | EVENT | CONTINUOUS)
 #define MASK_fmi2Reset ANY
 #define MASK_fmi2GetReal ANY                /* parameters and inputs can always be read */
 #define MASK_fmi2GetInteger ANY
 #define MASK_fmi2GetBoolean ANY
 #define MASK_fmi2GetString ANY
-#define MASK_fmi2SetReal (INSTANTIATED | INITIALIZATION | STEP)
-#define MASK_fmi2SetInteger (INSTANTIATED | INITIALIZATION | STEP)
-#define MASK_fmi2SetBoolean (INSTANTIATED | INITIALIZATION | STEP)
-#define MASK_fmi2SetString (INSTANTIATED | INITIALIZATION | STEP)
+#define MASK_fmi2SetReal (INSTANTIATED | INITIALIZATION | STEP | EVENT | CONTINUOUS)
+#define MASK_fmi2SetInteger (INSTANTIATED | INITIALIZATION | STEP | EVENT)
+#define MASK_fmi2SetBoolean (INSTANTIATED | INITIALIZATION | STEP | EVENT)
+#define MASK_fmi2SetString (INSTANTIATED | INITIALIZATION | STEP | EVENT)
 #define MASK_fmi2GetFMUstate ANY
 #define MASK_fmi2SetFMUstate ANY
 #define MASK_fmi2FreeFMUstate ANY
@@ -84,6 +89,17 @@ static const char *mode_name(int mode) {     /* the Python slave's names */
 #define MASK_fmi2GetStringStatus (STEP | TERMINATED)
 #define MASK_fmi2SetRealInputDerivatives ANY
 #define MASK_fmi2GetRealOutputDerivatives ANY
+/* Model Exchange */
+#define MASK_fmi2SetTime (EVENT | CONTINUOUS)
+#define MASK_fmi2SetContinuousStates CONTINUOUS
+#define MASK_fmi2GetDerivatives (INITIALIZATION | EVENT | CONTINUOUS | TERMINATED)
+#define MASK_fmi2GetEventIndicators (INITIALIZATION | EVENT | CONTINUOUS | TERMINATED)
+#define MASK_fmi2GetContinuousStates (INITIALIZATION | EVENT | CONTINUOUS | TERMINATED)
+#define MASK_fmi2GetNominalsOfContinuousStates (INSTANTIATED | INITIALIZATION | EVENT | CONTINUOUS | TERMINATED)
+#define MASK_fmi2EnterEventMode (EVENT | CONTINUOUS)
+#define MASK_fmi2NewDiscreteStates EVENT
+#define MASK_fmi2EnterContinuousTimeMode EVENT
+#define MASK_fmi2CompletedIntegratorStep CONTINUOUS
 
 typedef struct {
     const TitopModelSpec *spec;
@@ -100,6 +116,8 @@ typedef struct {
     double t, h_guess;           /* h_guess 0: none */
     double *x, *u, *y;           /* states, inputs (also before the unit exists), outputs */
     int y_valid;
+    int model_exchange;          /* an instance of type fmi2ModelExchange */
+    double *xdot;                /* Model Exchange: the state derivatives, valid with y_valid */
 } Instance;
 
 /* ---- logging ---- */
@@ -181,21 +199,27 @@ static int ensure_unit(Instance *s, const char *fn) {
     return 0;
 }
 
+/* 0 if the unit exists (built in initialization mode), else 1 with the error of fn logged */
+static int no_unit(Instance *s, const char *fn) {
+    if (s->mode == INITIALIZATION) return ensure_unit(s, fn);
+    if (!s->model) {
+        error(s, fn, "outputs are available from fmi2EnterInitializationMode on");
+        return 1;
+    }
+    return 0;
+}
+
 static fmi2Status kernel_error(const Instance *s, const char *fn, int code) {
     char buf[80];
     return error(s, fn, "KernelError: %s", titop_kernel_message(code, s->spec->max_steps, buf));
 }
 
-/* the outputs at the current states and inputs, or NULL with the error of fn logged */
+/* the outputs at the current states and inputs (and with Model Exchange, the state derivatives
+   s->xdot), or NULL with the error of fn logged */
 static const double *outputs(Instance *s, const char *fn) {
-    if (s->mode == INITIALIZATION) {
-        if (ensure_unit(s, fn)) return NULL;
-    } else if (!s->model) {
-        error(s, fn, "outputs are available from fmi2EnterInitializationMode on");
-        return NULL;
-    }
+    if (no_unit(s, fn)) return NULL;
     if (!s->y_valid) {
-        int code = titop_model_outputs(s->model, s->x, s->u, s->y);
+        int code = titop_model_outputs(s->model, s->x, s->u, s->y, s->spec->model_exchange ? s->xdot : NULL);
         if (code) {
             kernel_error(s, fn, code);
             return NULL;
@@ -294,6 +318,7 @@ static void free_instance(Instance *s) {
     free(s->x);
     free(s->u);
     free(s->y);
+    free(s->xdot);
     free(s);
 }
 
@@ -312,16 +337,18 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         !(s->params = calloc(m->n_params + 1, sizeof(double))) ||
         !(s->unit_params = calloc(m->n_params + 1, sizeof(double))) ||
         !(s->x = calloc(m->n_states + 1, sizeof(double))) || !(s->u = calloc(m->n_inputs + 1, sizeof(double))) ||
-        !(s->y = calloc(m->n_outputs + 1, sizeof(double)))) {
+        !(s->y = calloc(m->n_outputs + 1, sizeof(double))) || !(s->xdot = calloc(m->n_states + 1, sizeof(double)))) {
         free_instance(s);
         return NULL;
     }
     strcpy(s->name, instanceName ? instanceName : "");
-    if (fmuType != fmi2CoSimulation) {
-        error(s, FN, "this FMU supports co-simulation only");
+    if (fmuType != fmi2CoSimulation && !(fmuType == fmi2ModelExchange && m->model_exchange)) {
+        error(s, FN, m->model_exchange ? "the FMU type must be fmi2ModelExchange or fmi2CoSimulation"
+                                       : "this FMU supports co-simulation only");
         free_instance(s);
         return NULL;
     }
+    s->model_exchange = fmuType == fmi2ModelExchange;
     if (fmuGUID && strcmp(fmuGUID, m->guid)) {
         error(s, FN, "the GUID %s is not this FMU's (%s): its model description and binary do not match",
               fmuGUID, m->guid);
@@ -375,7 +402,7 @@ EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) {
 EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
     BEGIN(fmi2ExitInitializationMode);
     if (ensure_unit(s, FN)) return fmi2Error;
-    s->mode = STEP;
+    s->mode = s->model_exchange ? EVENT : STEP;
     return fmi2OK;
 }
 
@@ -396,7 +423,7 @@ EXPORT fmi2Status fmi2Reset(fmi2Component c) {
 static fmi2Status get_values(Instance *s, const char *fn, const fmi2ValueReference vr[], size_t nvr, double *value,
                              int integer) {
     const TitopModelSpec *m = s->spec;
-    int in0 = m->n_params, out0 = in0 + m->n_inputs;
+    int in0 = m->n_params, out0 = in0 + m->n_inputs, x0 = out0 + m->n_outputs;
     if (!nvr) return fmi2OK;
     NOT_NULL(vr && value, fn);
     for (size_t i = 0; i < nvr; i++) {
@@ -405,10 +432,12 @@ static fmi2Status get_values(Instance *s, const char *fn, const fmi2ValueReferen
             value[i] = s->params[vr[i]];
         else if (vr[i] < (unsigned)out0)
             value[i] = s->u[vr[i] - in0];
-        else {
+        else {                                   /* an output, a state or a state derivative */
             const double *y = outputs(s, fn);
             if (!y) return fmi2Error;
-            value[i] = y[vr[i] - out0];
+            value[i] = vr[i] < (unsigned)x0                  ? y[vr[i] - out0]
+                       : vr[i] < (unsigned)(x0 + m->n_states) ? s->x[vr[i] - x0]
+                                                              : s->xdot[vr[i] - x0 - m->n_states];
         }
     }
     return fmi2OK;
@@ -444,7 +473,9 @@ static fmi2Status set_values(Instance *s, const char *fn, const fmi2ValueReferen
     for (size_t i = 0; i < nvr && !status; i++) {       /* as the slave: parameters set in turn, */
         if ((status = check_vr(s, fn, vr[i], integer))) break;
         if (vr[i] >= (unsigned)out0)
-            status = error(s, fn, "%s is an output and cannot be set", m->variables[vr[i]].name);
+            status = error(s, fn, m->variables[vr[i]].causality == 'o' ? "%s is an output and cannot be set"
+                           : "%s is a state or a state derivative: fmi2SetContinuousStates sets the states",
+                           m->variables[vr[i]].name);
         else if (vr[i] >= (unsigned)in0) {
             pos[n] = (int)vr[i] - in0;
             v[n++] = value[i];
@@ -605,12 +636,12 @@ static fmi2Status derivatives(Instance *s, const char *fn, const int *in, size_t
         if (!exact) continue;
         if (!have_y0) {
             for (int i = 0; i < ni; i++) ku[i] = level[i] ? s->u[i] : 0.0;
-            if ((code = titop_model_outputs(s->model, s->x, ku, y0))) break;
+            if ((code = titop_model_outputs(s->model, s->x, ku, y0, NULL))) break;
             have_y0 = 1;
         }
         for (int i = 0; i < ni; i++)
             if (!level[i]) ku[i] = Sj[i];
-        if ((code = titop_model_outputs(s->model, s->x, ku, y1))) break;
+        if ((code = titop_model_outputs(s->model, s->x, ku, y1, NULL))) break;
         for (int r = 0; r < no; r++) dY[j * no + r] = y1[r] - y0[r];
     }
     /* central differences along the twist/pose inputs, Euler angles wrapped */
@@ -625,9 +656,9 @@ static fmi2Status derivatives(Instance *s, const char *fn, const int *in, size_t
         if (smax == 0.0) continue;
         double d = 1e-6 * fmax(1.0, scale) / smax;
         for (int i = 0; i < ni; i++) ku[i] = s->u[i] + d * (level[i] ? Sj[i] : 0.0);
-        if ((code = titop_model_outputs(s->model, s->x, ku, y1))) break;
+        if ((code = titop_model_outputs(s->model, s->x, ku, y1, NULL))) break;
         for (int i = 0; i < ni; i++) ku[i] = s->u[i] - d * (level[i] ? Sj[i] : 0.0);
-        if ((code = titop_model_outputs(s->model, s->x, ku, y0))) break;
+        if ((code = titop_model_outputs(s->model, s->x, ku, y0, NULL))) break;
         for (int r = 0; r < no; r++) {
             double dy = y1[r] - y0[r];
             if (m->angle[r]) dy = wrap(dy);
@@ -646,6 +677,8 @@ done:
 static fmi2Status directional_derivatives(Instance *s, const char *fn, const fmi2ValueReference vUnknown_ref[],
                                           size_t nUnknown, const fmi2ValueReference vKnown_ref[], size_t nKnown,
                                           size_t nSeeds, const fmi2Real dvKnown[], fmi2Real dvUnknown[]) {
+    if (!s->spec->derivatives)
+        return error(s, fn, "this FMU gives no directional derivatives (providesDirectionalDerivative is false)");
     NOT_NULL(!(nUnknown && (!vUnknown_ref || (nSeeds && !dvUnknown))) &&
              !(nKnown && (!vKnown_ref || (nSeeds && !dvKnown))), fn);
     int *in = malloc((nKnown + 1) * sizeof(int)), *out = malloc((nUnknown + 1) * sizeof(int));
@@ -720,7 +753,7 @@ EXPORT fmi2Status titopGetTrialSteps(fmi2Component c, fmi2Real currentCommunicat
             break;
         }
         for (size_t i = 0; i < nKnown; i++) u[in[i]] = end[i];
-        if (nUnknown && (code = titop_model_outputs(s->model, x, u, y))) {
+        if (nUnknown && (code = titop_model_outputs(s->model, x, u, y, NULL))) {
             status = kernel_error(s, FN, code);
             break;
         }
@@ -775,6 +808,9 @@ EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate FMUstate) {
     const TitopModelSpec *m = s->spec;
     const State *st = (const State *)FMUstate;
     NOT_NULL(st, FN);
+    if (!(st->mode & (s->model_exchange ? ~STEP : ~(EVENT | CONTINUOUS))))
+        return error(s, FN, "the FMU state is of an instance of the other type (mode %s), this one is of type %s",
+                     mode_name(st->mode), s->model_exchange ? "Model Exchange" : "co-simulation");
     memcpy(s->params, st->params, m->n_params * sizeof(double));
     s->t0 = st->t0;
     s->tolerance = st->tolerance;
@@ -870,7 +906,8 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serial
     memcpy(ints, p, sizeof ints);
     p += sizeof ints;
     if (ints[2] != m->n_params || ints[3] != m->n_states || ints[4] != m->n_inputs ||
-        (ints[0] != INSTANTIATED && ints[0] != INITIALIZATION && ints[0] != STEP && ints[0] != TERMINATED))
+        (ints[0] != INSTANTIATED && ints[0] != INITIALIZATION && ints[0] != STEP && ints[0] != TERMINATED &&
+         ints[0] != EVENT && ints[0] != CONTINUOUS))
         return error(s, FN, "the FMU state is inconsistent");
     State *st = *FMUstate ? (State *)*FMUstate : new_state(m);
     if (!st) return error(s, FN, "out of memory");
@@ -886,5 +923,108 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serial
     p += m->n_states * sizeof(double);
     memcpy(st->u, p, m->n_inputs * sizeof(double));
     *FMUstate = st;
+    return fmi2OK;
+}
+
+
+/* ---- Model Exchange ----
+ * An FMU whose model says so (spec->model_exchange: an assembly) also declares Model Exchange.
+ * Its continuous states are the monolithic states of the kernel's tree (the variables after the
+ * outputs, then their derivatives), the derivatives the kernel's (titop_evaluate: the loop solved
+ * exactly), computed with the outputs and kept with them; no event indicators, no events. The
+ * host integrates: the quaternion of a base is not normalised after a step as fmi2DoStep does.
+ * It need not be: the kernel's rotation of a quaternion q is that of q/|q| (dcm_from_quat), so
+ * the outputs and every other derivative do not depend on |q|, and dq/dt = 1/2 q (x) [0, w] keeps
+ * |q| constant: a drift of |q| under the host's integrator changes nothing else. */
+
+#define BEGIN_ME(function)                                                                  \
+    BEGIN(function);                                                                        \
+    if (!s->model_exchange)                                                                 \
+        return error(s, FN, "a Model Exchange function, and this instance is of type co-simulation")
+
+/* an array of n values where the FMU has `expected` (states, event indicators): fmi2OK or the error */
+static fmi2Status count(const Instance *s, const char *fn, const void *array, size_t n, int expected,
+                        const char *what) {
+    if (n != (size_t)expected)
+        return error(s, fn, "the FMU has %d %s, %lu given", expected, what, (unsigned long)n);
+    NOT_NULL(array || !n, fn);
+    return fmi2OK;
+}
+
+EXPORT fmi2Status fmi2SetTime(fmi2Component c, fmi2Real time) {
+    BEGIN_ME(fmi2SetTime);
+    char r[32];
+    if (!isfinite(time)) return error(s, FN, "the time must be finite, got %s", titop_repr(time, r));
+    s->t = time;                               /* the model is autonomous: nothing else changes */
+    return fmi2OK;
+}
+
+EXPORT fmi2Status fmi2SetContinuousStates(fmi2Component c, const fmi2Real x[], size_t nx) {
+    BEGIN_ME(fmi2SetContinuousStates);
+    const TitopModelSpec *m = s->spec;
+    if (count(s, FN, x, nx, m->n_states, "continuous states")) return fmi2Error;
+    char names[3000];
+    size_t k = 0;
+    for (size_t i = 0; i < nx; i++)
+        if (!isfinite(x[i]) && k + 200 < sizeof names)
+            k += sprintf(names + k, "%s'%s'", k ? ", " : "",
+                         m->variables[m->n_params + m->n_inputs + m->n_outputs + i].name);
+    if (k) return error(s, FN, "SolverError: non-finite state(s) [%s]", names);
+    memcpy(s->x, x, nx * sizeof(double));
+    s->y_valid = 0;
+    return fmi2OK;
+}
+
+EXPORT fmi2Status fmi2GetContinuousStates(fmi2Component c, fmi2Real x[], size_t nx) {
+    BEGIN_ME(fmi2GetContinuousStates);
+    if (count(s, FN, x, nx, s->spec->n_states, "continuous states") || no_unit(s, FN)) return fmi2Error;
+    memcpy(x, s->x, nx * sizeof(double));
+    return fmi2OK;
+}
+
+EXPORT fmi2Status fmi2GetDerivatives(fmi2Component c, fmi2Real derivatives[], size_t nx) {
+    BEGIN_ME(fmi2GetDerivatives);
+    if (count(s, FN, derivatives, nx, s->spec->n_states, "continuous states") || !outputs(s, FN)) return fmi2Error;
+    memcpy(derivatives, s->xdot, nx * sizeof(double));
+    return fmi2OK;
+}
+
+EXPORT fmi2Status fmi2GetNominalsOfContinuousStates(fmi2Component c, fmi2Real x_nominal[], size_t nx) {
+    BEGIN_ME(fmi2GetNominalsOfContinuousStates);
+    if (count(s, FN, x_nominal, nx, s->spec->n_states, "continuous states")) return fmi2Error;
+    for (size_t i = 0; i < nx; i++) x_nominal[i] = 1.0;
+    return fmi2OK;
+}
+
+EXPORT fmi2Status fmi2GetEventIndicators(fmi2Component c, fmi2Real eventIndicators[], size_t ni) {
+    BEGIN_ME(fmi2GetEventIndicators);
+    return count(s, FN, eventIndicators, ni, 0, "event indicators");
+}
+
+EXPORT fmi2Status fmi2EnterEventMode(fmi2Component c) {
+    BEGIN_ME(fmi2EnterEventMode);
+    s->mode = EVENT;
+    return fmi2OK;
+}
+
+EXPORT fmi2Status fmi2NewDiscreteStates(fmi2Component c, fmi2EventInfo *info) {
+    BEGIN_ME(fmi2NewDiscreteStates);
+    NOT_NULL(info, FN);
+    memset(info, 0, sizeof *info);             /* no discrete state, no event, nothing changed */
+    return fmi2OK;
+}
+
+EXPORT fmi2Status fmi2EnterContinuousTimeMode(fmi2Component c) {
+    BEGIN_ME(fmi2EnterContinuousTimeMode);
+    s->mode = CONTINUOUS;
+    return fmi2OK;
+}
+
+EXPORT fmi2Status fmi2CompletedIntegratorStep(fmi2Component c, fmi2Boolean noSetFMUStatePriorToCurrentPoint,
+                                              fmi2Boolean *enterEventMode, fmi2Boolean *terminateSimulation) {
+    BEGIN_ME(fmi2CompletedIntegratorStep);
+    (void)noSetFMUStatePriorToCurrentPoint;
+    NOT_NULL(enterEventMode && terminateSimulation, FN);
+    *enterEventMode = *terminateSimulation = 0;
     return fmi2OK;
 }

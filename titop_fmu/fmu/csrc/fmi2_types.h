@@ -18,6 +18,11 @@ typedef char fmi2Byte;
 typedef enum { fmi2OK, fmi2Warning, fmi2Discard, fmi2Error, fmi2Fatal, fmi2Pending } fmi2Status;
 typedef enum { fmi2ModelExchange, fmi2CoSimulation } fmi2Type;
 typedef enum { fmi2DoStepStatus, fmi2PendingStatus, fmi2LastSuccessfulTime, fmi2Terminated } fmi2StatusKind;
+typedef struct {
+    fmi2Boolean newDiscreteStatesNeeded, terminateSimulation, nominalsOfContinuousStatesChanged,
+        valuesOfContinuousStatesChanged, nextEventTimeDefined;
+    fmi2Real nextEventTime;
+} fmi2EventInfo;
 typedef void (*fmi2CallbackLogger)(fmi2ComponentEnvironment, fmi2String, fmi2Status, fmi2String, fmi2String, ...);
 typedef struct {
     fmi2CallbackLogger logger;

@@ -20,6 +20,7 @@ struct TitopModel {
     double *par;           /* the blocks' data (kernel.c's D_ layout) */
     const double **ptr;    /* the constant inputs: into u */
     double *u;             /* the inputs the kernel reads */
+    double *out;           /* the kernel's outputs (every block's) */
     double *ws, *K, *xi;   /* the kernel's workspace, titop_step's scratch */
 };
 
@@ -42,11 +43,13 @@ const char *titop_kernel_message(int code, int max_steps, char *buf)
 typedef struct {
     char *err;
     size_t n;
+    const char *unit;      /* the unit of an assembly whose block is checked, or NULL */
 } Err;
 
+/* "parameter '<name>': <detail>" (an assembly's: '<unit>.<name>', as ParameterError.renamed) */
 static int fail(Err *e, const char *parameter, const char *detail)
 {
-    snprintf(e->err, e->n, "parameter '%s': %s", parameter, detail);
+    snprintf(e->err, e->n, "parameter '%s%s%s': %s", e->unit ? e->unit : "", e->unit ? "." : "", parameter, detail);
     return 1;
 }
 
@@ -175,8 +178,9 @@ static int check_inertia(Err *e, const char *name, const double *in, double *J, 
         char l[120];
         for (int i = 0; i < 3; i++)                            /* np.round(eig, 6) */
             r6[i] = nearbyint(eig[i] * 1e6) / 1e6;
-        snprintf(d, sizeof d, "%s: principal moments %s violate the triangle inequality (no real mass "
-                 "distribution has them); accepted as given", name, list_repr(r6, 3, l));
+        snprintf(d, sizeof d, "%s%s%s: principal moments %s violate the triangle inequality (no real mass "
+                 "distribution has them); accepted as given", e->unit ? e->unit : "", e->unit ? ": " : "", name,
+                 list_repr(r6, 3, l));
         warn(env, d);
     }
     return 0;
@@ -389,11 +393,12 @@ static int n_data(const TitopBlockSpec *b)
 TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *err, size_t n_err,
                             void (*warn)(void *, const char *), void *env)
 {
-    Err e = {err, n_err};
-    int nb = s->n_blocks, n_children = 0, n_par = 0, n_ptr = 0;
+    Err e = {err, n_err, NULL};
+    int nb = s->n_blocks, n_children = 0, n_par = 0, n_ptr = 0, offset[nb > 0 ? nb : 1];
     for (int k = 0; k < nb; k++) {
         const TitopBlockSpec *b = s->blocks + k;
         n_children += b->n_children;
+        offset[k] = n_par;
         n_par += n_data(b);
         n_ptr += b->n_children + 4;
     }
@@ -401,21 +406,27 @@ TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *er
     if (!m || !(m->ints = calloc(NI * nb + 2 * n_children + 1, sizeof(int))) ||
         !(m->par = calloc(n_par + 1, sizeof(double))) || !(m->ptr = calloc(n_ptr + 1, sizeof(double *))) ||
         !(m->u = calloc(s->n_inputs + 1, sizeof(double))) || !(m->K = calloc(7 * s->n_states + 1, sizeof(double))) ||
-        !(m->xi = calloc(s->n_states + 1, sizeof(double)))) {
+        !(m->xi = calloc(s->n_states + 1, sizeof(double))) ||
+        !(m->out = calloc(s->n_kernel_outputs + 1, sizeof(double)))) {
         titop_model_free(m);
         snprintf(err, n_err, "out of memory");
         return NULL;
     }
     m->spec = s;
-    int *child = m->ints + NI * nb, off = 0, np = 0;
+    for (int k = 0; k < nb; k++) {                  /* the blocks' data, in the order of the checks */
+        const TitopBlockSpec *b = s->blocks + s->check_order[k];
+        e.unit = b->unit;
+        if (block_data(b, par, m->par + offset[s->check_order[k]], &e, warn, env)) {
+            titop_model_free(m);
+            return NULL;
+        }
+    }
+    e.unit = NULL;
+    int *child = m->ints + NI * nb, np = 0;
 #define POINTER(pos) ((pos) < 0 ? -1 : (m->ptr[np] = m->u + (pos), np++))
     for (int k = 0; k < nb; k++) {
         const TitopBlockSpec *b = s->blocks + k;
         int *B = m->ints + NI * k;
-        if (block_data(b, par, m->par + off, &e, warn, env)) {
-            titop_model_free(m);
-            return NULL;
-        }
         B[I_CHILD] = (int)(child - m->ints);
         for (int i = 0; i < b->n_children; i++, child += 2) {
             child[0] = b->child[i] >= 0 ? b->child[i] : -1;
@@ -426,7 +437,7 @@ TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *er
         B[I_SLOT] = b->slot;
         B[I_STATE] = b->state;
         B[I_NC] = b->n_children;
-        B[I_DPAR] = off;
+        B[I_DPAR] = offset[k];
         B[I_INERTIAL] = b->kind == TITOP_BASE && par[b->par[TITOP_P_EXT_FRAME]] == 0;
         B[I_MCONST] = POINTER(b->m_in);
         B[I_EXT] = POINTER(b->ext_in);
@@ -435,7 +446,6 @@ TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *er
         B[I_PARENT_R] = b->parent_r;
         B[I_SLOT_R] = b->slot_r;
         B[I_MCONST_R] = POINTER(b->m_in_r);
-        off += n_data(b);
     }
 #undef POINTER
     if ((s->rtol >= 0 && positive(&e, "rtol", par[s->rtol])) || (s->atol >= 0 && positive(&e, "atol", par[s->atol]))) {
@@ -461,6 +471,7 @@ void titop_model_free(TitopModel *m)
     free(m->ws);
     free(m->K);
     free(m->xi);
+    free(m->out);
     free(m);
 }
 
@@ -483,11 +494,14 @@ void titop_model_initial_state(const TitopModel *m, const double *par, double *x
     }
 }
 
-int titop_model_outputs(TitopModel *m, const double *x, const double *u, double *y)
+int titop_model_outputs(TitopModel *m, const double *x, const double *u, double *y, double *xdot)
 {
     const TitopModelSpec *s = m->spec;
     memcpy(m->u, u, s->n_inputs * sizeof(double));
-    return titop_evaluate(s->n_blocks, m->ints, m->par, m->ptr, m->ws, x, NULL, y);
+    int code = titop_evaluate(s->n_blocks, m->ints, m->par, m->ptr, m->ws, x, xdot, y ? m->out : NULL);
+    for (int i = 0; y && i < s->n_outputs && !code; i++)
+        y[i] = m->out[s->outputs[i].source];
+    return code;
 }
 
 int titop_model_step(TitopModel *m, double *x, const double *u, double h, double rtol, double atol,

@@ -1,0 +1,128 @@
+"""``titop-fmu export SYSTEM --standalone``: the assembly FMU with a binary in C only.
+
+The same contract as the pythonfmu assembly FMU (:mod:`.export`, :mod:`.assembly`: the same
+variables, value references, ModelStructure, default experiment and vendor function), the
+model computed by the standalone FMUs' C layer (:mod:`titop_fmu.fmu.standalone`,
+``fmu/csrc/``): the kernel's tree of the whole system, its loop solved exactly inside
+``titop_evaluate`` (as :class:`titop_fmu.kernel.CompiledRHS` runs it in process), each unit's
+block data computed from the FMI parameters ``<unit>.<name>`` with the blocks' checks and
+messages, the states integrated over a communication step by the kernel's DOPRI5
+(``titop_step``) and the bases' quaternions normalised after it.
+
+Its table (``model.c``, :func:`assembly_table`) lays out the system's blocks as the kernel takes
+them (parents first, :meth:`titop_fmu.system.System.plan`), the free ports as the FMU's inputs,
+and the output map: per FMU output, which of the blocks' outputs it is.
+
+The FMU also declares **Model Exchange**: its continuous states are the system's states (the
+variables ``<unit>.<state>`` and ``der(<unit>.<state>)``, appended after the co-simulation's
+so that its value references stay), their derivatives the kernel's, no event indicators; the
+structure of the derivatives is measured on the in-process twin
+(:meth:`~titop_fmu.unit.IntegratedUnit.state_dependencies`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..fmu import catalog
+from ..fmu.build import describe, validate
+from ..fmu.model_description import N_PARAMETER_SETS, add_model_exchange, measure_dependencies
+from ..fmu.standalone import OPTIONS, Compiler, block_spec, c_table, compilers, package
+from .assembly import AssemblyInterface, random_parameters
+
+
+def _twin(iface: AssemblyInterface):
+    """The in-process assembly unit at the default parameters and its system's plan."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        unit, _ = iface.make_unit(iface.defaults())
+    unit.set_inputs(unit.ALL, [v.start for v in iface.variables if v.causality == "input"])
+    return unit, unit.system.plan()
+
+
+def state_variables(iface: AssemblyInterface) -> list:
+    """The system's continuous states as ``(name, unit, unit of the derivative, description)``,
+    in the kernel's order: ``<unit>.<state>`` (``balloon.q_w``, ``pendulum1.q``)."""
+    unit, plan = _twin(iface)
+    kind = {n: catalog.parse_identifier(m)[0] for n, m in iface.units}
+    return [(f"{n}.{name}", u, du, f"{n}: {text}")
+            for n in plan.order
+            for name, (u, du, text) in zip(unit.system.blocks[n].state_names, catalog.state_units(kind[n]))]
+
+
+def assembly_table(iface: AssemblyInterface, guid: str) -> str:
+    """The C table (``model.c``) of the assembly ``iface``: the kernel's tree of its system,
+    its inputs and the output map."""
+    unit, plan = _twin(iface)
+    system = unit.system
+    index = {n: i for i, n in enumerate(plan.order)}
+    first = {}                                    # parameter name -> value reference of its first scalar
+    for vr, (name, p, *_rest) in enumerate(iface.param_scalars):
+        first.setdefault(iface.params[p].name, vr)
+    position, k = {}, 0                           # (unit, input port) -> input position
+    for p in iface.inputs:
+        position[(p.unit, p.port)] = k
+        k += p.size
+    blocks = []
+    for n in plan.order:
+        b = system.blocks[n]
+        parents = []
+        for p in b.parent_ports:
+            j = plan.parent_link.get((n, p))
+            link = None if j is None else system.links[j]
+            parents.append(None if link is None else
+                           (index[link.parent], system.blocks[link.parent].child_ports.index(link.child_port)))
+        children = [None if (j := plan.child_link.get((n, c))) is None else index[system.links[j].child]
+                    for c in b.child_ports]
+        inputs = {port: position[(u, port)] for u, port in position if u == n}
+        blocks.append(block_spec(b, plan.state_slices[n].start, inputs, lambda f, n=n: first.get(f"{n}.{f}"),
+                                 parents, children, unit=n))
+    source, k = {}, 0                             # (unit, output port) -> its first scalar in the kernel's outputs
+    for n in plan.order:
+        for port, size in system.blocks[n].outputs_spec.items():
+            source[(n, port)] = k
+            k += size
+    sources = [source[(p.unit, p.port)] + c for p in iface.outputs
+               for c in (range(p.size) if p.component is None else [p.component])]
+    states = state_variables(iface)
+    variables = [(v.name, v.type, v.causality, v.start) for v in iface.variables] + \
+        [(name, "Real", "local", None) for name, *_ in states] + \
+        [(f"der({name})", "Real", "local", None) for name, *_ in states]
+    return c_table(iface.model_identifier, guid, iface.description, variables, iface.n_params,
+                   len(iface.input_names), len(iface.output_names), blocks, plan.n_states,
+                   (first["rtol"], first["atol"]), check_order=[index[n] for n, _ in iface.units],
+                   n_kernel_outputs=k, sources=sources, derivatives=False, model_exchange=True)
+
+
+def state_structure(iface: AssemblyInterface, n_sets: int = N_PARAMETER_SETS, seed: int = 0) -> tuple:
+    """``(outputs x states, derivatives x states, derivatives x inputs)``: what the outputs and
+    the state derivatives depend on, united over ``n_sets`` random parameter sets
+    (:meth:`~titop_fmu.unit.IntegratedUnit.state_dependencies` of the in-process twin)."""
+    rng = np.random.default_rng(seed)
+    found = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for s in range(n_sets):
+            unit, _ = iface.make_unit(random_parameters(iface, rng))
+            deps = unit.state_dependencies(seed + s)
+            found = deps if found is None else tuple(a | b for a, b in zip(found, deps))
+    return found
+
+
+def export_standalone(out: Path, slave, iface: AssemblyInterface, experiment: dict) -> Path:
+    """Write the standalone assembly FMU ``out`` of ``iface`` (``slave``: its pythonfmu slave,
+    which describes its co-simulation variables) with the default experiment ``experiment``."""
+    n_out, states = len(iface.output_names), state_variables(iface)
+    on_inputs, on_params = measure_dependencies(iface, sample=random_parameters, extra=lambda unit: np.concatenate(
+        [unit.x, unit.state_derivatives()]))
+    x0_on_p, dx0_on_p = on_params[n_out:n_out + len(states)], on_params[n_out + len(states):]
+    structure = state_structure(iface)
+    with tempfile.TemporaryDirectory(prefix="titop_export_") as tmp:
+        return package(out, iface.model_identifier, lambda parts: describe(
+            slave, iface, on_inputs, on_params[:n_out], parts, experiment, OPTIONS,
+            extend=lambda root: add_model_exchange(root, states, *structure, x0_on_p, dx0_on_p)),
+            lambda guid: assembly_table(iface, guid), Compiler(Path(tmp), compilers()), check=validate)
