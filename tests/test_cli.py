@@ -85,6 +85,15 @@ def test_build_and_validate_check_their_options_first(tmp_path, capsys):
     assert not (tmp_path / "b").exists() and not (tmp_path / "v").exists()
 
 
+def test_export_checks_its_options_first(tmp_path, capsys):
+    assert main(["export", "balloon", "--ssp", str(tmp_path / "b.ssp"), "--standalone"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--standalone is the kind of the FMU of --out" in err, err
+    assert main(["export", "balloon", "--standalone", "--out", str(tmp_path / "b.zip")]) == 2
+    assert "an FMU file name ends with .fmu, got 'b.zip'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_explicit_options_win_over_the_system_file(tmp_path):
     """The file says stop = 10, output_interval = 0.01; --stop 0.2 (and --stop equal to the
     built-in default, 20) win; without --stop the file's value holds."""

@@ -319,6 +319,9 @@ def cmd_export(args):
         raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file")
     if not (args.out or args.ssp):
         raise TitopError("export: give --out NAME.fmu (one FMU) and/or --ssp NAME.ssp (SSP of the block FMUs)")
+    if args.standalone and not args.out:
+        raise TitopError("export: --standalone is the kind of the FMU of --out NAME.fmu (an SSP package holds "
+                         "block FMUs of the pythonfmu kind)")
     if args.out:
         print(export_fmu(system, args.out, simulation, standalone=args.standalone))
     if args.ssp:

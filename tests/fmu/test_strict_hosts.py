@@ -4,9 +4,9 @@ Such hosts exist (the Reference FMUs' fmusim, MasterSim): a known and accepted
 property of the parameters (the balloon's principal moments violate the triangle
 inequality) is therefore logged with status fmi2OK (category
 ``logStatusWarning``), never returned as fmi2Warning. Checked for the block FMUs
-of both kinds and two assembly FMUs (``titop-fmu export``: the balloon, and
+and two assembly FMUs (``titop-fmu export [--standalone]``: the balloon, and
 ``examples/spacecraft.toml``: full inertias, mount angles, oblique axes, an
-attitude near gimbal lock) over their default experiment, in
+attitude near gimbal lock), each of both kinds, over their default experiment, in
 
 * FMPy's ``simulate_fmu`` with debug logging on and an FMU wrapper that stops at
   the first call returning anything but fmi2OK or logging a message of another
@@ -38,13 +38,15 @@ ASSEMBLIES = {"balloon": ["balloon"], "spacecraft": [str(ROOT / "examples" / "sp
 
 
 @pytest.fixture(scope="module")
-def assemblies(tmp_path_factory):
-    """``{name: path}``: ``titop-fmu export SYSTEM --out NAME.fmu`` for the balloon and the spacecraft."""
-    d = tmp_path_factory.mktemp("strict")
+def assemblies(tmp_path_factory, kind):
+    """``{name: path}``: ``titop-fmu export SYSTEM --out NAME.fmu`` for the balloon and the spacecraft,
+    of each kind (``--standalone``)."""
+    d = tmp_path_factory.mktemp(f"strict_{kind}")
     out = {}
     for name, system in ASSEMBLIES.items():
         out[name] = d / f"{name}.fmu"
-        assert main(["export", *system, "--out", str(out[name])]) == 0
+        standalone = ["--standalone"] if kind == "standalone" else []
+        assert main(["export", *system, "--out", str(out[name]), *standalone]) == 0
     return out
 
 
