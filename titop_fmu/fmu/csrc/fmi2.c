@@ -117,7 +117,7 @@ typedef struct {
     double *x, *u, *y;           /* states, inputs (also before the unit exists), outputs */
     int y_valid;
     int model_exchange;          /* an instance of type fmi2ModelExchange */
-    double *xdot;                /* Model Exchange: the state derivatives, valid with y_valid */
+    double *xdot;                /* an FMU with Model Exchange: the state derivatives, valid with y */
 } Instance;
 
 /* ---- logging ---- */
