@@ -751,10 +751,7 @@ def test_model_exchange_in_fmpy_matches_the_monolithic_run(standalone, stop):
 def twin_at(iface, x, u):
     """The in-process assembly (NumPy blocks) at the states ``x`` and inputs ``u``:
     ``(outputs, state derivatives)``."""
-    import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        unit, _ = iface.make_unit(iface.defaults())
+    unit, _ = iface.make_unit(iface.defaults())
     unit.set_inputs(unit.ALL, u)
     unit.x = np.array(x)
     return unit.outputs(), unit.state_derivatives()
@@ -850,8 +847,8 @@ def test_model_exchange_structure_is_true(standalone):
             else:
                 u[j - n] += 0.1 + abs(u[j - n])
             y, dx = at(x, u)
-            for o in np.flatnonzero(y != y0):
-                seen_y[outs[o]].add(name) if j < n else None
+            for o in np.flatnonzero(y != y0) if j < n else ():
+                seen_y[outs[o]].add(name)
             for d in np.flatnonzero(dx != dx0):
                 seen_dx[f"der({states[d]})"].add(name)
     finally:

@@ -91,6 +91,14 @@ def _c_ints(values) -> str:
     return "{" + ", ".join(str(int(v)) for v in values) + "}"
 
 
+def first_scalars(iface) -> dict:
+    """``{parameter name: value reference of its first scalar}`` of an FMU's interface."""
+    first = {}
+    for vr, (_name, p, *_rest) in enumerate(iface.param_scalars):
+        first.setdefault(iface.params[p].name, vr)
+    return first
+
+
 def block_spec(block, state: int, inputs: dict, first, parents=None, children=None, unit=None) -> str:
     """The C initialiser of the ``TitopBlockSpec`` (model.h) of ``block`` (a block of
     :mod:`titop_fmu.blocks`) whose states begin at ``state``: per parent port its linked parent
@@ -177,9 +185,7 @@ def model_table(kind: str, n_children: int, guid: str) -> str:
     unit the FMU wraps (:class:`~titop_fmu.unit.BlockUnit`)."""
     iface = interface(kind, n_children)
     unit, _ = iface.make_unit(iface.defaults())
-    first = {}                                    # parameter name -> value reference of its first scalar
-    for vr, (name, p, *_rest) in enumerate(iface.param_scalars):
-        first.setdefault(iface.params[p].name, vr)
+    first = first_scalars(iface)
     block = block_spec(unit.block, 0, {n: s.start for n, s in unit._in_slices.items()}, first.get)
     exposed = exposed_variables(iface, states=False)              # no state exposed (a linearization's)
     return c_table(iface.model_identifier, guid, iface.description,

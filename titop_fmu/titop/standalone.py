@@ -23,7 +23,6 @@ structure of the derivatives is measured on the in-process twin
 from __future__ import annotations
 
 import tempfile
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -31,15 +30,13 @@ import numpy as np
 from ..fmu import catalog
 from ..fmu.build import describe, validate
 from ..fmu.model_description import N_PARAMETER_SETS, add_model_exchange, measure_dependencies
-from ..fmu.standalone import OPTIONS, Compiler, block_spec, c_table, compilers, package
+from ..fmu.standalone import OPTIONS, Compiler, block_spec, c_table, compilers, first_scalars, package
 from .assembly import AssemblyInterface, random_parameters
 
 
 def _twin(iface: AssemblyInterface):
     """The in-process assembly unit at the default parameters and its system's plan."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        unit, _ = iface.make_unit(iface.defaults())
+    unit, _ = iface.make_unit(iface.defaults())              # (its parameter warnings are returned)
     unit.set_inputs(unit.ALL, [v.start for v in iface.variables if v.causality == "input"])
     return unit, unit.system.plan()
 
@@ -60,9 +57,7 @@ def assembly_table(iface: AssemblyInterface, guid: str) -> str:
     unit, plan = _twin(iface)
     system = unit.system
     index = {n: i for i, n in enumerate(plan.order)}
-    first = {}                                    # parameter name -> value reference of its first scalar
-    for vr, (name, p, *_rest) in enumerate(iface.param_scalars):
-        first.setdefault(iface.params[p].name, vr)
+    first = first_scalars(iface)
     position, k = {}, 0                           # (unit, input port) -> input position
     for p in iface.inputs:
         position[(p.unit, p.port)] = k
@@ -104,12 +99,10 @@ def state_structure(iface: AssemblyInterface, n_sets: int = N_PARAMETER_SETS, se
     (:meth:`~titop_fmu.unit.IntegratedUnit.state_dependencies` of the in-process twin)."""
     rng = np.random.default_rng(seed)
     found = None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for s in range(n_sets):
-            unit, _ = iface.make_unit(random_parameters(iface, rng))
-            deps = unit.state_dependencies(seed + s)
-            found = deps if found is None else tuple(a | b for a, b in zip(found, deps))
+    for s in range(n_sets):
+        unit, _ = iface.make_unit(random_parameters(iface, rng))
+        deps = unit.state_dependencies(seed + s)
+        found = deps if found is None else tuple(a | b for a, b in zip(found, deps))
     return found
 
 
