@@ -510,12 +510,14 @@ ARM = arm('["link2.c1.m[13]", "link2.c1.m", "link2.c1.position[2]", "link2.c1.po
 
 
 @pytest.fixture(scope="module")
-def arm_fmu(tmp_path_factory):
+def arm_fmu(tmp_path_factory, kind):
     """An arm whose record list names its free child port's motion (an output of the FMU
-    anyway), a component and then its whole port, and inertial outputs."""
-    d = tmp_path_factory.mktemp("arm")
+    anyway), a component and then its whole port, and inertial outputs; of each kind (the
+    standalone kind computes the inertial outputs in C, from the motion vectors the kernel keeps)."""
+    d = tmp_path_factory.mktemp(f"arm_{kind}")
     (d / "arm.toml").write_text(ARM)
-    assert main(["export", str(d / "arm.toml"), "--out", str(d / "arm.fmu")]) == 0
+    standalone = ["--standalone"] if kind == "standalone" else []
+    assert main(["export", str(d / "arm.toml"), "--out", str(d / "arm.fmu"), *standalone]) == 0
     return d / "arm.fmu"
 
 
@@ -586,12 +588,13 @@ def all_outputs(path, stop, rtol=1e-10):
                                        pytest.param("spacecraft", 20.0, marks=pytest.mark.slow),
                                        pytest.param("two_branch", 10.0, marks=pytest.mark.slow)])
 def test_standalone_outputs_are_the_pythonfmu_assembly_s(exported, name, stop):
-    """Every output of both kinds over the system's run, relative to the largest (the two kinds
-    evaluate the same equations, NumPy blocks and Python's DOPRI5 against the kernel and its
-    DOPRI5: their rounding differs, and the dynamics amplify it over a run). Measured over 20 s
-    (10 s): balloon 2.8e-14 (4.1e-12 of 147), two_branch 1.6e-14, spacecraft 5.6e-13 (9.6e-10 of
-    1.7e3: the bus falls 1.96 km, attitude near gimbal lock at 12.2 s; 3.6e-15 at 1 s, 4e-11 at
-    10 s)."""
+    """Every output of both kinds over the system's run, relative to the largest, the inertial
+    outputs the two systems files record included (positions, velocities, a DCM, Euler angles;
+    the two kinds evaluate the same equations, NumPy blocks and Python's DOPRI5 against the kernel
+    and its DOPRI5: their rounding differs, and the dynamics amplify it over a run). Measured over
+    20 s (10 s): balloon 2.8e-14 (4.1e-12 of 147), two_branch 2.2e-14, spacecraft 4.9e-13 (9.6e-10
+    of 2.0e3: the bus falls 1.96 km, attitude near gimbal lock at 12.2 s; 3.6e-15 at 1 s, 4e-11
+    at 10 s)."""
     (names, got), (other, want) = (all_outputs(exported(SYSTEMS[name], k, name), stop)
                                    for k in ("standalone", "pythonfmu"))
     assert names == other

@@ -44,6 +44,8 @@ OPTIONS = dict(MODEL_OPTIONS, needsExecutionTool=False)
 #: the parameter fields of model.h (TITOP_P_*), by catalog parameter name
 FIELDS = ("mass", "inertia", "com", "c1.r", "gravity", "mount", "r0", "Theta0", "twist0", "ext_frame", "axis",
           "q0", "qd0", "k", "d", "K", "D")
+#: the quantities of TitopOutput (model.h), by the name titop_fmu.titop.records gives them
+OUTPUT_QUANTITIES = {None: 0, "position": 1, "velocity": 2, "dcm": 3, "euler": 4}
 #: (folder under binaries/, file suffix, extra compiler flags, extra link flags)
 PLATFORMS = {
     "linux64": (".so", ["-fPIC", "-fvisibility=hidden"], ["-Wl,-Bsymbolic", "-s"]),
@@ -120,18 +122,20 @@ def block_spec(block, state: int, inputs: dict, first, parents=None, children=No
 
 
 def c_table(model_id: str, guid: str, description: str, variables, n_params: int, n_inputs: int, n_outputs: int,
-            blocks, n_states: int, tolerances, check_order=None, n_kernel_outputs=None, sources=None,
+            blocks, n_states: int, tolerances, check_order=None, n_kernel_outputs=None, outputs=None,
             state_level=(), angle=(), derivatives=True, model_exchange=False) -> str:
     """The C table (``model.c``) of a standalone FMU: its ``TitopModelSpec`` (model.h).
     ``variables``: ``(name, type, causality, start)`` in value-reference order (a type or
     causality by its first letter); ``blocks``: the :func:`block_spec` s, parents first;
     ``tolerances``: the value references of ``rtol`` and ``atol`` (None: no states);
     ``check_order``: the blocks in the order their parameters are checked (default theirs);
-    ``sources``: per output its position in the kernel's outputs (``n_kernel_outputs`` of them;
-    default: the outputs are the kernel's); ``state_level``, ``angle``: the positions of the
-    twist/pose inputs and of the Euler-angle outputs (directional derivatives)."""
+    ``outputs``: per output its ``TitopOutput`` (model.h) ``(quantity, source, block, point)``,
+    ``(0, position in the kernel's outputs, -1, -1)`` for one of the kernel's outputs
+    (``n_kernel_outputs`` of them; default: the outputs are the kernel's); ``state_level``,
+    ``angle``: the positions of the twist/pose inputs and of the Euler-angle outputs
+    (directional derivatives)."""
     n_kernel_outputs = n_outputs if n_kernel_outputs is None else n_kernel_outputs
-    sources = range(n_outputs) if sources is None else sources
+    outputs = [(0, k, -1, -1) for k in range(n_outputs)] if outputs is None else outputs
     check_order = range(len(blocks)) if check_order is None else check_order
     rtol, atol = (-1, -1) if tolerances is None else tolerances
     table = ",\n    ".join(f"{{{_c_string(name)}, '{typ[0]}', '{causality[0]}', "
@@ -158,7 +162,7 @@ static const TitopBlockSpec blocks[] = {{
 }};
 
 static const int check_order[] = {_c_ints(list(check_order))};
-static const TitopOutput outputs[] = {{{", ".join(f"{{{k}}}" for k in sources) or "{0}"}}};
+static const TitopOutput outputs[] = {{{", ".join(_c_ints(o) for o in outputs) or "{0}"}}};
 static const signed char state_level[] = {_c_ints(level + [0])};
 static const signed char angle[] = {_c_ints(angles + [0])};
 static const double tableau_a[] = {_c_doubles(_A.ravel())};

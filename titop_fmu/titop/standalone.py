@@ -30,8 +30,10 @@ import numpy as np
 from ..fmu import catalog
 from ..fmu.build import describe, validate
 from ..fmu.model_description import N_PARAMETER_SETS, add_model_exchange, measure_dependencies
-from ..fmu.standalone import OPTIONS, Compiler, block_spec, c_table, compilers, first_scalars, package
+from ..fmu.standalone import (OPTIONS, OUTPUT_QUANTITIES, Compiler, block_spec, c_table, compilers,
+                               first_scalars, package)
 from .assembly import AssemblyInterface, random_parameters
+from .records import Records
 
 
 def _twin(iface: AssemblyInterface):
@@ -81,8 +83,16 @@ def assembly_table(iface: AssemblyInterface, guid: str) -> str:
         for port, size in system.blocks[n].outputs_spec.items():
             source[(n, port)] = k
             k += size
-    sources = [source[(p.unit, p.port)] + c for p in iface.outputs
-               for c in (range(p.size) if p.component is None else [p.component])]
+    entries = {e.ref: e for e in Records(iface.cosystem(iface.defaults())).entries}
+    outputs = []                                  # TitopOutput (model.h)
+    for p in iface.outputs:
+        components = range(p.size) if p.component is None else [p.component]
+        if p.record:                              # an inertial quantity of a body (records.inertial)
+            e = entries[p.record]
+            point = -1 if e.point in (None, "p") else first[f"{e.unit}.{'com' if e.point == 'com' else e.point + '.r'}"]
+            outputs += [(OUTPUT_QUANTITIES[e.quantity], c, index[e.unit], point) for c in components]
+        else:
+            outputs += [(OUTPUT_QUANTITIES[None], source[(p.unit, p.port)] + c, -1, -1) for c in components]
     states = state_variables(iface)
     variables = [(v.name, v.type, v.causality, v.start) for v in iface.variables] + \
         [(name, "Real", "local", None) for name, *_ in states] + \
@@ -90,7 +100,7 @@ def assembly_table(iface: AssemblyInterface, guid: str) -> str:
     return c_table(iface.model_identifier, guid, iface.description, variables, iface.n_params,
                    len(iface.input_names), len(iface.output_names), blocks, plan.n_states,
                    (first["rtol"], first["atol"]), check_order=[index[n] for n, _ in iface.units],
-                   n_kernel_outputs=k, sources=sources, derivatives=False, model_exchange=True)
+                   n_kernel_outputs=k, outputs=outputs, derivatives=False, model_exchange=True)
 
 
 def state_structure(iface: AssemblyInterface, n_sets: int = N_PARAMETER_SETS, seed: int = 0) -> tuple:

@@ -52,10 +52,20 @@ typedef struct {
     const char *unit;    /* an assembly's unit: messages name its parameters '<unit>.<name>'; or NULL */
 } TitopBlockSpec;
 
-/* an FMU output: the scalar at position source of the kernel's outputs (every block's outputs
- * in turn, in titop_evaluate's order) */
+/* the quantities of an FMU output (titop_fmu/titop/records.py): one of the kernel's outputs, or
+ * an inertial quantity of a body, a small function of its motion vector at its port P (tree.c:
+ * inertial) */
+enum { TITOP_KERNEL_OUTPUT, TITOP_POSITION, TITOP_VELOCITY, TITOP_DCM, TITOP_EULER };
+
+/* an FMU output: the scalar at position `source` of the kernel's outputs (every block's outputs
+ * in turn, in titop_evaluate's order); or the component `source` of an inertial quantity of the
+ * body of `block`: the position in R_i of its point X, its velocity [v_X; omega] in R_i (X given
+ * by the parameter whose first scalar's value reference is `point`, [PX] in the body frame: com
+ * or c<i>.r; -1: X = P), its DCM P_b/i row by row, its 3-2-1 Euler angles */
 typedef struct {
+    int quantity;        /* TITOP_KERNEL_OUTPUT .. TITOP_EULER */
     int source;
+    int block, point;    /* an inertial quantity's */
 } TitopOutput;
 
 typedef struct {

@@ -21,6 +21,8 @@ struct TitopModel {
     const double **ptr;    /* the constant inputs: into u */
     double *u;             /* the inputs the kernel reads */
     double *out;           /* the kernel's outputs (every block's) */
+    double *PX;            /* per FMU output, the point of an inertial quantity (3) */
+    int *motion;           /* per block, where the kernel's workspace keeps its motion vector at P */
     double *ws, *K, *xi;   /* the kernel's workspace, titop_step's scratch */
 };
 
@@ -407,7 +409,8 @@ TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *er
         !(m->par = calloc(n_par + 1, sizeof(double))) || !(m->ptr = calloc(n_ptr + 1, sizeof(double *))) ||
         !(m->u = calloc(s->n_inputs + 1, sizeof(double))) || !(m->K = calloc(7 * s->n_states + 1, sizeof(double))) ||
         !(m->xi = calloc(s->n_states + 1, sizeof(double))) ||
-        !(m->out = calloc(s->n_kernel_outputs + 1, sizeof(double)))) {
+        !(m->out = calloc(s->n_kernel_outputs + 1, sizeof(double))) ||
+        !(m->PX = calloc(3 * s->n_outputs + 1, sizeof(double))) || !(m->motion = calloc(nb + 1, sizeof(int)))) {
         titop_model_free(m);
         snprintf(err, n_err, "out of memory");
         return NULL;
@@ -457,6 +460,15 @@ TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *er
         snprintf(err, n_err, "out of memory");
         return NULL;
     }
+    for (int k = 0, at = 0; k < nb; k++) {                   /* WS.m of each block (ws_layout) */
+        WS w;
+        ws_layout(m->ints + NI * k, m->ints, m->ws + at, &w);
+        m->motion[k] = (int)(w.m - m->ws);
+        at += ws_size(m->ints + NI * k, m->ints);
+    }
+    for (int i = 0; i < s->n_outputs; i++)
+        if (s->outputs[i].quantity != TITOP_KERNEL_OUTPUT && s->outputs[i].point >= 0)
+            memcpy(m->PX + 3 * i, par + s->outputs[i].point, 3 * sizeof(double));
     return m;
 }
 
@@ -472,6 +484,8 @@ void titop_model_free(TitopModel *m)
     free(m->K);
     free(m->xi);
     free(m->out);
+    free(m->PX);
+    free(m->motion);
     free(m);
 }
 
@@ -494,13 +508,38 @@ void titop_model_initial_state(const TitopModel *m, const double *par, double *x
     }
 }
 
+/* component k of an inertial quantity of a body from its motion vector m_P at P (body frame) and
+ * a point [PX]_Rb (records.inertial: spatial.inertial_position, spatial.inertial_twist) */
+static double inertial(int quantity, const double *m_P, const double *PX, int k)
+{
+    double P[9], r[3], v[3];
+    dcm_from_euler(m_P + 15, P);                                   /* P_b/i */
+    if (quantity == TITOP_POSITION) {                              /* [IX]_Ri = P_b/i ([IP] + [PX]) */
+        for (int i = 0; i < 3; i++)
+            r[i] = m_P[12 + i] + PX[i];
+        return P[3 * k] * r[0] + P[3 * k + 1] * r[1] + P[3 * k + 2] * r[2];
+    }
+    if (quantity == TITOP_VELOCITY) {                              /* P_b/i [v_P + omega x PX; omega] */
+        cross(m_P + 9, PX, v);
+        for (int i = 0; i < 3; i++)
+            r[i] = k < 3 ? m_P[6 + i] + v[i] : m_P[9 + i];
+        k %= 3;
+        return P[3 * k] * r[0] + P[3 * k + 1] * r[1] + P[3 * k + 2] * r[2];
+    }
+    return quantity == TITOP_DCM ? P[k] : m_P[15 + k];
+}
+
 int titop_model_outputs(TitopModel *m, const double *x, const double *u, double *y, double *xdot)
 {
     const TitopModelSpec *s = m->spec;
     memcpy(m->u, u, s->n_inputs * sizeof(double));
     int code = titop_evaluate(s->n_blocks, m->ints, m->par, m->ptr, m->ws, x, xdot, y ? m->out : NULL);
-    for (int i = 0; y && i < s->n_outputs && !code; i++)
-        y[i] = m->out[s->outputs[i].source];
+    for (int i = 0; y && i < s->n_outputs && !code; i++) {
+        const TitopOutput *o = s->outputs + i;
+        y[i] = o->quantity == TITOP_KERNEL_OUTPUT ? m->out[o->source]
+                                                  : inertial(o->quantity, m->ws + m->motion[o->block], m->PX + 3 * i,
+                                                             o->source);
+    }
     return code;
 }
 
