@@ -43,12 +43,12 @@ def main():
         for kind in ("pythonfmu", "standalone"):
             paths[kind] = Path(tmp) / kind / "assembly.fmu"
             paths[kind].parent.mkdir()
-            if cli(["export", args.system, "--out", str(paths[kind]), *(["--standalone"] if kind == "standalone"
-                                                                            else [])]):
+            standalone = ["--standalone"] if kind == "standalone" else []
+            if cli(["export", args.system, "--out", str(paths[kind]), *standalone]):
                 sys.exit(1)
-        runs = {f"{kind} co-simulation": (lambda p=paths[kind]: simulate_fmu(str(p), stop_time=args.stop, step_size=0.01,
-                                                                             output_interval=0.01))
-                for kind in paths}
+        runs = {f"{kind} co-simulation": (lambda p=path: simulate_fmu(str(p), stop_time=args.stop, step_size=0.01,
+                                                                      output_interval=0.01))
+                for kind, path in paths.items()}
         runs[f"standalone Model Exchange (CVode {args.me_rtol:g})"] = lambda: simulate_fmu(
             str(paths["standalone"]), fmi_type="ModelExchange", solver="CVode", relative_tolerance=args.me_rtol,
             stop_time=args.stop, output_interval=0.01)
