@@ -119,8 +119,8 @@ class IntegratedUnit(Unit):
         return self.outputs()[idx]
 
     def state_derivatives(self) -> np.ndarray:
-        """The state derivatives at the current states and inputs."""
-        return self._derivative_function()(self.x)
+        """``xdot`` at the current states and inputs."""
+        return self._derivative_function()(self.x) if self.x.size else np.zeros(0)
 
     def set_input(self, name: str, value):
         """Set one input port (``"p.m"``) or one scalar (``"p.m[3]"``)."""
@@ -424,10 +424,6 @@ class BlockUnit(IntegratedUnit):
                 self._kin, self._kin_key = kin_saved
         return dY[out_idx]
 
-
-    def state_derivatives(self) -> np.ndarray:
-        """``xdot`` at the current states and inputs."""
-        return self._derivative_function()(self.x) if self.x.size else np.zeros(0)
 
     def _get_states(self):
         return np.concatenate([self.x, self.state_derivatives()])

@@ -712,13 +712,14 @@ def test_model_exchange_is_declared(standalone):
     assert min(v.valueReference for v in local) == max(v.valueReference for v in md.modelVariables
                                                         if v.causality != "local") + 1
     names = [v.name for v in local]
-    assert names[:13] == [f"balloon.{s}" for s in ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y", "r_z",
-                                                   "q_w", "q_x", "q_y", "q_z")]
-    assert names[13:19] == ["slider.q", "slider.qd", "pendulum1.q", "pendulum1.qd", "pendulum2.q", "pendulum2.qd"]
+    assert names[:13] == [f"balloon.x.{s}" for s in ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y", "r_z",
+                                                     "q_w", "q_x", "q_y", "q_z")]
+    assert names[13:19] == ["slider.x.q", "slider.x.qd", "pendulum1.x.q", "pendulum1.x.qd", "pendulum2.x.q",
+                            "pendulum2.x.qd"]
     assert [d.variable.name for d in md.derivatives] == [f"der({n})" for n in names[:19]]
     assert [d.variable.derivative.name for d in md.derivatives] == names[:19]
     unit = {v.name: v.unit for v in local}
-    assert (unit["slider.q"], unit["der(slider.qd)"], unit["pendulum1.qd"], unit["der(balloon.q_w)"]) == \
+    assert (unit["slider.x.q"], unit["der(slider.x.qd)"], unit["pendulum1.x.qd"], unit["der(balloon.x.q_w)"]) == \
         ("m", "m/s2", "rad/s", "1/s")
 
 
@@ -741,7 +742,7 @@ def test_model_exchange_in_fmpy_matches_the_monolithic_run(standalone, stop):
     bases' quaternion, which no step normalises here, keeps its norm (drift 4e-13 over 20 s)."""
     cs = balloon.system()
     names = recorded_names(cs)
-    quaternion = ["balloon.q_w", "balloon.q_x", "balloon.q_y", "balloon.q_z"]
+    quaternion = ["balloon.x.q_w", "balloon.x.q_x", "balloon.x.q_y", "balloon.x.q_z"]
     t, y = me_run(standalone, stop, names + quaternion, ME_RTOL)
     t_ref, ref = monolithic.simulate(cs, stop, H)
     np.testing.assert_allclose(t, t_ref, rtol=0, atol=1e-9)
@@ -860,9 +861,8 @@ def test_model_exchange_structure_is_true(standalone):
     declared_y = {o.variable.name: {k.name for k in o.dependencies if k.causality == "local"} for o in md.outputs}
     assert seen_dx == declared_dx and seen_y == declared_y
     assert seen_y == declared_y
-    assert declared_dx["der(pendulum1.q)"] == {"pendulum1.qd"}
-    assert declared_dx["der(balloon.q_w)"] == {"balloon.w_x", "balloon.w_y", "balloon.w_z", "balloon.q_x",
-                                               "balloon.q_y", "balloon.q_z"}
+    assert declared_dx["der(pendulum1.x.q)"] == {"pendulum1.x.qd"}
+    assert declared_dx["der(balloon.x.q_w)"] == {f"balloon.x.{s}" for s in ("w_x", "w_y", "w_z", "q_x", "q_y", "q_z")}
 
 
 def test_model_exchange_modes_and_errors(standalone):
@@ -887,7 +887,7 @@ def test_model_exchange_modes_and_errors(standalone):
         bad[12] = np.nan
         with pytest.raises(FMICallException):
             me_set(host, bad)
-        assert host.errors()[-1] == "fmi2SetContinuousStates: SolverError: non-finite state(s) ['balloon.q_z']"
+        assert host.errors()[-1] == "fmi2SetContinuousStates: SolverError: non-finite state(s) ['balloon.x.q_z']"
         with pytest.raises(FMICallException):
             me_array(host.fmu.getDerivatives, 3)
         assert host.errors()[-1] == f"fmi2GetDerivatives: the FMU has {n} continuous states, 3 given"

@@ -49,24 +49,6 @@ JOINT_UNITS = {
     "prismatic": ("N", ("m/s2", "m/s", "m")),
 }
 
-#: the states of a base (FloatingBase.state_names): (unit, unit of its derivative, what it is)
-BASE_STATE_UNITS = ((("m/s", "m/s2", "velocity of P, body frame"),) * 3
-                    + (("rad/s", "rad/s2", "angular velocity, body frame"),) * 3
-                    + (("m", "m/s", "position [IP] in R_i"),) * 3
-                    + (("1", "1/s", "attitude quaternion [w, x, y, z] of the body frame in R_i (its rotation is "
-                        "that of q/|q|)"),) * 4)
-
-
-def state_units(kind: str) -> tuple:
-    """Per state of a block of ``kind`` (its ``state_names`` order): ``(unit, unit of its
-    derivative, description)``."""
-    joint = KINDS[kind].joint
-    if joint:
-        _, (acc, vel, pos) = JOINT_UNITS[joint]
-        return (pos, vel, "joint position q"), (vel, acc, "joint velocity qd")
-    return BASE_STATE_UNITS if KINDS[kind].name in ("floating_base", "imposed_motion_base") else ()
-
-
 #: what each port is, for the variable descriptions (``{i}`` is the child index)
 PORT_TEXT = {
     "p.m": "motion vector of the parent at P, in the parent frame",

@@ -14,7 +14,7 @@ them (parents first, :meth:`titop_fmu.system.System.plan`), the free ports as th
 and the output map: per FMU output, which of the blocks' outputs it is.
 
 The FMU also declares **Model Exchange**: its continuous states are the system's states (the
-variables ``<unit>.<state>`` and ``der(<unit>.<state>)``, appended after the co-simulation's
+variables ``<unit>.x.<state>`` and ``der(<unit>.x.<state>)``, appended after the co-simulation's
 so that its value references stay), their derivatives the kernel's, no event indicators; the
 structure of the derivatives is measured on the in-process twin
 (:meth:`~titop_fmu.unit.IntegratedUnit.state_dependencies`).
@@ -45,12 +45,17 @@ def _twin(iface: AssemblyInterface):
 
 def state_variables(iface: AssemblyInterface) -> list:
     """The system's continuous states as ``(name, unit, unit of the derivative, description)``,
-    in the kernel's order: ``<unit>.<state>`` (``balloon.q_w``, ``pendulum1.q``)."""
+    in the kernel's order, named as a block FMU names them (:func:`catalog.state_variables`)
+    under their unit: ``<unit>.x.<state>`` (``balloon.x.q_w``, ``pendulum1.x.q``)."""
     unit, plan = _twin(iface)
     kind = {n: catalog.parse_identifier(m)[0] for n, m in iface.units}
-    return [(f"{n}.{name}", u, du, f"{n}: {text}")
-            for n in plan.order
-            for name, (u, du, text) in zip(unit.system.blocks[n].state_names, catalog.state_units(kind[n]))]
+    out = []
+    for n in plan.order:
+        variables = catalog.state_variables(kind[n], unit.system.blocks[n].state_names)
+        half = len(variables) // 2                                 # the states, then their derivatives
+        out += [(f"{n}.{x.name}", x.unit, dx.unit, f"{n}: {x.description}")
+                for x, dx in zip(variables[:half], variables[half:])]
+    return out
 
 
 def assembly_table(iface: AssemblyInterface, guid: str) -> str:
