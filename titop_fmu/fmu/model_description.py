@@ -196,11 +196,10 @@ def _unknown(parent, index, deps):
 
 
 def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=None,
-             derivatives=True, states=True) -> Element:
+             derivatives=True) -> Element:
     """Complete the pythonfmu model description ``root`` of the FMU ``iface`` in place
     (``experiment``: the attributes of ``<DefaultExperiment>``, default :data:`DEFAULT_EXPERIMENT`;
-    ``derivatives``: the FMU gives directional derivatives, and declares their vendor function;
-    ``states``: it exposes its continuous states, else their variables are left out)."""
+    ``derivatives``: the FMU gives directional derivatives, and declares their vendor function)."""
     root.attrib.pop("generationDateAndTime", None)
     root.set("description", iface.description)
     root.set("generationTool", f"titop-fmu ({root.get('generationTool')})")
@@ -226,9 +225,7 @@ def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=N
     root.insert(list(root).index(default) + 1, vendor)
 
     model_vars = root.find("ModelVariables")
-    variables = exposed_variables(iface, states)
-    for sv in list(model_vars)[len(variables):]:          # the states' variables come last
-        model_vars.remove(sv)
+    variables = iface.variables
     svs = list(model_vars)
     assert [sv.get("name") for sv in svs] == [v.name for v in variables], \
         "pythonfmu variables out of step with the catalog"
@@ -250,7 +247,7 @@ def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=N
             typed.set("max", "1")
 
     # the continuous states (local) and their derivatives, for directional derivatives w.r.t. them
-    state_names = iface.state_names if states else ()
+    state_names = iface.state_names
     for state in state_names:
         svs[index[f"der({state})"] - 1].find("Real").set("derivative", str(index[state]))
 
@@ -279,12 +276,6 @@ def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=N
         for state in state_names:
             SubElement(initial, "Unknown", index=str(index[f"der({state})"]))
     return root
-
-
-def exposed_variables(iface: Interface, states: bool = True) -> tuple:
-    """The FMU's variables in value-reference order: every one of ``iface``, or without the
-    states and their derivatives (the last ones) for an FMU that does not expose them."""
-    return iface.variables if states else tuple(v for v in iface.variables if v.causality != "local")
 
 
 #: the capability flags of CoSimulation that Model Exchange shares

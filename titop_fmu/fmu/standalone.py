@@ -1,11 +1,14 @@
 """``titop-fmu build --standalone``: the TITOP block FMUs with binaries in C only.
 
 The same FMUs as :mod:`.build` (the same model description but for
-``needsExecutionTool="false"`` and the continuous states, which these do not expose: variables,
-value references, units, structure, vendor functions), whose binaries are the blocks' C kernel (``titop_fmu/kernel.c``) and an FMI 2.0
-co-simulation layer in C (``csrc/``: ``fmi2.c`` over the model interface ``model.h``, which
+``needsExecutionTool="false"``: variables, exposed states, value references, units, structure,
+vendor functions), whose binaries are the blocks' C kernel (``titop_fmu/kernel.c``) and an FMI
+2.0 co-simulation layer in C (``csrc/``: ``fmi2.c`` over the model interface ``model.h``, which
 ``tree.c`` implements on the kernel's tree; ``format.c``, Python's float repr for the
-messages). No Python, no numpy, no library beyond libc and libm at run time.
+messages), with the forward-mode kernel (``titop_fmu/kernel_dual.cpp``: C++ with no exception,
+no RTTI, no static guard, nothing of the C++ library, linked by the C compiler driver) for the
+exact derivatives with respect to the states. No Python, no numpy, no library beyond libc and
+libm at run time.
 
 Each FMU's data is a C table (``model.c``, :func:`model_table`): its variables, its blocks
 (kind, topology, where their parameters and inputs are), which inputs are twist/pose level
@@ -30,10 +33,10 @@ from pathlib import Path
 
 from ..archive import write_zip
 from ..integrators import MAX_STEPS, _A, _E
+from ..dual import SOURCE as DUAL_SOURCE
 from ..kernel import SOURCE as KERNEL_SOURCE, TYPES, CompileError, _extra, run_compiler
 from .build import MODEL_OPTIONS, FmuBuildError, linux_c_compiler, model_description
 from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
-from .model_description import exposed_variables
 
 CSRC = Path(__file__).with_name("csrc")
 #: the C sources of every standalone FMU, and the one each FMU has of its own
@@ -54,12 +57,18 @@ PLATFORMS = {
     "win64": (".dll", ["-D__USE_MINGW_ANSI_STDIO=1"], ["-static-libgcc", "-Wl,--no-insert-timestamp", "-s"]),
 }
 CFLAGS = ["-O2", "-std=c99"]
+#: the forward-mode kernel's (C++ through the C compiler driver; dual.FLAGS without -shared)
+CXXFLAGS = ["-O2", "-x", "c++", "-std=c++11", "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics"]
 
 
 def mingw_compiler():
     """The MinGW-w64 cross compiler (``$TITOP_FMU_MINGW``, else ``x86_64-w64-mingw32-gcc`` on
-    the path), or None."""
-    return os.environ.get("TITOP_FMU_MINGW") or shutil.which("x86_64-w64-mingw32-gcc")
+    the path with its C++ front end, ``x86_64-w64-mingw32-g++``), or None."""
+    env = os.environ.get("TITOP_FMU_MINGW")
+    if env:
+        return env
+    cc = shutil.which("x86_64-w64-mingw32-gcc")
+    return cc if cc and shutil.which("x86_64-w64-mingw32-g++") else None
 
 
 def compilers() -> dict:
@@ -75,6 +84,7 @@ def source_files() -> dict:
     """``{file name: bytes}`` of the C sources every standalone FMU is compiled from."""
     files = {name: (CSRC / name).read_bytes() for name in SOURCES}
     files["kernel.c"] = KERNEL_SOURCE.read_bytes()
+    files["kernel_dual.cpp"] = DUAL_SOURCE.read_bytes()
     return files
 
 
@@ -191,9 +201,8 @@ def model_table(kind: str, n_children: int, guid: str) -> str:
     unit, _ = iface.make_unit(iface.defaults())
     first = first_scalars(iface)
     block = block_spec(unit.block, 0, {n: s.start for n, s in unit._in_slices.items()}, first.get)
-    exposed = exposed_variables(iface, states=False)              # no state exposed (a linearization's)
     return c_table(iface.model_identifier, guid, iface.description,
-                   [(v.name, v.type, v.causality, v.start) for v in exposed], iface.n_params,
+                   [(v.name, v.type, v.causality, v.start) for v in iface.variables], iface.n_params,
                    len(iface.input_names), len(iface.output_names), [block], unit.block.n_states,
                    (first["rtol"], first["atol"]) if "rtol" in first else None,
                    state_level=unit._state_level_inputs, angle=unit._angle_outputs)
@@ -224,6 +233,8 @@ class Compiler:
                 (d / name).write_bytes(data)
             _run([*cc.split(), *CFLAGS, *cflags, "-c", *(f"{o}.c" for o in self.OBJECTS)], d,
                  f"the standalone FMU sources for {platform}")
+            _run([*cc.split(), *CXXFLAGS, *cflags, "-c", "kernel_dual.cpp"], d,
+                 f"the forward-mode kernel for {platform} (C++: needs the C++ front end, g++)")
 
     def binaries(self, model_id: str, table: str) -> dict:
         """``{archive name: bytes}`` of the FMU ``model_id``'s binaries, one per platform."""
@@ -233,7 +244,7 @@ class Compiler:
             d = self.folder / platform
             (d / TABLE).write_text(table)
             _run([*cc.split(), *CFLAGS, *cflags, "-shared", *lflags, "-o", f"out{suffix}", TABLE,
-                  *(f"{o}.o" for o in self.OBJECTS), "-lm"], d, f"{model_id} for {platform}")
+                  *(f"{o}.o" for o in (*self.OBJECTS, "kernel_dual")), "-lm"], d, f"{model_id} for {platform}")
             out[f"binaries/{platform}/{model_id}{suffix}"] = (d / f"out{suffix}").read_bytes()
         return out
 
@@ -256,8 +267,7 @@ def build_fmu(kind: str, n_children: int, out_dir, compiler: Compiler) -> Path:
     """Write the standalone ``<out_dir>/<model id>.fmu``."""
     mid = interface(kind, n_children).model_identifier
     return package(Path(out_dir) / f"{mid}.fmu", mid,
-                   lambda parts: model_description(kind, n_children, guid_parts=parts, options=OPTIONS,
-                                                   states=False),
+                   lambda parts: model_description(kind, n_children, guid_parts=parts, options=OPTIONS),
                    lambda guid: model_table(kind, n_children, guid), compiler)
 
 

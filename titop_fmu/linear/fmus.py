@@ -31,7 +31,6 @@ import numpy as np
 from ..cosim import CoSystem
 from ..cosim.names import port_of
 from ..errors import ConnectionError_, SolverError
-from ..fmu import catalog
 from ..spatial import dcm_from_quat, euler_from_dcm
 from ..titop.records import QUANTITIES
 from ..titop.units import TitopUnits
@@ -124,13 +123,6 @@ def _linearize(cs, made, types, inputs, outputs, tol, max_iter):
     for name, u in made.items():
         if tuple(u.type.states) not in (BASE, JOINT, ()):
             raise ConnectionError_(f"unit {name!r} exposes states {u.type.states} without minimal coordinates")
-        try:
-            hidden = catalog.interface_of(u.type.name).state_names and not u.type.states
-        except KeyError:                    # not a TITOP FMU: one that exposes no state is taken as static
-            hidden = False
-        if hidden:
-            raise ConnectionError_(f"unit {name!r} ({u.type.name}) does not expose its states (a standalone FMU): "
-                                   "linearize through the pythonfmu FMUs or in process")
     # the connections, scalar to scalar: input position <- output position
     src = {}
     for o_ref, i_ref in cs.connections:

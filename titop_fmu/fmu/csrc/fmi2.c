@@ -18,7 +18,9 @@
  *   rtol/atol, or at the tolerance of fmi2SetupExperiment when the host defines one.
  * - directional derivatives as titop_fmu.unit.BlockUnit._directional_derivatives computes
  *   them: exact differences along the acceleration-level inputs, central differences along
- *   the twist/pose inputs, Euler-angle outputs wrapped.
+ *   the twist/pose inputs, Euler-angle outputs wrapped; with the exposed states (a block FMU's
+ *   x.<state>, der(x.<state>): read, never set) among them, exact on the forward-mode kernel
+ *   (BlockUnit._state_space_derivatives; tree.c: titop_model_derivatives).
  * - two vendor functions (shim.c, point 6): titopGetTrialSteps, titopGetDirectionalDerivatives.
  * - the FMU state is everything that determines the future; it serializes to a versioned
  *   binary blob (STATE_MAGIC, STATE_VERSION, the GUID), checked when read back.
@@ -214,12 +216,18 @@ static fmi2Status kernel_error(const Instance *s, const char *fn, int code) {
     return error(s, fn, "KernelError: %s", titop_kernel_message(code, s->spec->max_steps, buf));
 }
 
-/* the outputs at the current states and inputs (and with Model Exchange, the state derivatives
-   s->xdot), or NULL with the error of fn logged */
+/* 1 if the FMU exposes its states and their derivatives (variables after the outputs: a block FMU
+   with states, or an assembly with Model Exchange) */
+static int exposes_states(const TitopModelSpec *m) {
+    return m->n_variables > m->n_params + m->n_inputs + m->n_outputs;
+}
+
+/* the outputs at the current states and inputs (and, if it exposes its states, the state
+   derivatives s->xdot), or NULL with the error of fn logged */
 static const double *outputs(Instance *s, const char *fn) {
     if (no_unit(s, fn)) return NULL;
     if (!s->y_valid) {
-        int code = titop_model_outputs(s->model, s->x, s->u, s->y, s->spec->model_exchange ? s->xdot : NULL);
+        int code = titop_model_outputs(s->model, s->x, s->u, s->y, exposes_states(s->spec) ? s->xdot : NULL);
         if (code) {
             kernel_error(s, fn, code);
             return NULL;
@@ -288,6 +296,28 @@ static fmi2Status in_out(const Instance *s, const char *fn, const fmi2ValueRefer
     for (size_t i = 0; i < nk; i++)
         if (positions(known + i, 1, in0, out0, in + i))
             return error(s, fn, "%s is not an input: %s", var_name(s, known[i], buf), why);
+    return fmi2OK;
+}
+
+/* in_out with states among the knowns and state derivatives among the unknowns (slave.py's
+   _in_out_states): positions in [inputs, states] and in [outputs, state derivatives] */
+static fmi2Status in_out_states(const Instance *s, const char *fn, const fmi2ValueReference *known, size_t nk,
+                                int *in, const fmi2ValueReference *unknown, size_t nu, int *out) {
+    const TitopModelSpec *m = s->spec;
+    int in0 = m->n_params, out0 = in0 + m->n_inputs, x0 = out0 + m->n_outputs, dx0 = x0 + m->n_states;
+    const char *why = "directional derivatives are given of outputs and state derivatives with respect to inputs "
+                      "and states";
+    char buf[40];
+    for (size_t i = 0; i < nk; i++)
+        if (positions(known + i, 1, in0, out0, in + i) && positions(known + i, 1, x0, dx0, in + i))
+            return error(s, fn, "%s is not an input or a state: %s", var_name(s, known[i], buf), why);
+        else if (known[i] >= (unsigned)x0)
+            in[i] += m->n_inputs;
+    for (size_t i = 0; i < nu; i++)
+        if (positions(unknown + i, 1, out0, x0, out + i) && positions(unknown + i, 1, dx0, dx0 + m->n_states, out + i))
+            return error(s, fn, "%s is not an output or a state derivative: %s", var_name(s, unknown[i], buf), why);
+        else if (unknown[i] >= (unsigned)dx0)
+            out[i] += m->n_outputs;
     return fmi2OK;
 }
 
@@ -474,7 +504,8 @@ static fmi2Status set_values(Instance *s, const char *fn, const fmi2ValueReferen
         if ((status = check_vr(s, fn, vr[i], integer))) break;
         if (vr[i] >= (unsigned)out0)
             status = error(s, fn, m->variables[vr[i]].causality == 'o' ? "%s is an output and cannot be set"
-                           : "%s is a state or a state derivative: fmi2SetContinuousStates sets the states",
+                           : m->model_exchange ? "%s is a state or a state derivative: fmi2SetContinuousStates sets the states"
+                                               : "%s is a state or its derivative (local) and cannot be set",
                            m->variables[vr[i]].name);
         else if (vr[i] >= (unsigned)in0) {
             pos[n] = (int)vr[i] - in0;
@@ -673,6 +704,30 @@ done:
     return status;
 }
 
+/* derivatives with states: of the outputs and state derivatives out[nu] (positions in [outputs, state
+   derivatives]) along ns seeds on the inputs and states in[nk] (positions in [inputs, states]), exact
+   (BlockUnit._state_space_derivatives: the forward-mode kernel, titop_model_derivatives) */
+static fmi2Status state_space_derivatives(Instance *s, const char *fn, const int *in, size_t nk, const int *out,
+                                          size_t nu, size_t ns, const double *seeds, double *dv) {
+    const TitopModelSpec *m = s->spec;
+    size_t nin = m->n_inputs + m->n_states, nout = m->n_outputs + m->n_states;
+    double *S = calloc(ns * nin + 1, sizeof(double)), *dY = malloc((ns * nout + 1) * sizeof(double));
+    fmi2Status status = fmi2OK;
+    int code = 0;
+    if (!S || !dY)
+        status = error(s, fn, "out of memory");
+    for (size_t j = 0; j < ns && !status; j++)
+        for (size_t i = 0; i < nk; i++) S[j * nin + in[i]] = seeds[j * nk + i];
+    if (!status && (code = titop_model_derivatives(s->model, s->x, s->u, ns, S, dY)))
+        status = code < 0 ? error(s, fn, "out of memory")
+                          : error(s, fn, "SolverError: the block's accelerations are singular or not finite at "
+                                         "this state");
+    for (size_t j = 0; j < ns && !status; j++)
+        for (size_t r = 0; r < nu; r++) dv[j * nu + r] = dY[j * nout + out[r]];
+    free(S), free(dY);
+    return status;
+}
+
 /* fmi2GetDirectionalDerivative (one seed) and titopGetDirectionalDerivatives (shim.c, points 5, 6) */
 static fmi2Status directional_derivatives(Instance *s, const char *fn, const fmi2ValueReference vUnknown_ref[],
                                           size_t nUnknown, const fmi2ValueReference vKnown_ref[], size_t nKnown,
@@ -681,19 +736,25 @@ static fmi2Status directional_derivatives(Instance *s, const char *fn, const fmi
         return error(s, fn, "this FMU gives no directional derivatives (providesDirectionalDerivative is false)");
     NOT_NULL(!(nUnknown && (!vUnknown_ref || (nSeeds && !dvUnknown))) &&
              !(nKnown && (!vKnown_ref || (nSeeds && !dvKnown))), fn);
-    int *in = malloc((nKnown + 1) * sizeof(int)), *out = malloc((nUnknown + 1) * sizeof(int));
+    const TitopModelSpec *m = s->spec;
+    int *in = malloc((nKnown + 1) * sizeof(int)), *out = malloc((nUnknown + 1) * sizeof(int)), states = 0;
+    for (size_t i = 0; i < nKnown + nUnknown; i++)       /* one beyond the outputs: the states' derivatives */
+        states |= (i < nKnown ? vKnown_ref[i] : vUnknown_ref[i - nKnown]) >= (unsigned)(m->n_params + m->n_inputs
+                                                                                          + m->n_outputs);
     fmi2Status status = fmi2OK;
     if (!in || !out) status = error(s, fn, "out of memory");
     if (!status)
-        status = in_out(s, fn, vKnown_ref, nKnown, in, vUnknown_ref, nUnknown, out,
-                        "directional derivatives are given of outputs with respect to inputs");
+        status = states ? in_out_states(s, fn, vKnown_ref, nKnown, in, vUnknown_ref, nUnknown, out)
+                        : in_out(s, fn, vKnown_ref, nKnown, in, vUnknown_ref, nUnknown, out,
+                                 "directional derivatives are given of outputs with respect to inputs");
     for (size_t i = 0; i < nKnown * nSeeds && !status; i++)
         if (!isfinite(dvKnown[i])) status = error(s, fn, "non-finite seed value(s)");
     if (!status && nUnknown && !outputs(s, fn)) status = fmi2Error;   /* the unit, or the mode's error */
     if (!status && nUnknown && !nKnown)
         memset(dvUnknown, 0, nUnknown * nSeeds * sizeof(double));
     else if (!status && nUnknown)
-        status = derivatives(s, fn, in, nKnown, out, nUnknown, nSeeds, dvKnown, dvUnknown);
+        status = (states ? state_space_derivatives : derivatives)(s, fn, in, nKnown, out, nUnknown, nSeeds, dvKnown,
+                                                                  dvUnknown);
     free(in);
     free(out);
     return status;

@@ -106,6 +106,13 @@ void titop_model_initial_state(const TitopModel *m, const double *par, double *x
 /* the outputs y (n_outputs) and the state derivatives xdot (n_states) at the states x and inputs u,
  * either NULL if not wanted; 0, or a kernel code (titop_kernel_message) */
 int titop_model_outputs(TitopModel *m, const double *x, const double *u, double *y, double *xdot);
+/* the derivatives d [y; xdot] / d [u; x] of the outputs (the kernel's: a block FMU's) and state
+ * derivatives with respect to the inputs and states, at the states x and inputs u, along ns
+ * seeds (seeds[j * (n_inputs + n_states) + i]) into d[j * (n_outputs + n_states) + r]: exact, the
+ * forward-mode kernel (kernel_dual.cpp, titop_dual_evaluate) on the same tables; 0, a kernel code
+ * of titop_evaluate, or -1 if memory is short */
+int titop_model_derivatives(TitopModel *m, const double *x, const double *u, size_t ns, const double *seeds,
+                            double *d);
 /* a communication step h from the states x (replaced) with the inputs u held, the step-size
  * guess *h_guess (0: none) read and replaced: titop_step, then the quaternions of the bases
  * normalised; 0 or a kernel code, x unchanged then */

@@ -24,7 +24,16 @@ struct TitopModel {
     double *PX;            /* per FMU output, the point of an inertial quantity (3) */
     int *motion;           /* per block, where the kernel's workspace keeps its motion vector at P */
     double *ws, *K, *xi;   /* the kernel's workspace, titop_step's scratch */
+    int n_par, n_ptr;      /* sizes of par and ptr (the entries set) */
+    double *dual;          /* titop_model_derivatives' dual numbers (allocated on first use), or NULL */
 };
+
+/* the forward-mode kernel (kernel_dual.cpp): a dual number is 1 + titop_dual_width() doubles, its
+ * value then its tangents */
+int titop_dual_width(void);
+int titop_dual_workspace(int nb, const int *I);
+int titop_dual_evaluate(int nb, const int *I, const double *par, const double *const *ptr, double *ws,
+                        const double *y, double *ydot, double *out);
 
 const char *titop_kernel_message(int code, int max_steps, char *buf)
 {
@@ -416,6 +425,7 @@ TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *er
         return NULL;
     }
     m->spec = s;
+    m->n_par = n_par;
     for (int k = 0; k < nb; k++) {                  /* the blocks' data, in the order of the checks */
         const TitopBlockSpec *b = s->blocks + s->check_order[k];
         e.unit = b->unit;
@@ -451,6 +461,7 @@ TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *er
         B[I_MCONST_R] = POINTER(b->m_in_r);
     }
 #undef POINTER
+    m->n_ptr = np;
     if ((s->rtol >= 0 && positive(&e, "rtol", par[s->rtol])) || (s->atol >= 0 && positive(&e, "atol", par[s->atol]))) {
         titop_model_free(m);
         return NULL;
@@ -486,6 +497,7 @@ void titop_model_free(TitopModel *m)
     free(m->out);
     free(m->PX);
     free(m->motion);
+    free(m->dual);
     free(m);
 }
 
@@ -541,6 +553,45 @@ int titop_model_outputs(TitopModel *m, const double *x, const double *u, double 
                                                              o->source);
     }
     return code;
+}
+
+int titop_model_derivatives(TitopModel *m, const double *x, const double *u, size_t ns, const double *seeds,
+                            double *d)
+{
+    const TitopModelSpec *s = m->spec;
+    int nb = s->n_blocks, ni = s->n_inputs, nx = s->n_states, no = s->n_outputs, nk = s->n_kernel_outputs;
+    int W = titop_dual_width(), D = 1 + W, n_ws = titop_dual_workspace(nb, m->ints);
+    size_t n_dual = (size_t)D * (m->n_par + ni + n_ws + 2 * nx + nk)
+                    + (m->n_ptr * sizeof(double *) + sizeof(double) - 1) / sizeof(double);
+    if (!m->dual && !(m->dual = calloc(n_dual + 1, sizeof(double))))
+        return -1;
+    double *par = m->dual, *du = par + D * m->n_par, *ws = du + D * ni, *y = ws + D * n_ws, *ydot = y + D * nx;
+    double *out = ydot + D * nx;
+    const double **ptr = (const double **)(out + D * nk);
+    for (int i = 0; i < m->n_par; i++)                                  /* the data: constants */
+        par[D * i] = m->par[i];
+    for (int i = 0; i < m->n_ptr; i++)                                  /* the inputs the kernel reads */
+        ptr[i] = du + D * (m->ptr[i] - m->u);
+    for (size_t j0 = 0; j0 < ns; j0 += W) {                            /* W seeds per evaluation */
+        int w = ns - j0 < (size_t)W ? (int)(ns - j0) : W;
+        for (int i = 0; i < ni + nx; i++) {
+            double *v = i < ni ? du + D * i : y + D * (i - ni);
+            v[0] = i < ni ? u[i] : x[i - ni];
+            for (int k = 0; k < W; k++)
+                v[1 + k] = k < w ? seeds[(j0 + k) * (ni + nx) + i] : 0.0;
+        }
+        int code = titop_dual_evaluate(nb, m->ints, par, ptr, ws, y, ydot, out);
+        if (code)
+            return code;
+        for (int k = 0; k < w; k++) {
+            double *dj = d + (j0 + k) * (no + nx);
+            for (int r = 0; r < no; r++)                               /* the FMU's outputs: the kernel's */
+                dj[r] = out[D * s->outputs[r].source + 1 + k];
+            for (int r = 0; r < nx; r++)
+                dj[no + r] = ydot[D * r + 1 + k];
+        }
+    }
+    return 0;
 }
 
 int titop_model_step(TitopModel *m, double *x, const double *u, double h, double rtol, double atol,
