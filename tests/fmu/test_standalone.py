@@ -251,7 +251,8 @@ def test_a_block_fmu_is_co_simulation_only(standalone_paths):
 def test_win64_binaries_under_wine_give_the_linux64_outputs(harness, standalone_paths, tmp_path):
     """Every FMU, at random parameters and inputs, 100 steps in the C host, its win64 binary in the
     host built with MinGW-w64 under Wine (one launch for all) and its linux64 binary in the host
-    built here: the same outputs, directional derivatives and error messages."""
+    built here: the same outputs, directional derivatives (with the states too: the forward-mode
+    kernel in C++, compiled by MinGW-w64's g++) and error messages."""
     exe = windows_harness(tmp_path)
     groups = []
     for mid in IDS:
@@ -264,6 +265,12 @@ def test_win64_binaries_under_wine_give_the_linux64_outputs(harness, standalone_
         groups.append(harness_args(standalone_paths[mid], tmp_path, [(vr[n], float(v)) for n, v in params.items()],
                                    list(zip(ins, u.tolist())), outputs, outputs if ins else (),
                                    list(zip(ins, (0.1 * u).tolist())), steps=100))
+        if iface.state_names:       # the states read, derivatives with them (the forward-mode kernel)
+            xs, dxs = [vr[x] for x in iface.state_names], [vr[f"der({x})"] for x in iface.state_names]
+            seeds = np.random.default_rng(800 + IDS.index(mid)).standard_normal(len(ins) + len(xs))
+            groups.append(harness_args(standalone_paths[mid], tmp_path,
+                                       [(vr[n], float(v)) for n, v in params.items()], list(zip(ins, u.tolist())),
+                                       xs + dxs, outputs + dxs, list(zip(ins + xs, seeds.tolist())), steps=10))
     bad = harness_args(standalone_paths["revolute_c1"], tmp_path, [(0, -1.5e-07)])        # an error message
     # the FMU folders relative to tmp_path, the hosts' working folder (Wine reads no Unix path there)
     args = [a.replace(f"{tmp_path}{os.sep}", "") for g in groups + [bad] for a in [*g, "--"]][:-1]
@@ -281,6 +288,9 @@ def test_win64_binaries_under_wine_give_the_linux64_outputs(harness, standalone_
     assert values["win"].shape == values["linux"].shape
     diff = np.abs(values["win"] - values["linux"]).max() / max(1.0, np.abs(values["linux"]).max())
     assert diff <= 1e-12, diff      # 2.3e-13 here, 191 values of 66096 differ: the C libraries' sin, cos, ...
-    assert sum(line.startswith("fmu ") for line in lines["linux"]) == len(IDS) + 1
+    with_states = sum(bool(catalog.interface_of(mid).state_names) for mid in IDS)
+    derivative_calls = [line for line in lines["linux"] if line.startswith("call fmi2GetDirectionalDerivative")]
+    assert len(derivative_calls) > with_states and all(line.endswith(" OK") for line in derivative_calls)
+    assert sum(line.startswith("fmu ") for line in lines["linux"]) == len(IDS) + with_states + 1
     assert any("invalid parameter 'mass': must be >= 0.0, got -1.5e-07" in line for line in lines["linux"])
     assert sum(line.startswith("y ") for line in lines["linux"]) > 100 * len(IDS)
