@@ -504,8 +504,9 @@ static fmi2Status set_values(Instance *s, const char *fn, const fmi2ValueReferen
         if ((status = check_vr(s, fn, vr[i], integer))) break;
         if (vr[i] >= (unsigned)out0)
             status = error(s, fn, m->variables[vr[i]].causality == 'o' ? "%s is an output and cannot be set"
-                           : m->model_exchange ? "%s is a state or a state derivative: fmi2SetContinuousStates sets the states"
-                                               : "%s is a state or its derivative (local) and cannot be set",
+                           : m->model_exchange
+                               ? "%s is a state or a state derivative: fmi2SetContinuousStates sets the states"
+                               : "%s is a state or its derivative (local) and cannot be set",
                            m->variables[vr[i]].name);
         else if (vr[i] >= (unsigned)in0) {
             pos[n] = (int)vr[i] - in0;
