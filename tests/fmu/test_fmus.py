@@ -306,14 +306,13 @@ def is_acceleration_level(name):
 
 
 @pytest.mark.parametrize("mid", IDS)
-def test_model_structure_declares_the_true_dependencies(kind_paths, mid, request):
+def test_model_structure_declares_the_true_dependencies(kind_paths, mid):
     md, _ = unzipped(kind_paths[mid])
     kind, n = catalog.parse_identifier(mid)
-    exposed = request.getfixturevalue("kind") == "pythonfmu"             # the standalone kind: no state
     declared = {u.variable.name: {d.name for d in u.dependencies} for u in md.outputs}
     initial = {u.variable.name: {d.name for d in u.dependencies or ()} for u in md.initialUnknowns}
     outputs = [v.name for v in md.modelVariables if v.causality == "output"]
-    states = list(catalog.interface(kind, n).state_names) if exposed else []
+    states = list(catalog.interface(kind, n).state_names)              # exposed by both kinds
     assert sorted(declared) == sorted(outputs)
     assert sorted(initial) == sorted(outputs + states + [f"der({x})" for x in states])   # the exposed states too
     assert [u.variable.name for u in md.derivatives] == [f"der({x})" for x in states]
