@@ -48,6 +48,14 @@ def skew(v):
     return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
 
 
+def cross(a, b):
+    """``a x b`` for 3-vectors: ``np.cross``'s products and differences, on floats (a tenth
+    of its cost on small vectors, the same bits)."""
+    a0, a1, a2 = _scalars(a)
+    b0, b1, b2 = _scalars(b)
+    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+
+
 def tau(r):
     """Kinematic model ``tau_CP = [[1, (*CP)], [0, 1]]`` for ``r = CP`` (nomenclature).
 
@@ -286,35 +294,45 @@ def rotation_vector(P):
 def quat_from_euler(Theta):
     """Unit quaternion ``(w, x, y, z)`` of ``P_./i(Theta)`` (3-2-1: ``q_z(psi) q_y(theta)
     q_x(phi)``), as a tuple of floats."""
-    phi, theta, psi = _scalars(Theta)
-    cf, sf = math.cos(0.5 * phi), math.sin(0.5 * phi)
-    ct, st = math.cos(0.5 * theta), math.sin(0.5 * theta)
-    cp, sp = math.cos(0.5 * psi), math.sin(0.5 * psi)
-    return (cp * ct * cf + sp * st * sf, cp * ct * sf - sp * st * cf,
-            cp * st * cf + sp * ct * sf, sp * ct * cf - cp * st * sf)
+    return quats_from_euler(_scalars(Theta))[0]
+
+
+def quats_from_euler(angles):
+    """:func:`quat_from_euler` of each triple ``phi, theta, psi`` of the flat sequence of floats
+    ``angles``: a list of tuples (one call for the attitudes of a vector)."""
+    out = []
+    for i in range(0, len(angles), 3):
+        cf, sf = math.cos(0.5 * angles[i]), math.sin(0.5 * angles[i])
+        ct, st = math.cos(0.5 * angles[i + 1]), math.sin(0.5 * angles[i + 1])
+        cp, sp = math.cos(0.5 * angles[i + 2]), math.sin(0.5 * angles[i + 2])
+        out.append((cp * ct * cf + sp * st * sf, cp * ct * sf - sp * st * cf,
+                    cp * st * cf + sp * ct * sf, sp * ct * cf - cp * st * sf))
+    return out
 
 
 def relative_rotation_vector(Theta_a, Theta_b):
     """``rotation_vector(P(Theta_b)^T P(Theta_a))``: the rotation from attitude ``b`` to
-    attitude ``a`` in ``b``'s frame, through quaternions (:func:`quat_rotation_vector`:
+    attitude ``a`` in ``b``'s frame, through quaternions (:func:`quat_rotation_vectors`:
     accurate at every angle, a third of the matrix route's cost)."""
-    return quat_rotation_vector(quat_from_euler(Theta_a), quat_from_euler(Theta_b))
+    return np.array(quat_rotation_vectors([quat_from_euler(Theta_a)], [quat_from_euler(Theta_b)]))
 
 
-def quat_rotation_vector(q_a, q_b):
-    """The rotation vector of ``q_b^* q_a`` (unit quaternions ``(w, x, y, z)``), the shorter
-    way round: ``|phi| = 2 atan2(|v|, w)``."""
-    w1, x1, y1, z1 = q_b
-    w2, x2, y2, z2 = q_a
-    w = w1 * w2 + x1 * x2 + y1 * y2 + z1 * z2
-    x = w1 * x2 - x1 * w2 - y1 * z2 + z1 * y2
-    y = w1 * y2 + x1 * z2 - y1 * w2 - z1 * x2
-    z = w1 * z2 - x1 * y2 + y1 * x2 - z1 * w2
-    if w < 0.0:                                     # the shorter way round: angle <= pi
-        w, x, y, z = -w, -x, -y, -z
-    s = math.sqrt(x * x + y * y + z * z)           # sin(angle / 2)
-    k = 2.0 * math.atan2(s, w) / s if s > 1e-300 else 2.0
-    return np.array([k * x, k * y, k * z])
+def quat_rotation_vectors(qs_a, qs_b):
+    """The rotation vector of ``q_b^* q_a`` for each pair of unit quaternions ``(w, x, y, z)``
+    of ``qs_a`` and ``qs_b``, the shorter way round (``|phi| = 2 atan2(|v|, w)``), one after
+    the other in a flat list of floats."""
+    out = []
+    for (w2, x2, y2, z2), (w1, x1, y1, z1) in zip(qs_a, qs_b):
+        w = w1 * w2 + x1 * x2 + y1 * y2 + z1 * z2
+        x = w1 * x2 - x1 * w2 - y1 * z2 + z1 * y2
+        y = w1 * y2 + x1 * z2 - y1 * w2 - z1 * x2
+        z = w1 * z2 - x1 * y2 + y1 * x2 - z1 * w2
+        if w < 0.0:                                     # the shorter way round: angle <= pi
+            w, x, y, z = -w, -x, -y, -z
+        s = math.sqrt(x * x + y * y + z * z)           # sin(angle / 2)
+        k = 2.0 * math.atan2(s, w) / s if s > 1e-300 else 2.0
+        out += (k * x, k * y, k * z)
+    return out
 
 
 def rotated_euler(Theta, phi):
@@ -323,15 +341,24 @@ def rotated_euler(Theta, phi):
     :func:`relative_rotation_vector`). Through the DCMs, on floats: a quaternion route
     loses the small ``cos(theta)`` near gimbal lock to cancellation (3e-8 rad at 1e-9 rad
     from it)."""
-    a, b, c = _scalars(phi)
-    angle = math.sqrt(a * a + b * b + c * c)
-    R = (1.0, -c, b, c, 1.0, -a, -b, a, 1.0) if angle < 1e-12 else \
-        _axis_rotation(a / angle, b / angle, c / angle, angle)          # 1 + (*phi) when tiny
-    P = _dcm_from_euler(*_scalars(Theta))
+    return rotated_eulers(_scalars(Theta), _scalars(phi))
 
-    def entry(i, j):                                                    # (P R)_ij
-        return P[3 * i] * R[j] + P[3 * i + 1] * R[3 + j] + P[3 * i + 2] * R[6 + j]
-    return _euler(entry(0, 0), entry(0, 1), entry(1, 0), entry(1, 1), entry(2, 0), entry(2, 1), entry(2, 2))
+
+def rotated_eulers(angles, phis):
+    """:func:`rotated_euler` of each triple of the flat sequences of floats ``angles`` and
+    ``phis``, one after the other in a flat list."""
+    out = []
+    for i in range(0, len(angles), 3):
+        a, b, c = phis[i], phis[i + 1], phis[i + 2]
+        angle = math.sqrt(a * a + b * b + c * c)
+        r00, r01, r02, r10, r11, r12, r20, r21, r22 = (1.0, -c, b, c, 1.0, -a, -b, a, 1.0) if angle < 1e-12 else \
+            _axis_rotation(a / angle, b / angle, c / angle, angle)          # 1 + (*phi) when tiny
+        p00, p01, p02, p10, p11, p12, p20, p21, p22 = _dcm_from_euler(angles[i], angles[i + 1], angles[i + 2])
+        out += _euler(p00 * r00 + p01 * r10 + p02 * r20, p00 * r01 + p01 * r11 + p02 * r21,       # (P R)_ij
+                      p10 * r00 + p11 * r10 + p12 * r20, p10 * r01 + p11 * r11 + p12 * r21,
+                      p20 * r00 + p21 * r10 + p22 * r20, p20 * r01 + p21 * r11 + p22 * r21,
+                      p20 * r02 + p21 * r12 + p22 * r22)
+    return out
 
 
 # --- augmented DCMs and the motion vector -------------------------------------

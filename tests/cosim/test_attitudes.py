@@ -102,6 +102,23 @@ def test_a_chart_combines_attitudes_on_the_rotation_group():
     naive = Rotation.from_euler("ZYX", 0.5 * (a + b)[[4, 3, 2]])
     assert (half.inv() * naive).magnitude() > 0.1
 
+def test_a_chart_offset_is_the_weighted_sum_of_its_differences():
+    """``offset`` (the attitudes' rotation vectors summed on floats) is, bit for bit, the sum
+    ``sum_i w_i (v_i (-) ref)`` of :meth:`Chart.minus` in order, with angles, two attitudes
+    and plain values."""
+    chart = Chart(9, angles=[False, True] + [False] * 7, triples=[(2, 3, 4), (8, 6, 7)])
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        ref = rng.uniform(-3, 3, 9)
+        ref[[3, 7]] = rng.uniform(-1.5, 1.5, 2)
+        values = [ref + 0.1 * rng.standard_normal(9) for _ in range(6)]
+        weights = rng.standard_normal(6)
+        out = np.zeros(9)
+        for w, v in zip(weights, values):
+            out += w * chart.minus(v, ref)
+        assert np.array_equal(chart.offset(weights, values, ref), out)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("gravity", [True, False])
 def test_spacecraft_through_the_master_at_default_settings(gravity):

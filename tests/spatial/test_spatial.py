@@ -196,6 +196,29 @@ def test_rotated_euler():
             assert np.allclose(sp.relative_rotation_vector(got, b), d, rtol=0, atol=1e-12)
 
 
+def test_batched_attitude_helpers_are_the_single_ones():
+    """quats_from_euler, quat_rotation_vectors and rotated_eulers on a flat run of triples give,
+    bit for bit, what the single-attitude functions give triple by triple (random attitudes,
+    gimbal lock, zero and near-pi rotations); cross is np.cross bit for bit."""
+    A = rng.uniform(-np.pi, np.pi, (40, 3))
+    A[:, 1] = np.clip(A[:, 1], -np.pi / 2, np.pi / 2)
+    A[:3, 1] = np.pi / 2, -np.pi / 2, np.pi / 2 - 1e-9
+    B = A + rng.standard_normal((40, 3)) * np.logspace(-12, 0.5, 40)[:, None]
+    B[3] = A[3]                                                  # no rotation at all
+    B[4] = sp.euler_from_dcm(sp.dcm_from_euler(A[4]) @ sp.axis_rotation([0.0, 0.6, 0.8], np.pi - 1e-9))
+    D = rng.standard_normal((40, 3)) * np.logspace(-13, 0.4, 40)[:, None]
+    D[5] = 0.0
+    qa, qb = sp.quats_from_euler(A.ravel().tolist()), sp.quats_from_euler(B.ravel().tolist())
+    assert qa == [sp.quat_from_euler(a) for a in A]
+    rv = sp.quat_rotation_vectors(qa, qb)
+    assert rv == [x for a, b in zip(A, B) for x in sp.relative_rotation_vector(a, b)]
+    assert sp.rotated_eulers(A.ravel().tolist(), D.ravel().tolist()) == \
+        [x for a, d in zip(A, D) for x in sp.rotated_euler(a, d)]
+    for a, b in zip(rng.standard_normal((1000, 3)) * 10.0 ** rng.uniform(-5, 5, (1000, 1)),
+                    rng.standard_normal((1000, 3)) * 10.0 ** rng.uniform(-5, 5, (1000, 1))):
+        assert np.array_equal(sp.cross(a, b), np.cross(a, b))
+
+
 def test_motion_in_frame_and_upsilon():
     m = rng.standard_normal(18)
     m[15:18] = [0.1, -0.2, 0.3]

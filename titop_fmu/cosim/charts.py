@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spatial import quat_from_euler, quat_rotation_vector, rotated_euler
+from ..spatial import quat_rotation_vectors, quats_from_euler, rotated_eulers
 from .numerics import wrap
 
 
@@ -31,46 +31,58 @@ class Chart:
         self.angles &= ~self.in_triple                  # plain angles: wrapped differences
         self.any_angle = bool(self.angles.any())
         self.plain = not self.any_angle and not len(self.triples)
-        # a triple of consecutive positions as a slice (a view, no copy), else its positions
-        self._at = [slice(int(t[0]), int(t[0]) + 3) if t[1] == t[0] + 1 and t[2] == t[0] + 2 else t
-                    for t in self.triples]
-        self._quats = {}                                # attitude -> quaternion (minus)
+        self._tri = self.triples.ravel()                # the positions of every triple, in order
+        self._quats = {}                                # attitudes -> their quaternions (minus)
 
     def minus(self, a, b):
         """``a (-) b``: the difference of two vectors (attitudes: ``b^-1 a`` as a rotation vector)."""
-        d = np.asarray(a, dtype=float) - b
+        a = np.asarray(a, dtype=float)
+        d = a - b
         if self.plain:
             return d
         if self.any_angle:
             d[self.angles] = wrap(d[self.angles])
-        for at in self._at:
-            d[at] = quat_rotation_vector(self._quat(a[at]), self._quat(b[at]))
+        if self._tri.size:
+            d[self._tri] = quat_rotation_vectors(self._quat(a), self._quat(b))
         return d
 
-    def _quat(self, Theta):
-        """The quaternion of the attitude ``Theta``, kept by value: the iterations difference
+    def _quat(self, v):
+        """The quaternions of the attitudes of ``v``, kept by value: the iterations difference
         the same vectors again and again (a base step's start, its iterates, the history of the
         predictor), and the trigonometry is most of a difference's cost."""
-        key = tuple(Theta.tolist())
+        key = tuple(v[self._tri].tolist())
         q = self._quats.get(key)
         if q is None:
             if len(self._quats) >= 4096:
                 self._quats.clear()
-            q = self._quats[key] = quat_from_euler(key)
+            q = self._quats[key] = quats_from_euler(key)
         return q
 
     def plus(self, b, d):
         """``b (+) d``: ``b`` moved by the difference ``d`` (attitudes: ``b e^{(*d)}``)."""
         out = np.asarray(b, dtype=float) + d
-        for at in self._at:
-            out[at] = rotated_euler(b[at], d[at])
+        if self._tri.size:
+            out[self._tri] = rotated_eulers(b[self._tri].tolist(), d[self._tri].tolist())
         return out
 
     def offset(self, weights, values, ref):
-        """``sum_i w_i (values_i (-) ref)``: a weighted sum of differences from ``ref``."""
+        """``sum_i w_i (values_i (-) ref)``: a weighted sum of differences from ``ref`` (the
+        attitudes' rotation vectors summed on floats, in the same order)."""
         out = np.zeros(len(ref))
+        if not self._tri.size:
+            for w, v in zip(weights, values):
+                out += w * self.minus(v, ref)
+            return out
+        q_ref, acc = self._quat(ref), [0.0] * len(self._tri)
         for w, v in zip(weights, values):
-            out += w * self.minus(v, ref)
+            v = np.asarray(v, dtype=float)
+            d = v - ref
+            if self.any_angle:
+                d[self.angles] = wrap(d[self.angles])
+            out += w * d
+            w = float(w)
+            acc = [a + w * x for a, x in zip(acc, quat_rotation_vectors(self._quat(v), q_ref))]
+        out[self._tri] = acc
         return out
 
     def combine(self, weights, values, ref):

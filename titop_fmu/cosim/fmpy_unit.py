@@ -36,6 +36,12 @@ def _read_fmu(path: str, mtime: float):
     return md, unzipdir, vendor
 
 
+#: the argument types (after the component) of the FMI functions :meth:`FMUUnit._call` calls
+_SIGNATURES = {"fmi2SetupExperiment": (ctypes.c_int, ctypes.c_double, ctypes.c_double, ctypes.c_int, ctypes.c_double),
+               "fmi2EnterInitializationMode": (), "fmi2ExitInitializationMode": (),
+               **{f"fmi2Set{t}": (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+                  for t in ("Real", "Integer", "Boolean", "String")}}
+
 #: the units by the componentEnvironment their FMUs hand back to the logger
 _UNITS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _IDS = itertools.count(1)
@@ -71,6 +77,12 @@ def fmu_unit_type(path) -> UnitType:
     return _fmu_type(md, vendor)
 
 
+def model_description(path):
+    """FMPy's model description of an FMU file (read once per file and modification)."""
+    path = Path(path)
+    return _read_fmu(str(path.resolve()), path.stat().st_mtime)[0]
+
+
 def _fmu_type(md, vendor=None) -> UnitType:
     if md.coSimulation is None:
         raise ConnectionError_(f"{md.modelName}: not a co-simulation FMU")
@@ -94,19 +106,18 @@ def _fmu_type(md, vendor=None) -> UnitType:
 
 
 class FMUUnit(Unit):
-    """An FMI 2.0 co-simulation FMU through FMPy.
-
-    The per-step calls go straight to the FMI functions with preallocated
-    value-reference and value arrays; every status above ``fmi2Warning`` is an
-    error that quotes what the FMU logged.
+    """An FMI 2.0 co-simulation FMU: unzipped and described by FMPy, its binary called
+    through ctypes directly (no FMPy wrapper: FMPy builds one per FMI function and
+    instance with ``inspect``, 10 ms an instance, and converts the arguments of every
+    call), with preallocated value-reference and value arrays; every status above
+    ``fmi2Warning`` is an error that quotes what the FMU logged.
     """
 
     def __init__(self, name: str, path, parameters: dict | None = None):
         super().__init__()
         self.parameters = dict(parameters or {})
-        from fmpy.fmi2 import (FMU2Slave, fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE,
-                               fmi2CallbackFunctions)
-        from fmpy import calloc, free
+        from fmpy import calloc, free, platform, sharedLibraryExtension
+        from fmpy.fmi2 import fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE, fmi2CallbackFunctions
         from fmpy.logging import addLoggerProxy
         self.name, self.path = name, Path(path)
         md, unzipdir, vendor = _read_fmu(str(self.path.resolve()), self.path.stat().st_mtime)
@@ -120,11 +131,17 @@ class FMUUnit(Unit):
         self._unknown_vr = np.concatenate([self._out_vr, np.array([vr[n] for n in self.type.state_derivatives],
                                                                   dtype=np.uint32)])
         self._vr_cache = {}
-        self._vr_seen = {}                  # (in|out, id(positions)) -> (positions, _vrs)
+        self._vr_seen = {"in": {}, "out": {}}   # in|out -> {id(positions): (positions, _vrs)}
         self.log = []                # the last 50 messages: (status, category, text)
         self.logged = 0              # messages so far
-        self.fmu = FMU2Slave(guid=md.guid, unzipDirectory=unzipdir,
-                             modelIdentifier=md.coSimulation.modelIdentifier, instanceName=name)
+        self._instantiated = False
+        self._dll = None
+        self._calls = {}             # the functions of _call
+        library = Path(unzipdir, "binaries", platform, md.coSimulation.modelIdentifier + sharedLibraryExtension)
+        if not library.is_file():
+            raise ConnectionError_(f"{name}: {self.path.name} has no binary for this platform "
+                                   f"({library.relative_to(unzipdir).as_posix()})")
+        self._dll = ctypes.CDLL(str(library))
         cb = fmi2CallbackFunctions()
         uid = next(_IDS)
         _UNITS[uid] = self
@@ -133,34 +150,45 @@ class FMUUnit(Unit):
         cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(calloc)
         cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
         addLoggerProxy(ctypes.byref(cb))
-        self._callbacks = cb
-        self._call("fmi2Instantiate", self.fmu.instantiate, callbacks=cb)
+        self._callbacks = cb                    # the FMU may keep the pointer: alive as long as the unit
+        vp, sz, i, d = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_double
+        instantiate = self._function("fmi2Instantiate", ctypes.c_char_p, i, ctypes.c_char_p, ctypes.c_char_p, vp, i, i,
+                                     restype=vp)
+        logged = self.logged
+        self._c = instantiate(name.encode(), 1, md.guid.encode(),                    # 1: fmi2CoSimulation
+                              Path(unzipdir, "resources").as_uri().encode(), ctypes.addressof(cb), 0, 0)
+        if not self._c:
+            raise self._failure("fmi2Instantiate", logged, "no instance")
         self._instantiated = True
-        # the per-step functions called bare (no FMPy wrapper): preallocated value-reference
-        # arrays per index set, one value buffer, the status checked here
-        self._c = self.fmu.component
-        vp, sz = ctypes.c_void_p, ctypes.c_size_t
-        rw = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp, sz, vp)
-        self._set_real = rw(("fmi2SetReal", self.fmu.dll))
-        self._get_real = rw(("fmi2GetReal", self.fmu.dll))
-        self._do = ctypes.CFUNCTYPE(ctypes.c_int, vp, ctypes.c_double, ctypes.c_double, ctypes.c_int)(
-            ("fmi2DoStep", self.fmu.dll))
+        f = self._function
+        rw = (vp, sz, vp)                                       # (c, vr[], n, values[])
+        self._set_real, self._get_real = f("fmi2SetReal", *rw), f("fmi2GetReal", *rw)
+        self._do = f("fmi2DoStep", d, d, i)
+        self._get_fmu_state = f("fmi2GetFMUstate", vp)          # (c, fmi2FMUstate *)
+        self._set_fmu_state = f("fmi2SetFMUstate", vp)          # (c, fmi2FMUstate)
+        self._free_fmu_state = f("fmi2FreeFMUstate", vp)        # (c, fmi2FMUstate *)
         self._buf = np.zeros(max(len(self._in_vr), len(self._out_vr), 1))
         self._buf_at = self._buf.ctypes.data
         if self.type.derivatives:
-            self._dd = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp, sz, vp, sz, vp, vp)(
-                ("fmi2GetDirectionalDerivative", self.fmu.dll))
+            self._dd = f("fmi2GetDirectionalDerivative", vp, sz, vp, sz, vp, vp)
         # the vendor functions declared: {tag: (name, the function with its signature)}
-        signatures = {"TrialSteps": (ctypes.c_double, ctypes.c_double, vp, sz, sz, vp, vp, vp, sz, vp),
+        signatures = {"TrialSteps": (d, d, vp, sz, sz, vp, vp, vp, sz, vp),
                       "DirectionalDerivatives": (vp, sz, vp, sz, sz, vp, vp)}
-        self._vendor = {}
-        for tag, fn in vendor.items():
-            try:
-                self._vendor[tag] = fn, ctypes.CFUNCTYPE(ctypes.c_int, vp, *signatures[tag])((fn, self.fmu.dll))
-            except AttributeError:
-                self._terminate()
-                raise ConnectionError_(f"{name}: {self.path.name} declares the vendor function {fn} but its binary "
-                                       "does not export it") from None
+        self._vendor = {tag: (fn, f(fn, *signatures[tag])) for tag, fn in vendor.items()}
+
+    def _function(self, name, *argtypes, restype=ctypes.c_int):
+        """The FMI function ``name`` of the binary, called bare: ``f(component, *args)``
+        (fmi2Instantiate: ``f(*args)``); a :class:`ConnectionError_` naming it when the
+        binary does not export it."""
+        try:
+            first = () if name == "fmi2Instantiate" else (ctypes.c_void_p,)
+            return ctypes.CFUNCTYPE(restype, *first, *argtypes)((name, self._dll))
+        except AttributeError:
+            self._terminate()
+            raise ConnectionError_(f"{self.name}: the binary of {self.path.name} does not export {name}"
+                                   if name.startswith("fmi2") else
+                                   f"{self.name}: {self.path.name} declares the vendor function {name} but its "
+                                   "binary does not export it") from None
 
     def _logger(self, env, instance, status, category, message):
         self.log.append((status, (category or b"").decode(errors="replace"), message.decode(errors="replace")))
@@ -178,20 +206,21 @@ class FMUUnit(Unit):
         return SolverError(f"FMU {self.name!r} ({self.type.name}): {what} failed: "
                            f"{self._since(logged) or fallback}")
 
-    def _call(self, what, f, *args, **kw):
-        from fmpy.fmi1 import FMICallException
+    def _call(self, what, *args):
+        """The FMI function ``what`` (with arguments ``args`` after the component), its status
+        checked."""
+        f = self._calls.get(what)
+        if f is None:
+            f = self._calls[what] = self._function(what, *_SIGNATURES[what])
         logged = self.logged
-        try:
-            return f(*args, **kw)
-        except FMICallException as e:
-            raise self._failure(what, logged, str(e)) from None
+        self._checked(what, f(self._c, *args), logged)
 
     def _setup(self, inputs, t0):
-        self._call("fmi2SetupExperiment", self.fmu.setupExperiment, startTime=t0)
+        self._call("fmi2SetupExperiment", 0, 0.0, t0, 0, 0.0)       # no tolerance, no stop time
         self._set_named(self.parameters)
-        self._call("fmi2EnterInitializationMode", self.fmu.enterInitializationMode)
+        self._call("fmi2EnterInitializationMode")
         self._set_named(inputs)
-        self._call("fmi2ExitInitializationMode", self.fmu.exitInitializationMode)
+        self._call("fmi2ExitInitializationMode")
 
     def _set_named(self, values: dict):
         if not values:
@@ -205,20 +234,21 @@ class FMUUnit(Unit):
             by_type[var.type][0].append(self._vr[n])
             by_type[var.type][1].append(v)
         for typ, (vrs, vals) in by_type.items():
+            vrs = (ctypes.c_uint32 * len(vrs))(*vrs)
             if typ == "Real":
-                self._call("fmi2SetReal", self.fmu.setReal, vrs, [float(v) for v in vals])
-            elif typ == "Integer":
-                self._call("fmi2SetInteger", self.fmu.setInteger, vrs, [int(v) for v in vals])
-            elif typ == "Boolean":
-                self._call("fmi2SetBoolean", self.fmu.setBoolean, vrs, [bool(v) for v in vals])
+                self._call("fmi2SetReal", vrs, len(vrs), (ctypes.c_double * len(vals))(*(float(v) for v in vals)))
+            elif typ in ("Integer", "Boolean"):
+                cast = int if typ == "Integer" else bool
+                self._call(f"fmi2Set{typ}", vrs, len(vrs), (ctypes.c_int * len(vals))(*(int(cast(v)) for v in vals)))
             else:
-                self._call("fmi2SetString", self.fmu.setString, vrs, [str(v) for v in vals])
+                self._call("fmi2SetString", vrs, len(vrs),
+                           (ctypes.c_char_p * len(vals))(*(str(v).encode() for v in vals)))
 
     def _vrs(self, which, idx):
         """``(value-reference array, its address, its length)`` for input or output positions.
         Kept by the positions' value, and by the array object itself (the loop plans pass the
         same arrays at every call: no key to build; the object is held, so its id is not reused)."""
-        seen = self._vr_seen.get((which, id(idx)))
+        seen = self._vr_seen[which].get(id(idx))
         if seen is not None and seen[0] is idx:
             return seen[1]
         key = (which, idx.tobytes() if isinstance(idx, np.ndarray) else tuple(idx))
@@ -228,9 +258,10 @@ class FMUUnit(Unit):
             arr = np.ascontiguousarray(src[np.asarray(idx, dtype=int)], dtype=np.uint32)
             vrs = self._vr_cache[key] = (arr, arr.ctypes.data, len(arr))
         if isinstance(idx, np.ndarray):
-            if len(self._vr_seen) >= 1024:
-                self._vr_seen.clear()
-            self._vr_seen[(which, id(idx))] = (idx, vrs)
+            seen = self._vr_seen[which]
+            if len(seen) >= 1024:
+                seen.clear()
+            seen[id(idx)] = (idx, vrs)
         return vrs
 
     def _checked(self, what, status, logged):
@@ -242,12 +273,16 @@ class FMUUnit(Unit):
         _, at, n = self._vrs("in", idx)
         self._buf[:n] = values
         logged = self.logged
-        self._checked("fmi2SetReal", self._set_real(self._c, at, n, self._buf_at), logged)
+        status = self._set_real(self._c, at, n, self._buf_at)
+        if status > 1:
+            raise self._failure("fmi2SetReal", logged, f"status {status}")
 
     def _get_outputs(self, idx):
         _, at, n = self._vrs("out", idx)
         logged = self.logged
-        self._checked("fmi2GetReal", self._get_real(self._c, at, n, self._buf_at), logged)
+        status = self._get_real(self._c, at, n, self._buf_at)
+        if status > 1:
+            raise self._failure("fmi2GetReal", logged, f"status {status}")
         return self._buf[:n].copy()
 
     def _directional_derivatives(self, out_idx, in_idx, seeds):
@@ -314,22 +349,36 @@ class FMUUnit(Unit):
 
     def _do_step(self, t, h):
         logged = self.logged
-        self._checked("fmi2DoStep", self._do(self._c, t, h, 0), logged)
+        status = self._do(self._c, t, h, 0)
+        if status > 1:
+            raise self._failure("fmi2DoStep", logged, f"status {status}")
 
     def _get_state(self):
-        return self._call("fmi2GetFMUstate", self.fmu.getFMUstate)
+        state = ctypes.c_void_p()
+        logged = self.logged
+        self._checked("fmi2GetFMUstate", self._get_fmu_state(self._c, ctypes.byref(state)), logged)
+        return state
 
     def _set_state(self, state):
-        self._call("fmi2SetFMUstate", self.fmu.setFMUstate, state)
+        logged = self.logged
+        self._checked("fmi2SetFMUstate", self._set_fmu_state(self._c, state), logged)
 
     def _free_state(self, state):
-        self._call("fmi2FreeFMUstate", self.fmu.freeFMUstate, state)
+        logged = self.logged
+        self._checked("fmi2FreeFMUstate", self._free_fmu_state(self._c, ctypes.byref(state)), logged)
 
     def _terminate(self):
+        """fmi2Terminate and fmi2FreeInstance (their statuses ignored: the unit ends either
+        way), then the binary unloaded, once."""
+        from fmpy import freeLibrary
+        dll, self._dll = self._dll, None
+        if dll is None:
+            return
         if self._instantiated:
             self._instantiated = False
-            try:
-                self.fmu.terminate()
-            except Exception:
-                pass
-            self.fmu.freeInstance()
+            for name, restype in (("fmi2Terminate", ctypes.c_int), ("fmi2FreeInstance", None)):
+                f = getattr(dll, name, None)
+                if f is not None:
+                    f.argtypes, f.restype = [ctypes.c_void_p], restype
+                    f(self._c)
+        freeLibrary(dll._handle)

@@ -129,8 +129,15 @@ class Sensitivities:
         the residual by ``dr``, on its inverse ``H``: ``H += (s - H y) s^T H / (s^T H y)``."""
         Hy = self.inverse_times(dr)
         den = float(dz @ Hy)
-        if math.isfinite(den) and abs(den) > 1e-14 * float(np.linalg.norm(dz) * np.linalg.norm(Hy)):
-            self._H = self._H + np.outer(dz - Hy, dz @ self._H) / den
+        if math.isfinite(den) and abs(den) > 1e-14 * (math.sqrt(dz.dot(dz)) * math.sqrt(Hy.dot(Hy))):
+            self._H = self._H + np.multiply((dz - Hy)[:, None], dz @ self._H) / den
+
+
+def _slice(positions):
+    """``positions`` as a slice when they are consecutive (a view, no copy), else as they are."""
+    if len(positions) and np.array_equal(positions, np.arange(positions[0], positions[0] + len(positions))):
+        return slice(int(positions[0]), int(positions[0]) + len(positions))
+    return positions
 
 
 class LoopSolver:
@@ -166,9 +173,10 @@ class LoopSolver:
         self._loop_of = np.zeros(len(u), dtype=int)
         for lp in st.loops:
             self._loop_of[np.searchsorted(u, lp.inputs)] = lp.index
-        self._angle = st.cin_angle[u]
+        self._angle = st.cin_angle[u] if st.cin_angle[u].any() else None
         self._src = st.cin_src[u]                # the outputs feeding the unknowns
         self._deps = {}
+        self._columns = {}                      # the Jacobian's columns per unit, by kind (local_jacobian)
         # a fresh M costs about as many unit evaluations as this many Newton iterations
         per_iteration = max(1, sum(1 for *_, get_idx, _ in self._plans["loop"] if get_idx.size))
         self._refresh_cost = (len(u) + len(units)) / per_iteration
@@ -178,7 +186,7 @@ class LoopSolver:
         """Unit calls of a schedule: each sets its inputs (sources from ``Y``, and the
         unit's unknowns from ``z`` at its first call) and reads its outputs: ``(unit, local
         inputs, their sources in Y, their positions in z, their coupling-input positions,
-        local outputs, their positions in Y)``."""
+        local outputs, their positions in Y)``, each index array None when empty."""
         plan = []
         none = np.zeros(0, dtype=int)
         unknowns = dict(self._unknowns_by_unit) if with_unknowns else {}
@@ -188,18 +196,23 @@ class LoopSolver:
                          np.concatenate([op.set_cin, self.unknowns[pos]]), op.get_idx, op.get_pos))
         for j, (local, pos) in unknowns.items():        # unknowns of a unit with no call (no output)
             plan.insert(0, (j, local, none, pos, self.unknowns[pos], none, none))
-        return plan
+        return [(self.units[j], *(a if a.size else None for a in arrays[:1]),
+                 *(_slice(a) if a.size else None for a in arrays[1:3]),
+                 *(a if a.size else None for a in arrays[3:])) for j, *arrays in plan]
 
     def _run(self, plan, z=None):
-        Y, units, Ucur = self.Y, self.units, self.Ucur
-        for j, idx, src, zpos, cin, get_idx, get_pos in plan:
-            u = units[j]
-            if idx.size:
-                v = Y[src] if not zpos.size else np.concatenate([Y[src], z[zpos]])
+        Y, Ucur = self.Y, self.Ucur
+        for u, idx, src, zpos, cin, get_idx, get_pos in plan:
+            if idx is None:
+                if get_idx is not None:
+                    Y[get_pos] = u.get_outputs(get_idx)
+                continue
+            v = z[zpos] if src is None else Y[src] if zpos is None else np.concatenate([Y[src], z[zpos]])
+            Ucur[cin] = v
+            if get_idx is None:
                 u.set_inputs(idx, v)
-                Ucur[cin] = v
-            if get_idx.size:
-                Y[get_pos] = u.get_outputs(get_idx)
+            else:
+                Y[get_pos] = u.evaluate(idx, v, get_idx)
 
     def _propagate(self, z, full=False):
         self._run(self._plans["full" if full else "loop"], z)
@@ -227,11 +240,12 @@ class LoopSolver:
         prev = None
         for it in range(self.max_iter + 1):
             np.maximum(self.zscale, np.abs(z), out=self.zscale)
-            err = np.abs(r) / (self.atol + self.rtol * self.zscale)
+            ar = np.abs(r)
+            err = ar / (self.atol + self.rtol * self.zscale)
             if self._tol is not None:
-                err = np.minimum(err, np.abs(r) * self._tol[1] / self._tol[0])
+                err = np.minimum(err, ar * self._tol[1] / self._tol[0])
             e = float(err.max()) if err.size else 0.0
-            if not np.isfinite(e):
+            if not math.isfinite(e):
                 self._fail(t, r, err, it, "the residual is not finite")
             if e <= 1.0:
                 self.z = z
@@ -251,8 +265,8 @@ class LoopSolver:
             # finite differences (step 1e-6) give M to ~1e-8 relative: a step implying
             # |J^-1| |M| >= 1e8 is noise (e.g. y = u + 1, u = y: no solution, and the steps
             # run off to where z + 1 == z and the residual vanishes in rounding)
-            if not np.all(np.isfinite(dz)) or \
-                    np.abs(dz).max() * 1e-8 * max(1.0, sens.M_max) >= np.abs(r).max():
+            largest = float(np.abs(dz).max())                   # not finite if any entry is not
+            if not math.isfinite(largest) or largest * 1e-8 * max(1.0, sens.M_max) >= ar.max():
                 self._fail(t, r, err, it, "the loop Jacobian is numerically singular (no solution, "
                                           "or not a unique one)")
             prev = e
@@ -292,8 +306,12 @@ class LoopSolver:
         n = st.n_cin
         M = np.zeros((n, n)) if self.sens.M is None else self.sens.M.copy()
         wanted = None if columns is None else np.asarray(columns, dtype=int)
+        key = None if wanted is None else wanted.tobytes()
         for j, (u, lay) in enumerate(zip(self.units, st.layouts)):
-            cs = np.arange(len(lay.cin)) if wanted is None else np.flatnonzero(np.isin(lay.cin, wanted))
+            cs = self._columns.get((j, key))
+            if cs is None:
+                cs = self._columns[j, key] = (np.arange(len(lay.cin)) if wanted is None
+                                              else np.flatnonzero(np.isin(lay.cin, wanted)))
             if not cs.size or not lay.rows.size:
                 continue
             rows, inv = lay.rows, lay.of_row
@@ -337,21 +355,28 @@ class LoopSolver:
         column); returns the positions ``cs`` left to finite differences: the coupling inputs
         of an attitude (their chart turns them about rotation-vector axes) and those an
         attitude output depends on."""
-        inv = lay.of_row
-        exact, left = [], []
-        for c in cs:
-            hit = dep[:, lay.local_in[c]]
-            if lay.chart_in.in_triple[c] or (hit[inv] & lay.chart_out.in_triple).any():
-                left.append(c)
-            elif not hit.any():
-                M[lay.rows, lay.cin[c]] = 0.0
-            else:
-                exact.append(c)
-        if exact:
+        key = (j, cs.tobytes())
+        plan = self._columns.get(key)
+        if plan is None:                    # which columns are which: the structure's, kept
+            inv = lay.of_row
+            exact, left, zero = [], [], []
+            for c in cs:
+                hit = dep[:, lay.local_in[c]]
+                if lay.chart_in.in_triple[c] or (hit[inv] & lay.chart_out.in_triple).any():
+                    left.append(c)
+                elif not hit.any():
+                    zero.append(c)
+                else:
+                    exact.append(c)
             i = lay.local_in[exact]
-            D = u.directional_derivatives(lay.outputs, i, np.eye(len(exact)))
-            M[np.ix_(lay.rows, lay.cin[exact])] = np.where(dep[np.ix_(inv, i)], D[inv], 0.0)
-        return np.array(left, dtype=int)
+            plan = self._columns[key] = (lay.cin[zero], i, np.eye(len(exact)), np.ix_(lay.rows, lay.cin[exact]),
+                                         dep[np.ix_(inv, i)], np.array(left, dtype=int))
+        zero, i, seeds, at, hit, left = plan
+        M[lay.rows[:, None], zero] = 0.0
+        if len(i):
+            D = u.directional_derivatives(lay.outputs, i, seeds)
+            M[at] = np.where(hit, D[lay.of_row], 0.0)
+        return left
 
     def _dep_matrix(self, j):
         D = self._deps.get(j)

@@ -48,13 +48,18 @@ def error_factor(sequence) -> float:
 
 
 def lagrange_weights(nodes, t) -> np.ndarray:
-    nodes = np.asarray(nodes, dtype=float)
-    w = np.ones(len(nodes))
-    for i in range(len(nodes)):
-        for j in range(len(nodes)):
+    """The weights of the values at ``nodes`` in their Lagrange polynomial at ``t`` (on
+    Python floats: numpy's scalars cost ten times as much)."""
+    nodes = np.asarray(nodes, dtype=float).tolist()
+    t = float(t)
+    w = []
+    for i, x in enumerate(nodes):
+        wi = 1.0
+        for j, y in enumerate(nodes):
             if j != i:
-                w[i] *= (t - nodes[j]) / (nodes[i] - nodes[j])
-    return w
+                wi *= (t - y) / (x - y)
+        w.append(wi)
+    return np.array(w)
 
 
 def single_threaded_blas():

@@ -106,6 +106,19 @@ class Unit:
         self.seconds += time.perf_counter() - t
         return y
 
+    def evaluate(self, in_idx, values, out_idx) -> np.ndarray:
+        """:meth:`set_inputs` then :meth:`get_outputs`, in one call: the unit evaluated at new
+        inputs (at every iteration of the loop solve)."""
+        self.calls += 2
+        t = time.perf_counter()
+        y = self._evaluate(in_idx, values, out_idx)
+        self.seconds += time.perf_counter() - t
+        return y
+
+    def _evaluate(self, in_idx, values, out_idx):
+        self._set_inputs(in_idx, values)
+        return self._get_outputs(out_idx)
+
     def directional_derivatives(self, out_idx, in_idx, seeds) -> np.ndarray:
         """``(dy/du)[out_idx, in_idx] seeds`` at the current states and inputs, ``seeds``
         of shape ``(len(in_idx), k)``; only for units whose type says ``derivatives``
@@ -153,6 +166,23 @@ class Unit:
         t0 = time.perf_counter()
         self._do_step(t, h)
         self.seconds += time.perf_counter() - t0
+
+    def step(self, t: float, h: float, in_idx=None, values=None, state=None):
+        """From ``state`` when given (:meth:`set_state`), with the inputs ``in_idx`` set to
+        ``values`` when given (:meth:`set_inputs`), one :meth:`do_step`, in one call: a unit's
+        part of a coupling iteration."""
+        self.calls += 1 + (state is not None) + (in_idx is not None)
+        self.steps += 1
+        t0 = time.perf_counter()
+        self._step(t, h, in_idx, values, state)
+        self.seconds += time.perf_counter() - t0
+
+    def _step(self, t, h, in_idx, values, state):
+        if state is not None:
+            self._set_state(state)
+        if in_idx is not None:
+            self._set_inputs(in_idx, values)
+        self._do_step(t, h)
 
     def get_state(self):
         return self._timed(self._get_state)

@@ -39,6 +39,7 @@ class Run:
         self.hist_U: list = []
         self._rec = np.array([g for _, g in st.recorded], dtype=int)
         self.base_steps = self.iterations = self.P_refreshes = 0
+        self.start_states = None        # the units' states now, taken by a snapshot: the next base step's start
 
     def recorded(self):
         return self.Y[self._rec].copy()
@@ -70,6 +71,7 @@ class Run:
         st, opt = self.st, self.opt
         units = self.units
         U0 = self.U
+        saved, self.start_states = self.start_states, None
         if opt.hold:
             self.set_coupling(U0)
             for u in units:
@@ -79,7 +81,9 @@ class Run:
             self.iterations += 1
             self.t, self.U, self.Y = t + h, G.copy(), Y.copy()
             return 0.0
-        saved = [u.get_state() for u in units]
+        own = saved is None                 # else the snapshot's, freed with it
+        if own:
+            saved = [u.get_state() for u in units]
         z = self.predict(t + h)
         chart = st.cin_chart
         w = 1.0 / scale
@@ -90,13 +94,9 @@ class Run:
         refreshed = False
         try:
             for k in range(MAX_ITERATIONS + 1):
-                if k:
-                    for u, s in zip(units, saved):
-                        u.set_state(s)
                 ubar = chart.plus(U0, 0.5 * chart.minus(z, U0))
-                self.set_coupling(ubar)
-                for u in units:
-                    u.do_step(t, h)
+                for u, lay, s in zip(units, st.layouts, saved):         # from the saved states again
+                    u.step(t, h, lay.local_in if lay.cin.size else None, ubar[lay.cin], s if k else None)
                 # the loop only as exact as the coupling iteration can see (through dG/dz)
                 Y, G = self.solver.solve(t + h, z0=z[self.solver.unknowns], tol=loop_tol, weights=w)
                 self.iterations += 1
@@ -133,8 +133,9 @@ class Run:
                 e_prev, z_prev, G_prev = e, z, G
                 z = chart.plus(z, corr)
         finally:
-            for u, s in zip(units, saved):
-                u.free_state(s)
+            if own:
+                for u, s in zip(units, saved):
+                    u.free_state(s)
         self.base_steps += 1
         self.t, self.U, self.Y = t + h, G.copy(), Y.copy()
         self.hist_t.append(self.t)
@@ -198,6 +199,7 @@ class Run:
         return snap
 
     def restore(self, snap):
+        self.start_states = None
         for u, s in zip(self.units, snap["states"]):
             u.set_state(s)
         self.t, self.U, self.Y = snap["t"], snap["U"].copy(), snap["Y"].copy()
@@ -210,5 +212,7 @@ class Run:
             self.jac.restore(jac)
 
     def free(self, snap):
+        if self.start_states is snap["states"]:
+            self.start_states = None
         for u, s in zip(self.units, snap["states"]):
             u.free_state(s)

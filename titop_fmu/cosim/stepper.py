@@ -39,6 +39,7 @@ class Stepper:
         self._snaps = {i: run.snapshot(full=True) for i, run in self.runs.items()}
         out = {}
         for i, run in self.runs.items():
+            run.start_states = self._snaps[i]["states"]           # the first base step starts there
             its0 = run.iterations
             # run i's result enters the output with weight w_i: the budget share over all base
             # steps, each run's deviations counted with |w_i| (cheapest split)

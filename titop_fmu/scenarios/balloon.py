@@ -24,7 +24,7 @@ import numpy as np
 from ..cosim import CoSystem, Options
 from ..errors import ParameterError
 from ..fmu import catalog
-from ..spatial import Gamma, dcm_from_euler, dcm_from_quat, euler_from_dcm
+from ..spatial import Gamma, cross, dcm_from_euler, dcm_from_quat, euler_from_dcm
 from ..system import System
 from ..titop.monolithic import twin
 
@@ -175,12 +175,12 @@ def observer(overrides=None):
         Theta = pose[3:6]
         P = dcm_from_euler(Theta)
         w, dw = twist[3:6], acc[3:6]
-        v_B = twist[0:3] - np.cross(w, BC)                     # v_C + w x CB
-        a_B = acc[0:3] - np.cross(dw, BC)                      # body-frame derivative of v_B
+        v_B = twist[0:3] - cross(w, BC)                     # v_C + w x CB
+        a_B = acc[0:3] - cross(dw, BC)                      # body-frame derivative of v_B
         out = np.empty((3, 9))
         out[0, 0:3] = P @ (pose[0:3] - BC)
         out[1, 0:3] = P @ v_B
-        out[2, 0:3] = P @ (a_B + np.cross(w, v_B))
+        out[2, 0:3] = P @ (a_B + cross(w, v_B))
         out[0, 3:6] = Theta
         if abs(np.cos(Theta[1])) > 1e-6:
             G = Gamma(Theta)
