@@ -24,6 +24,7 @@ from .io import parse_set, read_result, write_atomically, write_csv
 from .scenarios import balloon
 from .simulation import (DEFAULTS, MAX_CHILDREN, MAX_WORKERS, RTOL_MIN, TOL_MIN, _number, master_options,
                          resolve_options)
+from .titop.units import DEFAULT_FMU_KIND, FMU_KINDS
 
 
 def writable_file(option, path) -> Path:
@@ -85,7 +86,7 @@ def cooperative_interrupt():
 
 #: options of one engine only: the master's, the in-process run's
 MASTER_OPTIONS = {"tol": "--tol", "dt_max": "--dt-max", "workers": "--workers", "sequence": "--sequence",
-                  "fmu_dir": "--fmu-dir"}
+                  "fmu_dir": "--fmu-dir", "fmu_kind": "--fmu-kind"}
 INPROCESS_OPTIONS = {"rtol": "--rtol", "kernel": "--kernel"}
 
 
@@ -109,7 +110,7 @@ def run_master(args, system, observe=None):
     from .titop import TitopUnits
     engine = "inprocess" if args.inprocess_units else "fmu"
     opt = master_options(args, **(observe or {}))
-    master = build(system, TitopUnits(engine, args.fmu_dir), opt)
+    master = build(system, TitopUnits(engine, args.fmu_dir, args.fmu_kind or DEFAULT_FMU_KIND), opt)
     try:
         with cooperative_interrupt() as asked:
             res = master.simulate(args.stop, args.dt, progress=not args.quiet, stop_requested=asked)
@@ -174,7 +175,8 @@ def cmd_simulate(args):
         if res.warning:                             # printed even with --quiet
             print(f"titop-fmu: {res.warning}", file=sys.stderr)
         if not args.quiet and args.stats:
-            print(f"co-simulation ({engine} units, sequence {args.sequence}, tol {args.tol:g}): "
+            units = f"{args.fmu_kind or DEFAULT_FMU_KIND} FMUs" if engine == "fmu" else "inprocess units"
+            print(f"co-simulation ({units}, sequence {args.sequence}, tol {args.tol:g}): "
                   f"{args.stop:g} s simulated in {time.perf_counter() - start:.2f} s", file=sys.stderr)
             print(res.stats.summary(), file=sys.stderr)
     else:
@@ -320,12 +322,12 @@ def cmd_export(args):
     if not (args.out or args.ssp):
         raise TitopError("export: give --out NAME.fmu (one FMU) and/or --ssp NAME.ssp (SSP of the block FMUs)")
     if args.standalone and not args.out:
-        raise TitopError("export: --standalone is the kind of the FMU of --out NAME.fmu (an SSP package holds "
-                         "block FMUs of the pythonfmu kind)")
+        raise TitopError("export: --standalone is the kind of the assembly FMU of --out NAME.fmu (the block FMUs "
+                         "of --ssp take --fmu-kind)")
     if args.out:
         print(export_fmu(system, args.out, simulation, standalone=args.standalone))
     if args.ssp:
-        print(export_ssp(system, args.ssp, simulation, args.fmu_dir))
+        print(export_ssp(system, args.ssp, simulation, args.fmu_dir, args.fmu_kind or DEFAULT_FMU_KIND))
 
 
 def cmd_models(args):
@@ -438,7 +440,15 @@ def cmd_validate(args):
     from .validate import validate
     _number("--stop", args.stop)
     validate(writable_folder("--out", args.out), stop=args.stop, reference_dir=args.references,
-             engines=args.engines, msl=args.msl)
+             engines=args.engines, msl=args.msl, fmu_kind=args.fmu_kind or DEFAULT_FMU_KIND)
+
+
+def fmu_kind_option(group, what):
+    """``--fmu-kind``: None when not given (an option of the master only: given with the
+    in-process engine, it is an error), :data:`DEFAULT_FMU_KIND` then."""
+    group.add_argument("--fmu-kind", choices=FMU_KINDS,
+                       help=f"{what}: standalone, binaries in C only, or pythonfmu, the reference route through "
+                            f"CPython (default {DEFAULT_FMU_KIND}; fmus/README.md)")
 
 
 def cmd_sweep(args):
@@ -520,6 +530,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--fmu-dir", default=None,
                    help="folder of the TITOP FMUs (titop-fmu build); missing ones are built there "
                         "(default: a cache under ~/.cache/titop-fmu)")
+    fmu_kind_option(g, "the TITOP FMUs the master runs")
     g.add_argument("--sequence", help="base steps per macro step of the extrapolated runs (default 1,2,3: order 6)")
     g.add_argument("--inprocess-units", action="store_true",
                    help="the master on the in-process blocks instead of the FMUs (no FMI; implies the master)")
@@ -588,6 +599,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--standalone", action="store_true",
                    help="the FMU's binary in C only (no Python at run time; linux64 and, with the MinGW-w64 cross "
                         "compiler, win64), co-simulation and Model Exchange (fmus/README.md)")
+    fmu_kind_option(p, "the block FMUs of --ssp")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
@@ -664,6 +676,7 @@ def parser() -> argparse.ArgumentParser:
                    help="engines to run (default: both; the first one's run is drawn)")
     p.add_argument("--msl", default=None, metavar="DIR",
                    help="folder holding the Modelica Standard Library's Modelica/ (default: MODELICAPATH)")
+    fmu_kind_option(p, "the FMUs of the engine fmu")
     p.set_defaults(func=cmd_validate)
     return top
 

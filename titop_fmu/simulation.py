@@ -16,6 +16,7 @@ from .cosim import Options
 from .errors import ParameterError, TitopError
 from .io import parse_set
 from .scenarios import balloon
+from .titop.units import DEFAULT_FMU_KIND
 
 #: defaults of ``simulate`` options (a system file's [simulation] table replaces those not given)
 DEFAULTS = dict(stop=20.0, dt=0.01, rtol=1e-12, tol=Options.tol, dt_max=Options.h_max, workers=2,
@@ -140,13 +141,14 @@ class Target:
         ``simulate`` writes them (``overrides`` as :meth:`checked` returns them: an invalid value
         may stop the run with an error naming a unit's parameter); ``args`` has the resolved options (:func:`resolve_options`),
         ``args.kernel`` for the in-process engine; ``units`` (the master's unit factory, default
-        the TITOP FMUs of ``args.fmu_dir``) for ``engine="fmu"``. ``info``: the trajectory
+        the TITOP FMUs of ``args.fmu_dir`` and ``args.fmu_kind``) for ``engine="fmu"``. ``info``: the trajectory
         (in-process) or the master's result."""
         if engine == "fmu":
             from .cosim import build
             from .titop import TitopUnits
             from .titop.records import Records
-            units = units or TitopUnits("fmu", getattr(args, "fmu_dir", None))
+            units = units or TitopUnits("fmu", getattr(args, "fmu_dir", None),
+                                        getattr(args, "fmu_kind", None) or DEFAULT_FMU_KIND)
             records = None if self.file is None else Records(self.system(overrides, check=False))
             system = balloon.system(overrides) if records is None else records.raw_system()
             master = build(system, units, master_options(args, **(self.observed(overrides) or {})))

@@ -29,6 +29,7 @@ from .cosim.numerics import wrap
 from .errors import ParameterWarning, TitopError
 from .scenarios import balloon
 from .spatial import relative_rotation_vector
+from .titop.units import DEFAULT_FMU_KIND
 
 OUTPUTS = balloon.COLUMNS[1:]
 ANGLES = {"phi", "theta", "psi", "theta1", "theta2"}
@@ -131,16 +132,16 @@ def run_inprocess(stop: float, overrides=None, tol=1e-12):
     return s, tr
 
 
-def run_fmu(stop: float, overrides=None, options=None, progress=False, fmu_dir=None):
-    """The balloon through the TITOP FMUs (built into ``fmu_dir``, default the cache) and the
-    co-simulation master (:mod:`titop_fmu.cosim`)."""
+def run_fmu(stop: float, overrides=None, options=None, progress=False, fmu_dir=None, fmu_kind=DEFAULT_FMU_KIND):
+    """The balloon through the TITOP FMUs of ``fmu_kind`` (built into ``fmu_dir``, default the
+    cache) and the co-simulation master (:mod:`titop_fmu.cosim`)."""
     from .cosim import simulate
     from .titop import TitopUnits
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParameterWarning)
         system = balloon.system(overrides)
     opt = options or balloon.options(overrides)
-    return simulate(system, stop, TitopUnits("fmu", fmu_dir), output_interval=0.01, options=opt,
+    return simulate(system, stop, TitopUnits("fmu", fmu_dir, fmu_kind), output_interval=0.01, options=opt,
                     progress=progress)
 
 
@@ -236,7 +237,8 @@ def table(pairs, stop):
     return "\n".join(lines), worst
 
 
-def validate(out_dir, stop=20.0, reference_dir=None, engines=("inprocess",), log=print, msl=None):
+def validate(out_dir, stop=20.0, reference_dir=None, engines=("inprocess",), log=print, msl=None,
+             fmu_kind=DEFAULT_FMU_KIND):
     """Run the comparison and write the report; returns ``{comparison: max error}``.
 
     Checked before any work: a ``reference_dir`` named must exist; ``msl`` (the
@@ -270,10 +272,10 @@ def validate(out_dir, stop=20.0, reference_dir=None, engines=("inprocess",), log
             s, tr = damped
             runs.append(Series("inprocess", tr.t, balloon.columns(s, tr.y)))
         elif engine == "fmu":
-            res = run_fmu(stop)
+            res = run_fmu(stop, fmu_kind=fmu_kind)
             runs.append(Series("fmu", res.t, res.values))
             st = res.stats
-            notes.append(f"- `fmu` master: {st.macro_steps} macro steps ({st.rejected} rejected), "
+            notes.append(f"- `fmu` master on the {fmu_kind} FMUs: {st.macro_steps} macro steps ({st.rejected} rejected), "
                          f"{st.step_iterations} coupling iterations, {sum(st.unit_steps.values())} doSteps")
         else:
             raise ValueError(f"unknown engine {engine!r}")

@@ -51,6 +51,7 @@ from titop_fmu.scenarios import balloon  # noqa: E402
 from titop_fmu.spatial import dcm_from_euler, rotation_vector  # noqa: E402,F401  (dcm_from_euler: for the tests)
 from titop_fmu.titop import monolithic  # noqa: E402
 from titop_fmu.titop.records import Records  # noqa: E402
+from titop_fmu.titop.units import DEFAULT_FMU_KIND  # noqa: E402
 
 BALLOON_MODEL = ROOT / "validation" / "modelica" / "BalloonSystem.mo"
 DT = 0.01
@@ -77,9 +78,10 @@ def balloon_inprocess(stop):
     return tr.t, balloon.columns(s, tr.y)
 
 
-def balloon_fmu(stop, fmu_dir=None, workers=2):
-    """``(t, columns)`` of the balloon through the TITOP FMUs and the master, default settings."""
-    res = validate.run_fmu(stop, options=balloon.options(workers=workers), fmu_dir=fmu_dir)
+def balloon_fmu(stop, fmu_dir=None, workers=2, fmu_kind=DEFAULT_FMU_KIND):
+    """``(t, columns)`` of the balloon through the TITOP FMUs of ``fmu_kind`` and the master,
+    default settings."""
+    res = validate.run_fmu(stop, options=balloon.options(workers=workers), fmu_dir=fmu_dir, fmu_kind=fmu_kind)
     return res.t, res.values
 
 

@@ -34,6 +34,7 @@ from titop_fmu.cosim import (
     stepper,
     systemfile,
 )
+from titop_fmu.cosim.fmpy_unit import FMUUnit
 from titop_fmu.cosim.numerics import wrap
 from titop_fmu.errors import ConnectionError_, ParameterWarning, SolverError
 from titop_fmu.scenarios import balloon, generate
@@ -51,6 +52,8 @@ DEFAULT_BOUND = 1e-5
 #: the master shares its tolerance out over the simulated time; the short runs here share it
 #: over the 20 s of the scenario, as the default 20 s run does
 SPAN = 20.0
+#: the fixture holding the FMUs of each kind
+KIND_DIRS = {"standalone": "standalone_dir", "pythonfmu": "fmu_dir"}
 #: a tight master tolerance and the error it must reach
 TIGHT_TOL, TIGHT_BOUND = 3e-8, 1e-8
 
@@ -66,7 +69,7 @@ def max_error(values, truth, angles):
 
 
 def structure(system, engine="inprocess", fmu_dir=None):
-    return analyse(system, TitopUnits(engine, fmu_dir).unit_types(system))
+    return analyse(system, TitopUnits(engine, fmu_dir, fmu_kind="pythonfmu").unit_types(system))
 
 
 # -- the loop solver on a TITOP system --------------------------------------------------------
@@ -138,7 +141,7 @@ def titop_units(engine, request):
     ``"standalone"`` (the master's engine "fmu" on the standalone FMUs)."""
     if engine == "standalone":
         return TitopUnits("fmu", request.getfixturevalue("standalone_dir"), fmu_kind="standalone")
-    return TitopUnits(engine, request.getfixturevalue("fmu_dir") if engine == "fmu" else None)
+    return TitopUnits(engine, request.getfixturevalue("fmu_dir") if engine == "fmu" else None, fmu_kind="pythonfmu")
 
 
 @pytest.mark.parametrize("engine", ["inprocess", "fmu", "standalone"])
@@ -297,7 +300,7 @@ def test_connection_errors_with_fmus(case, fmu_dir, no_units):
     """The same checks against the FMUs' model descriptions."""
     make, pattern = CONNECTION_ERRORS[case]
     with pytest.raises(ConnectionError_, match=pattern):
-        build(make(), TitopUnits("fmu", fmu_dir), Options(workers=0))
+        build(make(), TitopUnits("fmu", fmu_dir, fmu_kind="pythonfmu"), Options(workers=0))
 
 
 def test_unknown_model_or_engine(no_units):
@@ -307,7 +310,7 @@ def test_unknown_model_or_engine(no_units):
         build(s, TitopUnits("inprocess"))
     with pytest.raises(ConnectionError_, match=r"unknown engine 'fmi'"):
         build(tree(), TitopUnits("fmi"))
-    with pytest.raises(ConnectionError_, match=r"unknown kind of FMU 'python'; kinds: pythonfmu, standalone"):
+    with pytest.raises(ConnectionError_, match=r"unknown kind of FMU 'python'; kinds: standalone, pythonfmu"):
         TitopUnits("fmu", fmu_kind="python")
 
 
@@ -317,7 +320,7 @@ def test_the_fmu_cache_keys_the_kind(tmp_path, monkeypatch):
     import zipfile
     from titop_fmu.titop.units import default_fmu_dir
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    py, sa = default_fmu_dir(), default_fmu_dir("standalone")
+    py, sa = default_fmu_dir("pythonfmu"), default_fmu_dir("standalone")
     assert py.parent == sa.parent == tmp_path / "titop-fmu"
     assert sa.name == "fmus-standalone-" + py.name.split("-")[1]
     s = CoSystem()
@@ -336,7 +339,7 @@ def test_an_fmu_failing_a_call_is_an_error_quoting_its_log(fmu_dir):
     """A status above fmi2Warning from an FMU is a SolverError naming the unit, the call and
     what the FMU logged; the unit stays usable after a refused input."""
     system = balloon.system()
-    units = TitopUnits("fmu", fmu_dir)
+    units = TitopUnits("fmu", fmu_dir, fmu_kind="pythonfmu")
     units.paths = ensure_fmus(["revolute_c1"], fmu_dir)
     spec = system.units["pendulum1"]
     u = units.make_unit("pendulum1", spec.model, {**spec.parameters, "mass": -1.0})
@@ -363,6 +366,23 @@ def test_an_fmu_failing_a_call_is_an_error_quoting_its_log(fmu_dir):
         u.terminate()
 
 
+def test_an_fmu_refusing_to_instantiate_is_an_error_quoting_its_log(standalone_paths, tmp_path):
+    """An FMU whose fmi2Instantiate returns no instance (here: a model description whose GUID is
+    not its binary's) is a SolverError naming the unit and quoting the FMU's message."""
+    import zipfile
+    bad = tmp_path / "revolute_c1.fmu"
+    with zipfile.ZipFile(standalone_paths["revolute_c1"]) as zin, zipfile.ZipFile(bad, "w") as zout:
+        for item in zin.infolist():
+            data = zin.read(item)
+            if item.filename == "modelDescription.xml":
+                at = data.index(b'guid="{') + len(b'guid="{')
+                data = data[:at] + (b"1" if data[at:at + 1] == b"0" else b"0") + data[at + 1:]
+            zout.writestr(item, data)
+    with pytest.raises(SolverError, match=r"FMU 'b' \(revolute_c1\): fmi2Instantiate failed: .*the GUID .* is not this "
+                                          r"FMU's .*its model description and binary do not match"):
+        FMUUnit("b", bad)
+
+
 
 # -- the balloon through the master ---------------------------------------------------------------
 
@@ -373,12 +393,12 @@ def balloon_truth():
     return tr.t, balloon.columns(s, tr.y)
 
 
-def run_master_balloon(engine, fmu_dir=None, stop=BALLOON_STOP, output_interval=0.01, **kw):
+def run_master_balloon(engine, fmu_dir=None, stop=BALLOON_STOP, output_interval=0.01, fmu_kind="pythonfmu", **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParameterWarning)
         system = balloon.system()
     start = time.perf_counter()
-    res = simulate(system, stop, TitopUnits(engine, fmu_dir), output_interval=output_interval,
+    res = simulate(system, stop, TitopUnits(engine, fmu_dir, fmu_kind=fmu_kind), output_interval=output_interval,
                    options=balloon.options(**{"workers": 0, **kw}))
     return res, time.perf_counter() - start
 
@@ -417,17 +437,30 @@ def test_fmus_compute_exactly_what_the_blocks_compute(balloon_fmus, balloon_inpr
     assert np.array_equal(balloon_fmus[0].values, balloon_inprocess[0].values)
 
 
+def test_the_two_kinds_of_fmu_compute_the_same_to_the_coupling_tolerance(balloon_fmus, standalone_dir):
+    """The standalone FMUs (the default kind) compute in C what the pythonfmu FMUs compute (to
+    1e-13 per call): over 1 s the master takes the same macro steps on both, and where the
+    coupling iterations stop (at the tolerance, 3e-8 per interval here) differs by rounding only:
+    8.3e-10 apart (measured)."""
+    standalone, _ = run_master_balloon("fmu", standalone_dir, fmu_kind="standalone", span=SPAN)
+    pythonfmu = balloon_fmus[0]
+    assert np.array_equal(standalone.mesh, pythonfmu.mesh)
+    assert 0 < np.abs(standalone.values - pythonfmu.values).max() <= 1e-8
+
+
 @pytest.mark.slow
-def test_balloon_20s_through_fmus_default_settings(fmu_dir):
-    """The acceptance run: 20 s through the FMUs with the default settings (two worker
-    processes), against the committed independent reference, which equals the in-process
+@pytest.mark.parametrize("kind", KIND_DIRS)
+def test_balloon_20s_through_fmus_default_settings(kind, request):
+    """The acceptance run: 20 s through the FMUs of each kind with the default settings (two
+    worker processes), against the committed independent reference, which equals the in-process
     monolithic run to 1e-12 (test_validate): <= 1e-5 on all nine columns."""
     from titop_fmu.validate import Series, default_reference_dir, errors, load_reference
-    res, wall = run_master_balloon("fmu", fmu_dir, stop=20.0, workers=2)
+    res, wall = run_master_balloon("fmu", request.getfixturevalue(KIND_DIRS[kind]), stop=20.0, workers=2,
+                                   fmu_kind=kind)
     ref = load_reference(default_reference_dir() / "balloon_pinocchio.csv")
     t, e, att = errors(Series("fmu", res.t, res.values), ref)
     assert len(t) == 2001
-    report("balloon, FMUs, 20 s, default settings", error=float(e.max()), attitude=float(att.max()),
+    report(f"balloon, {kind} FMUs, 20 s, default settings", error=float(e.max()), attitude=float(att.max()),
            wall_s=wall, macro_steps=res.stats.macro_steps)
     assert e.max() <= DEFAULT_BOUND and att.max() <= DEFAULT_BOUND
     assert not res.warning                      # its own estimate agrees: no false alarm
@@ -470,7 +503,7 @@ def test_restart_from_a_saved_state_is_bit_identical(fmu_dir):
         return np.array(ts), np.array(vs)
 
     start = time.perf_counter()
-    master = build(system, TitopUnits("fmu", fmu_dir), opt)
+    master = build(system, TitopUnits("fmu", fmu_dir, fmu_kind="pythonfmu"), opt)
     try:
         master.initialize(0.0)
         advance(master, 0.1)
@@ -482,7 +515,7 @@ def test_restart_from_a_saved_state_is_bit_identical(fmu_dir):
         t2, v2 = advance(master, 0.2)
     finally:
         master.terminate()
-    fresh = build(system, TitopUnits("fmu", fmu_dir), opt)          # the same without a restart
+    fresh = build(system, TitopUnits("fmu", fmu_dir, fmu_kind="pythonfmu"), opt)          # the same without a restart
     try:
         fresh.initialize(0.0)
         advance(fresh, 0.1)
@@ -606,17 +639,18 @@ def read_csv(path):
     return lines[0].split(","), np.array([[float(x) for x in line.split(",")] for line in lines[1:]])
 
 
-def test_cli_simulates_the_balloon_through_fmus(tmp_path, fmu_dir, balloon_truth):
+@pytest.mark.parametrize("kind", KIND_DIRS)
+def test_cli_simulates_the_balloon_through_fmus(tmp_path, kind, request, balloon_truth):
     out = tmp_path / "balloon.csv"
     start = time.perf_counter()
-    assert main(["simulate", "balloon", "--engine", "fmu", "--stop", "0.2", "--out", str(out), "--quiet",
-                 "--workers", "0", "--fmu-dir", str(fmu_dir)]) == 0
+    assert main(["simulate", "balloon", "--engine", "fmu", "--fmu-kind", kind, "--stop", "0.2", "--out", str(out),
+                 "--quiet", "--workers", "0", "--fmu-dir", str(request.getfixturevalue(KIND_DIRS[kind]))]) == 0
     wall = time.perf_counter() - start
     header, data = read_csv(out)
     assert header == ["t", "x", "y", "z", "phi", "theta", "psi", "p", "theta1", "theta2"]
     assert data.shape == (21, 10) and np.allclose(data[:, 0], 0.01 * np.arange(21), rtol=0, atol=1e-12)
     err = max_error(data[:, 1:], balloon_truth[1][:21], ANGLES)
-    report("CLI balloon, FMUs, 0.2 s", error=err, wall_s=wall)
+    report(f"CLI balloon, {kind} FMUs, 0.2 s", error=err, wall_s=wall)
     assert err <= DEFAULT_BOUND
 
 
@@ -634,11 +668,24 @@ def test_cli_runs_the_master_with_the_balloon_options(tmp_path):
     assert np.array_equal(data[:, 1:], np.asarray(res.values))
 
 
-def test_cli_simulates_a_system_file_through_fmus(tmp_path, fmu_dir, two_branch):
+def test_cli_refuses_fmus_of_the_other_kind(tmp_path, fmu_dir, capsys):
+    """--fmu-dir holding pythonfmu FMUs with the default kind (standalone): one error line naming
+    the FMU, its kind and the two ways out, exit code 2, nothing written."""
+    out = tmp_path / "balloon.csv"
+    assert main(["simulate", "balloon", "--engine", "fmu", "--stop", "0.1", "--out", str(out), "--quiet",
+                 "--workers", "0", "--fmu-dir", str(fmu_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("titop-fmu: error: unit 'balloon': ") and \
+        "floating_base_c1.fmu is a pythonfmu FMU, not standalone" in err and "--fmu-kind pythonfmu" in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("kind", KIND_DIRS)
+def test_cli_simulates_a_system_file_through_fmus(tmp_path, kind, request, two_branch):
     sf, angles, (t, truth) = two_branch
     out = tmp_path / "two_branch.csv"
-    assert main(["simulate", str(TWO_BRANCH), "--engine", "fmu", "--stop", "0.1", "--out", str(out), "--quiet",
-                 "--workers", "0", "--fmu-dir", str(fmu_dir)]) == 0
+    assert main(["simulate", str(TWO_BRANCH), "--engine", "fmu", "--fmu-kind", kind, "--stop", "0.1", "--out",
+                 str(out), "--quiet", "--workers", "0", "--fmu-dir", str(request.getfixturevalue(KIND_DIRS[kind]))]) == 0
     header, data = read_csv(out)
     labels = Records(sf.system).labels
     assert header == ["t"] + labels and len(labels) == 31         # inertial outputs included

@@ -272,7 +272,7 @@ AFTER_THE_MASTER = textwrap.dedent("""
     s.add("body", "floating_base_c0", gravity=[0.0, 0.0, 0.0], inertia=np.diag([3.0, 5.0, 17.0]))
     s.set_input("body.ext.w", np.zeros(6))
     s.record("body.p.m")
-    simulate(s, 0.05, TitopUnits("fmu", fmu_dir), options=Options(workers=0))
+    simulate(s, 0.05, TitopUnits("fmu", fmu_dir, fmu_kind="pythonfmu"), options=Options(workers=0))
     gc.collect()
     r = simulate_fmu(f"{fmu_dir}/welded_c0.fmu", stop_time=0.05, debug_logging=True,
                      start_values={"inertia[1,1]": 3.0, "inertia[2,2]": 5.0, "inertia[3,3]": 17.0})

@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 import numpy as np
 import pytest
 
-from fmu_fixtures import fmu_dir, fmu_paths  # noqa: F401
+from fmu_fixtures import fmu_dir, fmu_paths, standalone_dir, standalone_paths  # noqa: F401
 from titop_fmu.cli import main
 from titop_fmu.cosim import ssp, systemfile
 from titop_fmu.cosim.names import port_names
@@ -26,10 +26,27 @@ BALLOON = ROOT / "examples" / "balloon.toml"
 
 
 @pytest.fixture(scope="module")
-def balloon_ssp(tmp_path_factory, fmu_dir):
+def balloon_ssp(tmp_path_factory, standalone_dir):
+    """The package of the default kind of block FMUs (standalone)."""
     out = tmp_path_factory.mktemp("ssp") / "balloon.ssp"
-    assert main(["export", str(BALLOON), "--ssp", str(out), "--fmu-dir", str(fmu_dir)]) == 0
+    assert main(["export", str(BALLOON), "--ssp", str(out), "--fmu-dir", str(standalone_dir)]) == 0
     return out
+
+
+def test_the_block_fmus_of_a_kind_go_into_the_package(fmu_dir, standalone_dir, tmp_path, capsys):
+    """--fmu-kind chooses the block FMUs the package holds (default standalone: no Python inside);
+    an FMU of the other kind in the --fmu-dir named is one clear error."""
+    for kind, folder in (("pythonfmu", fmu_dir), ("standalone", standalone_dir)):
+        out = tmp_path / f"{kind}.ssp"
+        assert main(["export", str(BALLOON), "--ssp", str(out), "--fmu-dir", str(folder), "--fmu-kind", kind]) == 0
+        with zipfile.ZipFile(out) as z:
+            fmu = tmp_path / "base.fmu"
+            fmu.write_bytes(z.read("resources/floating_base_c1.fmu"))
+        assert read_model_description(str(fmu)).coSimulation.needsExecutionTool == (kind == "pythonfmu")
+    capsys.readouterr()
+    assert main(["export", str(BALLOON), "--ssp", str(tmp_path / "x.ssp"), "--fmu-dir", str(fmu_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "floating_base_c1.fmu is a pythonfmu FMU, not standalone" in err, err
 
 
 def expected_connections(cs) -> set:
@@ -87,12 +104,12 @@ def test_the_reader_gives_the_system_of_the_file(balloon_ssp, tmp_path):
     assert sf.simulation == {"stop": 20.0}
 
 
-def test_the_master_runs_the_ssp_as_the_system_file(balloon_ssp, fmu_dir, tmp_path):
+def test_the_master_runs_the_ssp_as_the_system_file(balloon_ssp, standalone_dir, tmp_path):
     """Same FMUs, same parameters, connections per scalar instead of per port: the same bits."""
     runs = {}
     for what in (balloon_ssp, BALLOON):
         out = tmp_path / f"{Path(what).suffix[1:]}.csv"
-        assert main(["simulate", str(what), "--engine", "fmu", "--stop", "1", "--fmu-dir", str(fmu_dir),
+        assert main(["simulate", str(what), "--engine", "fmu", "--stop", "1", "--fmu-dir", str(standalone_dir),
                      "--workers", "0", "--quiet", "--out", str(out)]) == 0
         runs[what] = (out.read_text().splitlines()[0], np.loadtxt(out, delimiter=",", skiprows=1))
     (head_ssp, a), (head_toml, b) = runs.values()

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per session)
+from fmu_fixtures import standalone_dir, standalone_paths  # noqa: F401  (every TITOP FMU, built once per session)
 from modelica_runs import BALLOON_MO, ROOT, TWO_BRANCH_MO, mutated_copy, need_modelica
 
 from titop_fmu import modelica
@@ -53,9 +53,9 @@ def test_balloon_inprocess_matches_modelica(modelica_balloon, balloon_run):
 
 
 @pytest.mark.slow
-def test_balloon_fmus_default_settings_match_modelica(modelica_balloon, fmu_dir):
+def test_balloon_fmus_default_settings_match_modelica(modelica_balloon, standalone_dir):
     """The FMUs through the master at its default settings vs Modelica over [0, 20] s: <= 1e-5."""
-    t, cols = twin.balloon_fmu(20.0, fmu_dir=fmu_dir)
+    t, cols = twin.balloon_fmu(20.0, fmu_dir=standalone_dir)
     e = balloon_error(modelica_balloon, t, cols)
     print("\nFMUs + master vs Modelica:", dict(zip(twin.balloon_columns(), e.tolist())))
     assert e.max() <= 1e-5, e

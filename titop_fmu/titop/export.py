@@ -19,7 +19,7 @@ from ..fmu.model_description import DEFAULT_EXPERIMENT, measure_dependencies
 from .assembly import model_identifier, random_parameters
 from .assembly_slave import SYSTEM_RESOURCE, AssemblySlave
 from .standalone import export_standalone
-from .units import TitopUnits
+from .units import DEFAULT_FMU_KIND, TitopUnits
 
 
 def export_fmu(cs: CoSystem, out, simulation: dict | None = None, standalone: bool = False):
@@ -54,15 +54,15 @@ def export_fmu(cs: CoSystem, out, simulation: dict | None = None, standalone: bo
                            check=validate)
 
 
-def export_ssp(cs: CoSystem, out, simulation: dict | None = None, fmu_dir=None):
-    """Write the SSP 1.0 package ``out`` (``NAME.ssp``) of the system ``cs``: its block FMUs
-    (built into ``fmu_dir``, default the cache, when absent) and any other FMU in
+def export_ssp(cs: CoSystem, out, simulation: dict | None = None, fmu_dir=None, fmu_kind=DEFAULT_FMU_KIND):
+    """Write the SSP 1.0 package ``out`` (``NAME.ssp``) of the system ``cs``: its block FMUs of
+    ``fmu_kind`` (built into ``fmu_dir``, default the cache, when absent) and any other FMU in
     ``resources/``, parameters and constant inputs, connections (a link is a pair of
     connections per scalar), recorded outputs, the stop time of ``simulation``."""
     out = Path(out)
     if out.suffix != ".ssp":
         raise ConnectionError_(f"an SSP file name ends with .ssp, got {out.name!r}")
-    units = TitopUnits("fmu", fmu_dir)
+    units = TitopUnits("fmu", fmu_dir, fmu_kind)
     types = units.unit_types(cs)
     fmus = {n: spec.model if is_fmu_path(spec.model) else units.paths[spec.model] for n, spec in cs.units.items()}
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -6,10 +6,11 @@ absent) or the same blocks in process, and what the master must know of their po
 ``engine="inprocess"`` (the :class:`~titop_fmu.unit.BlockUnit` each FMU wraps, no FMI:
 what separates coupling error from FMI overhead); ``.fmu`` paths and
 :class:`~titop_fmu.cosim.FunctionSpec` s as :class:`~titop_fmu.cosim.FileUnits` does.
-The FMUs are of either kind (``fmu_kind``): ``"pythonfmu"`` (:mod:`titop_fmu.fmu.build`, the
-reference) or ``"standalone"`` (:mod:`titop_fmu.fmu.standalone`, C only). The default
-``fmu_dir`` is a cache keyed by the kind and the sources the FMUs embed, so a changed
-package never runs stale FMUs.
+The FMUs are of either kind (``fmu_kind``): ``"standalone"`` (:mod:`titop_fmu.fmu.standalone`,
+C only; the default, :data:`DEFAULT_FMU_KIND`) or ``"pythonfmu"`` (:mod:`titop_fmu.fmu.build`,
+the reference). The default ``fmu_dir`` is a cache keyed by the kind and the sources the FMUs
+embed, so a changed package never runs stale FMUs; in a folder named, an FMU of the other
+kind is an error.
 """
 
 from __future__ import annotations
@@ -24,13 +25,18 @@ import numpy as np
 
 from ..cosim import FileUnits, UnitType, Variable
 from ..cosim.engine import is_fmu_path
+from ..cosim.fmpy_unit import model_description
 from ..errors import ConnectionError_, ParameterError
 from ..fmu import catalog
 from ..kernel import cache_root
 
 ENGINES = ("fmu", "inprocess")
 #: the kinds of TITOP FMU the engine "fmu" runs
-FMU_KINDS = ("pythonfmu", "standalone")
+FMU_KINDS = ("standalone", "pythonfmu")
+#: the kind the engine "fmu" runs by default, by measurement: the balloon through the master
+#: takes about twice the time on the pythonfmu kind, whose every FMI call goes through CPython in
+#: the FMU (docs/master.md, "Measured figures"); the two kinds compute the same to rounding
+DEFAULT_FMU_KIND = "standalone"
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 _PARENT_PORT = re.compile(r"^(p|l|r)\.m\[\d+\]$")
@@ -93,7 +99,7 @@ def titop_unit_type(model_id: str) -> UnitType:
                                derivatives=True, trial_steps=True)
 
 
-def default_fmu_dir(kind: str = "pythonfmu") -> Path:
+def default_fmu_dir(kind: str = DEFAULT_FMU_KIND) -> Path:
     """``$XDG_CACHE_HOME/titop-fmu/fmus-<hash of the titop_fmu sources>`` for the pythonfmu FMUs,
     ``fmus-standalone-<hash>`` for the standalone ones."""
     h = hashlib.sha256()
@@ -128,7 +134,7 @@ class TitopUnits(FileUnits):
     """The unit factory of systems of TITOP blocks (see the module docstring); ``paths``
     are the FMU files resolved by :meth:`unit_types` (they go to the worker processes)."""
 
-    def __init__(self, engine: str = "fmu", fmu_dir=None, fmu_kind: str = "pythonfmu"):
+    def __init__(self, engine: str = "fmu", fmu_dir=None, fmu_kind: str = DEFAULT_FMU_KIND):
         if engine not in ENGINES:
             raise ConnectionError_(f"unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
         if fmu_kind not in FMU_KINDS:
@@ -148,7 +154,14 @@ class TitopUnits(FileUnits):
     def unit_type(self, name, model):
         if isinstance(model, str) and not is_fmu_path(model):
             if self.engine == "fmu":
-                return with_titop_ports(super().unit_type(name, self.paths[model]))
+                path = self.paths[model]
+                found = fmu_kind(path)
+                if found != self.fmu_kind:
+                    build = "titop-fmu build" + (" --standalone" if self.fmu_kind == "standalone" else "")
+                    raise ConnectionError_(f"unit {name!r}: {path} is a {found} FMU, not {self.fmu_kind}: build "
+                                           f"the {self.fmu_kind} FMUs there ({build} --out DIR) or run the {found} "
+                                           f"kind (--fmu-kind {found})")
+                return with_titop_ports(super().unit_type(name, path))
             model_interface(name, model)
             return titop_unit_type(model)
         return with_titop_ports(super().unit_type(name, model))
@@ -185,6 +198,12 @@ def model_interface(name: str, model_id: str) -> catalog.Interface:
         return catalog.interface_of(model_id)
     except KeyError as e:
         raise ConnectionError_(f"unit {name!r}: {e.args[0]}") from None
+
+
+def fmu_kind(path) -> str:
+    """The kind of the TITOP FMU ``path``: ``"standalone"`` when its model description says it
+    needs no execution tool, else ``"pythonfmu"``."""
+    return "pythonfmu" if model_description(path).coSimulation.needsExecutionTool else "standalone"
 
 
 def block_unit(name: str, model_id: str, parameters: dict):
