@@ -195,6 +195,11 @@ class RemoteStepper:
 
 def _worker(inp, out):
     """Worker main loop: build the runs, then serve the master's commands."""
+    try:                                        # what FMU units need, while the master starts
+        import fmpy.fmi2  # noqa: F401
+        import fmpy.logging  # noqa: F401
+    except ImportError:                         # reported by a unit that needs it
+        pass
     try:
         system, units, opt, indices, key, st = _recv(inp)
     except (EOFError, OSError):                 # the master ended before giving any run

@@ -27,8 +27,6 @@ from ..cosim import FileUnits, UnitType, Variable
 from ..cosim.engine import is_fmu_path
 from ..cosim.fmpy_unit import model_description
 from ..errors import ConnectionError_, ParameterError
-from ..fmu import catalog
-from ..kernel import cache_root
 
 ENGINES = ("fmu", "inprocess")
 #: the kinds of TITOP FMU the engine "fmu" runs
@@ -67,6 +65,7 @@ def with_titop_ports(t: UnitType) -> UnitType:
     """``t`` with what the master must know of a TITOP block's ports when it is one (by its
     model identifier) or has a TITOP parent port (a sub-assembly): the required inputs, the
     attitudes and angles of the motion vectors; else ``t``."""
+    from ..fmu import catalog
     try:
         catalog.interface_of(t.name)
     except KeyError:
@@ -82,6 +81,7 @@ def declared_unit_type(model_id: str) -> UnitType:
     """The :class:`UnitType` of the TITOP FMU ``model_id`` (``"revolute_c1"``) from its catalog
     interface alone, without dependencies: what a system is checked against
     (:func:`~titop_fmu.titop.checks.check`), at no cost."""
+    from ..fmu import catalog
     iface = catalog.interface_of(model_id)
     variables = {v.name: Variable(v.name, v.causality, v.type, v.unit, v.start) for v in iface.variables}
     return with_titop_ports(UnitType(model_id, variables, list(iface.input_names), list(iface.output_names),
@@ -93,6 +93,7 @@ def declared_unit_type(model_id: str) -> UnitType:
 def titop_unit_type(model_id: str) -> UnitType:
     """The :class:`UnitType` of the TITOP FMU ``model_id`` (``"revolute_c1"``), with the
     dependencies the FMU declares (measured on the block as at the FMU build)."""
+    from ..fmu import catalog
     from ..fmu.model_description import measure_dependencies
     on_inputs, _ = measure_dependencies(catalog.interface_of(model_id))
     return dataclasses.replace(declared_unit_type(model_id), dependencies=[np.flatnonzero(row) for row in on_inputs],
@@ -102,6 +103,7 @@ def titop_unit_type(model_id: str) -> UnitType:
 def default_fmu_dir(kind: str = DEFAULT_FMU_KIND) -> Path:
     """``$XDG_CACHE_HOME/titop-fmu/fmus-<hash of the titop_fmu sources>`` for the pythonfmu FMUs,
     ``fmus-standalone-<hash>`` for the standalone ones."""
+    from ..kernel import cache_root
     h = hashlib.sha256()
     for p in sorted(PACKAGE_ROOT.rglob("*")):
         if p.suffix in (".py", ".c", ".h", ".cpp") and "__pycache__" not in p.parts:
@@ -110,8 +112,9 @@ def default_fmu_dir(kind: str = DEFAULT_FMU_KIND) -> Path:
     return cache_root() / f"fmus-{'' if kind == 'pythonfmu' else kind + '-'}{h.hexdigest()[:16]}"
 
 
-def ensure_fmus(model_ids, fmu_dir, kind: str = "pythonfmu") -> dict:
+def ensure_fmus(model_ids, fmu_dir, kind: str = DEFAULT_FMU_KIND) -> dict:
     """``{model id: path}``, building the missing TITOP FMUs of ``kind`` into ``fmu_dir``."""
+    from ..fmu import catalog
     fmu_dir = Path(fmu_dir)
     paths = {m: fmu_dir / f"{m}.fmu" for m in model_ids}
     missing = [m for m, p in paths.items() if not p.is_file()]
@@ -178,6 +181,7 @@ def titop_model(model) -> str | None:
     """The TITOP model identifier of a unit's ``model``: the identifier itself, or that of a TITOP
     block FMU file (an SSP package's): its model identifier and variables those of the catalog's;
     None for any other unit."""
+    from ..fmu import catalog
     if isinstance(model, str) and not is_fmu_path(model):
         return model
     if not is_fmu_path(model) or not Path(model).is_file():
@@ -194,6 +198,7 @@ def titop_model(model) -> str | None:
 def model_interface(name: str, model_id: str) -> catalog.Interface:
     """The catalog interface of the TITOP model of the unit ``name``; an unknown model is a
     :class:`ConnectionError_` naming the unit, with the nearest identifiers."""
+    from ..fmu import catalog
     try:
         return catalog.interface_of(model_id)
     except KeyError as e:
@@ -209,6 +214,7 @@ def fmu_kind(path) -> str:
 def block_unit(name: str, model_id: str, parameters: dict):
     """The TITOP block ``model_id`` in process, built from FMI parameters exactly as the
     FMU builds it."""
+    from ..fmu import catalog
     try:
         unit, _warnings = catalog.build_unit(model_id, parameters)
     except KeyError as e:
