@@ -4,6 +4,7 @@ base (:mod:`titop_fmu.scenarios.generate`).
 
     python benchmarks/scaling.py [--n 4 8 16 32 64] [--solvers kernel recursive dense]
                                  [--stop 0.5] [--repeats 200] [--no-run] [--cosim [inprocess|fmu]]
+                                 [--fmu-kind standalone|pythonfmu|both]
 
 Solvers: ``kernel``, the recursive loop solve on the C kernel (:mod:`titop_fmu.kernel`,
 what ``System.simulate`` runs by default); ``recursive`` and ``dense``, the NumPy blocks
@@ -14,8 +15,9 @@ the wall time of the monolithic run (DOP853, rtol = atol = 1e-11, the
 ``System.simulate`` default) per simulated second over ``--stop`` seconds, and
 for chains and stars the ratio RHS(64)/RHS(8) (O(N) gives 8). With ``--cosim``, the
 co-simulation master's wall time per simulated second over ``--stop`` seconds
-(in-process units, or ``--cosim fmu`` the FMUs, built into the cache before any
-timing; default options; units created, run, terminated) on the same chains and trees
+(in-process units, or ``--cosim fmu`` the FMUs of ``--fmu-kind``, default standalone, ``both``
+a column per kind, built into the cache before any timing; default options; units created,
+run, terminated) on the same chains and trees
 (:func:`titop_fmu.scenarios.generate.cosystem`), and per body, with what drives it:
 coupling iterations per base step, step-sensitivity measurements (each one
 ``doStep`` per coupling input) and ``doStep``s per unit per simulated second; for
@@ -30,6 +32,7 @@ import statistics
 import time
 
 from titop_fmu.cosim.numerics import single_threaded_blas
+from titop_fmu.fmu.kinds import DEFAULT, KINDS
 from titop_fmu.scenarios import generate
 
 
@@ -56,13 +59,14 @@ def run_cost(system, kernel, stop):
     return tr.wall / stop, tr.nfev
 
 
-def cosim_cost(n, branching, stop, engine):
-    """``(wall time [s] per simulated second, Stats)`` of the co-simulation master (``engine`` units)."""
+def cosim_cost(n, branching, stop, engine, kind=DEFAULT):
+    """``(wall time [s] per simulated second, Stats)`` of the co-simulation master (``engine`` units,
+    FMUs of ``kind``)."""
     from titop_fmu.cosim import simulate
     from titop_fmu.titop import TitopUnits
     cs = generate.cosystem(n, branching)
     t0 = time.perf_counter()
-    res = simulate(cs, stop, TitopUnits(engine))
+    res = simulate(cs, stop, TitopUnits(engine, fmu_kind=kind))
     return (time.perf_counter() - t0) / stop, res.stats
 
 
@@ -75,19 +79,24 @@ def main():
     ap.add_argument("--no-run", action="store_true", help="right-hand sides only")
     ap.add_argument("--cosim", nargs="?", const="inprocess", choices=["inprocess", "fmu"],
                     help="also the co-simulation master, on in-process units (default) or the FMUs")
+    ap.add_argument("--fmu-kind", default=DEFAULT, choices=[*KINDS, "both"],
+                    help=f"the FMUs of --cosim fmu (default {DEFAULT}; both: a column per kind)")
     args = ap.parse_args()
+    kinds = [None] if args.cosim != "fmu" else list(KINDS) if args.fmu_kind == "both" else [args.fmu_kind]
     head = f"{'system':>8} {'N':>4} {'solver':>9} {'RHS [us]':>10} {'us/body':>8}"
     if not args.no_run:
         head += f" {'run [s/sim s]':>14} {'RHS evals':>10}"
-    if args.cosim:
-        head += (f" {'cosim [s/sim s]':>16} {'per body':>9} {'it/base':>8} {'P meas.':>8}"
+    for kind in kinds if args.cosim else []:
+        label = f" ({kind})" if kind else ""
+        head += (f" {'cosim [s/sim s]' + label:>16} {'per body':>9} {'it/base':>8} {'P meas.':>8}"
                  f" {'doSteps/body/sim s':>19}")
     print(head)
     rhs, cosim = {}, {}
     if args.cosim == "fmu":                 # the FMUs built into the cache now, not inside a timing
         from titop_fmu.titop import TitopUnits
-        for branching in (1, 2):
-            TitopUnits("fmu").unit_types(generate.cosystem(max(args.n), branching))
+        for kind in kinds:
+            for branching in (1, 2):
+                TitopUnits("fmu", fmu_kind=kind).unit_types(generate.cosystem(max(args.n), branching))
     with single_threaded_blas():
         for kind, branching in (("chain", 1), ("tree", 2), ("star", None)):
             for n in args.n:
@@ -99,9 +108,9 @@ def main():
                     if not args.no_run:
                         per_s, nfev = run_cost(s, kernel, args.stop)
                         line += f" {per_s:14.3f} {nfev:10d}"
-                    if args.cosim and solver == args.solvers[0] and branching:
-                        c, st = cosim_cost(n, branching, args.stop, args.cosim)
-                        cosim[kind, n] = c
+                    for fmu_kind in kinds if args.cosim and solver == args.solvers[0] and branching else []:
+                        c, st = cosim_cost(n, branching, args.stop, args.cosim, fmu_kind or DEFAULT)
+                        cosim[kind, n, fmu_kind] = c
                         steps = sum(st.unit_steps.values()) / (n + 1) / args.stop
                         line += (f" {c:16.3f} {c / n:9.3f} {st.step_iterations / max(1, st.base_steps):8.2f}"
                                  f" {st.P_refreshes:8d} {steps:19.0f}")
@@ -112,8 +121,10 @@ def main():
                 print(f"{kind} RHS(64)/RHS(8), {solver}: {rhs[kind, 64, solver] / rhs[kind, 8, solver]:.1f}")
     if args.cosim and len(args.n) > 1:
         lo, hi = min(args.n), max(args.n)
-        print(f"chain co-simulation cost per body, N={hi} / N={lo} ({args.cosim} units): "
-              f"{cosim['chain', hi] / hi / (cosim['chain', lo] / lo):.2f}")
+        for fmu_kind in kinds:
+            print(f"chain co-simulation cost per body, N={hi} / N={lo} ({args.cosim} units"
+                  f"{', ' + fmu_kind + ' FMUs' if fmu_kind else ''}): "
+                  f"{cosim['chain', hi, fmu_kind] / hi / (cosim['chain', lo, fmu_kind] / lo):.2f}")
 
 
 if __name__ == "__main__":

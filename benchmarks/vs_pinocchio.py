@@ -14,15 +14,23 @@ medians and their ratio are printed:
 * Pinocchio: ``validation/engines/pinocchio_balloon.py`` (ABA, the same
   scenario), scipy DOP853 at ``--pin-rtol`` (rtol = atol), the same output grid.
 
+With ``--fmu``, also the FMUs through the co-simulation master, on both kinds of FMU
+(``titop-fmu simulate balloon --engine fmu --fmu-kind standalone|pythonfmu``, default
+settings, and the standalone FMUs with the tight recipe ``--tol 5e-8 --dt-max 0.01``),
+timed in the same rounds (the FMUs are built into the cache first, outside the timing).
+
 Also printed: each TITOP run's largest error against the committed Pinocchio
 reference (``validation/reference/balloon_pinocchio.csv``, DOP853 at 1e-12; the
-angles are not wrapped, which these runs never need).
+angles are not wrapped, which these runs never need), and each command's CPU time
+(user + system, of the process and its worker) beside its wall time: on a busy
+machine the wall time of a run on two processes suffers more than a single process's.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -47,9 +55,20 @@ np.savetxt(out, np.column_stack([run[k] for k in pb.OUTPUTS]), delimiter=",",
 
 
 def timed(cmd, env):
+    """``(wall time, CPU time of the process and its children)`` of ``cmd`` [s]."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def figures(runs):
+    """``median wall, "runs ..." text, median CPU``."""
+    walls, cpus = [w for w, _ in runs], [c for _, c in runs]
+    return (statistics.median(walls), f"runs {', '.join(f'{x:.2f}' for x in walls)}; CPU "
+            f"{statistics.median(cpus):.2f} s", statistics.median(cpus))
 
 
 def main():
@@ -59,26 +78,32 @@ def main():
     ap.add_argument("--pin-rtol", type=float, default=1e-10)
     ap.add_argument("--titop-rtol", type=float, default=1e-12)
     ap.add_argument("--fmu", action="store_true",
-                    help="also the FMUs through the master: default settings and the tight recipe")
+                    help="also the FMUs through the master, both kinds: default settings, and the tight recipe")
+    ap.add_argument("--kinds", nargs="+", default=["standalone", "pythonfmu"], choices=["standalone", "pythonfmu"],
+                    help="the kinds of FMU of --fmu (default both)")
+    ap.add_argument("--no-tight", action="store_true", help="with --fmu: without the tight recipe")
+    ap.add_argument("--fmu-only", action="store_true", help="with --fmu: Pinocchio and the FMU runs only")
     args = ap.parse_args()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
                PYTHONWARNINGS="ignore")
     with tempfile.TemporaryDirectory() as tmp:
         pin_csv = Path(tmp) / "pinocchio.csv"
-        runs = list(dict.fromkeys([(args.titop_rtol, "c"), (args.pin_rtol, "c"),    # and like for like
-                                   (args.titop_rtol, "numpy")]))
+        runs = [] if args.fmu and args.fmu_only else list(dict.fromkeys([
+            (args.titop_rtol, "c"), (args.pin_rtol, "c"), (args.titop_rtol, "numpy")]))    # and like for like
         titop_cmds = {(r, kern): [sys.executable, "-m", "titop_fmu.cli", "simulate", "balloon", "--engine",
                                   "inprocess", "--kernel", kern, "--stop", str(args.stop), "--rtol", str(r),
                                   "--out", str(Path(tmp) / f"titop{k}.csv"), "--quiet"]
                       for k, (r, kern) in enumerate(runs)}
         pin_cmd = [sys.executable, "-c", PINOCCHIO, str(args.stop), str(args.pin_rtol), str(pin_csv)]
         fmu_base = [sys.executable, "-m", "titop_fmu.cli", "simulate", "balloon", "--engine", "fmu", "--quiet"]
-        master = fmu_base + ["--stop", str(args.stop)]
-        fmu_cmds = {"FMUs + master, default settings": master + ["--out", str(Path(tmp) / "fmu.csv")],
-                    "FMUs + master, --tol 5e-8 --dt-max 0.01": master + [
-                        "--tol", "5e-8", "--dt-max", "0.01", "--out", str(Path(tmp) / "tight.csv")]} if args.fmu else {}
-        if fmu_cmds:
-            timed(fmu_base + ["--stop", "0.01", "--out", str(Path(tmp) / "warm.csv")], env)   # FMUs built here
+        fmu_cmds = {}
+        for kind in args.kinds if args.fmu else []:
+            master = fmu_base + ["--fmu-kind", kind, "--stop", str(args.stop)]
+            fmu_cmds[f"{kind} FMUs + master, default settings"] = master + ["--out", str(Path(tmp) / f"{kind}.csv")]
+            if kind == "standalone" and not args.no_tight:
+                fmu_cmds[f"{kind} FMUs + master, --tol 5e-8 --dt-max 0.01"] = master + [
+                    "--tol", "5e-8", "--dt-max", "0.01", "--out", str(Path(tmp) / f"{kind}-tight.csv")]
+            timed(master[:-2] + ["--stop", "0.01", "--out", str(Path(tmp) / "warm.csv")], env)   # FMUs built here
         titop, pin, fmu = {r: [] for r in runs}, [], {k: [] for k in fmu_cmds}
         for _ in range(args.repeats):
             for r, cmd in titop_cmds.items():
@@ -91,18 +116,17 @@ def main():
         for k, cmd in [*titop_cmds.items(), *fmu_cmds.items()]:
             run = np.loadtxt(cmd[cmd.index("--out") + 1], delimiter=",", skiprows=1)
             errors[k] = np.max(np.abs(run[:, 1:] - ref[:len(run), 1:]))
-    p = statistics.median(pin)
-    print(f"Pinocchio + DOP853 at {args.pin_rtol:g}, whole process: {p:.2f} s "
-          f"(runs {', '.join(f'{x:.2f}' for x in pin)})")
+    p, text, p_cpu = figures(pin)
+    print(f"Pinocchio + DOP853 at {args.pin_rtol:g}, whole process: {p:.2f} s ({text})")
     for (r, kern), runs in titop.items():
-        t = statistics.median(runs)
+        t, text, cpu = figures(runs)
         print(f"TITOP in-process monolithic ({'C kernel' if kern == 'c' else 'NumPy blocks'}) at {r:g}, whole "
-              f"process: {t:.2f} s (runs {', '.join(f'{x:.2f}' for x in runs)}); ratio to Pinocchio {t / p:.2f}; "
+              f"process: {t:.2f} s ({text}); ratio to Pinocchio {t / p:.2f} (CPU {cpu / p_cpu:.2f}); "
               f"max |error| vs the Pinocchio reference {errors[r, kern]:.1e}")
     for k, runs in fmu.items():
-        m = statistics.median(runs)
-        print(f"{k}, whole process: {m:.2f} s (runs {', '.join(f'{x:.2f}' for x in runs)}); "
-              f"ratio to Pinocchio {m / p:.1f}; max |error| vs the Pinocchio reference {errors[k]:.1e}")
+        m, text, cpu = figures(runs)
+        print(f"{k}, whole process: {m:.2f} s ({text}); ratio to Pinocchio {m / p:.2f} (CPU {cpu / p_cpu:.2f}); "
+              f"max |error| vs the Pinocchio reference {errors[k]:.1e}")
 
 
 if __name__ == "__main__":
