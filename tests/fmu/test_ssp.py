@@ -150,20 +150,20 @@ def test_libcosim_loads_the_ssp(balloon_ssp, tmp_path):
             [pytest.approx(cs.units[unit].parameters[name], rel=1e-15)], (unit, name)
 
 
-def test_inertial_outputs_travel_in_the_package(fmu_dir, tmp_path):
+def test_inertial_outputs_travel_in_the_package(standalone_dir, tmp_path):
     """examples/two_branch.toml records inertial quantities (a position, a velocity, a DCM): the
     package lists them as written (they used to be dropped without a word), and the master
     computes them from its TITOP block FMUs as from the file's (the same bits)."""
     two = ROOT / "examples" / "two_branch.toml"
     out = tmp_path / "two.ssp"
-    assert main(["export", str(two), "--ssp", str(out), "--fmu-dir", str(fmu_dir)]) == 0
+    assert main(["export", str(two), "--ssp", str(out), "--fmu-dir", str(standalone_dir)]) == 0
     sf = ssp.read(out, tmp_path / "unpacked")
     assert sf.system.recorded == systemfile.read(two).system.recorded
     assert {"tip.com.position", "pend.c1.velocity", "boom.dcm"} <= set(sf.system.recorded)
     runs = []
     for what in (out, two):
         csv = tmp_path / f"{what.suffix[1:]}.csv"
-        assert main(["simulate", str(what), "--engine", "fmu", "--stop", "0.2", "--fmu-dir", str(fmu_dir),
+        assert main(["simulate", str(what), "--engine", "fmu", "--stop", "0.2", "--fmu-dir", str(standalone_dir),
                      "--workers", "0", "--quiet", "--out", str(csv)]) == 0
         runs.append((csv.read_text().splitlines()[0], np.loadtxt(csv, delimiter=",", skiprows=1)))
     assert runs[0][0] == runs[1][0] and "boom.dcm[9]" in runs[0][0]
