@@ -464,7 +464,7 @@ def cmd_sweep(args):
         vary[name.strip()] = text.strip()
     settings["vary"] = vary
     settings["set"] = list(settings.get("set", [])) + list(args.set or [])
-    for key in ("samples", "seed", "sampling", "engine", "stop", "dt", "rtol", "tol", "dt_max", "sequence", "kernel"):
+    for key in ("samples", "seed", "sampling", "engine", "fmu_kind", "stop", "dt", "rtol", "tol", "dt_max", "sequence", "kernel"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     if args.workers is not None and not (0 <= args.workers <= MAX_WORKERS):
@@ -562,6 +562,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler's workers (e.g. "
                                                           "tcp://host:8786) instead of a local cluster")
     p.add_argument("--engine", choices=["inprocess", "fmu"], help="as simulate's (default inprocess)")
+    fmu_kind_option(p, "the TITOP FMUs of --engine fmu")
     p.add_argument("--stop", type=float, help="stop time [s] (default: the system file's, else 20)")
     p.add_argument("--dt", type=float, help="output interval [s] (default: the system file's, else 0.01)")
     p.add_argument("--rtol", type=float, help="in-process integration tolerance (default 1e-12)")

@@ -241,6 +241,25 @@ def test_a_campaign_over_the_fmus(client, tmp_path):
     assert np.array_equal(np.loadtxt(out, delimiter=",", skiprows=1), c.trajectory(1).to_numpy())
 
 
+def test_a_campaign_runs_the_kind_of_fmu_it_names(tmp_path):
+    """--fmu-kind reaches the runs: the pythonfmu kind's store equals simulate --fmu-kind
+    pythonfmu (the same bits), and the kind is part of the campaign (a store of one kind
+    is not resumed with the other)."""
+    assert main(["sweep", "balloon", "--engine", "fmu", "--fmu-kind", "pythonfmu", "--vary", "m_P2=[2.5,3.5]",
+                 "--sampling", "grid", "--stop", "0.3", "--workers", "0", "--quiet", "--out",
+                 str(tmp_path / "store")]) == 0
+    c = campaign.open(tmp_path / "store")
+    assert c.spec.fmu_kind == "pythonfmu" and set(c.samples.status) == {"ok"}
+    out = tmp_path / "run.csv"
+    assert main(["simulate", "balloon", "--engine", "fmu", "--fmu-kind", "pythonfmu", "--stop", "0.3", "--quiet",
+                 "--out", str(out), "--set", "m_P2=3.5"]) == 0
+    assert np.array_equal(np.loadtxt(out, delimiter=",", skiprows=1), c.trajectory(1).to_numpy())
+    with pytest.raises(campaign.SweepError, match="holds another campaign"):
+        campaign.run(campaign.Sweep("balloon", vary={"m_P2": "[2.5,3.5]"}, sampling="grid", stop=0.3, engine="fmu",
+                                    fmu_kind="standalone"), tmp_path / "store", workers=0, resume=True,
+                     progress=False)
+
+
 def test_resume_refuses_another_campaign_and_a_new_one_refuses_a_store(serial, tmp_path):
     with pytest.raises(campaign.SweepError, match="holds a campaign already"):
         campaign.run(balloon_spec(), serial.root, workers=0, progress=False)
@@ -276,6 +295,8 @@ def test_a_campaign_file_is_the_command_line(serial, tmp_path):
     (["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--workers", "-1"], "--workers must be between 0 and 64"),
     (["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--stop", "-1"], "--stop must be > 0, got -1"),
     (["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--set", "kk=2"], "parameter 'kk': unknown parameter"),
+    (["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--fmu-kind", "pythonfmu"],
+     "--fmu-kind applies to the co-simulation master (--engine fmu)"),
 ])
 def test_sweep_errors_are_one_line_and_leave_no_store(tmp_path, capsys, args, message):
     out = tmp_path / "store"

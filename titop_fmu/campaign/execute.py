@@ -91,7 +91,7 @@ def run(spec: Sweep, out, workers=None, scheduler=None, client=None, resume=Fals
     if spec.engine == "fmu":            # the FMUs built here, once, not by every local worker at its first run
         from ..titop import TitopUnits
         from ..titop.units import default_fmu_dir
-        TitopUnits("fmu", default_fmu_dir()).unit_types(target.system())
+        TitopUnits("fmu", default_fmu_dir(spec.fmu_kind), spec.fmu_kind).unit_types(target.system())
     values = spec.design()
     bar = None
 

@@ -43,7 +43,7 @@ class Prepared:
         if spec.engine == "fmu":
             from ..titop import TitopUnits
             from ..titop.units import default_fmu_dir
-            self.units = TitopUnits("fmu", default_fmu_dir())
+            self.units = TitopUnits("fmu", default_fmu_dir(spec.fmu_kind), spec.fmu_kind)
 
     def run(self, index: int, values) -> dict:
         """One sample: a record for the store (:func:`record`)."""

@@ -10,6 +10,7 @@ A campaign file is a TOML file with a ``[sweep]`` table, the command line's opti
     seed = 1
     sampling = "random"                # random | lhs | sobol | grid
     engine = "inprocess"               # inprocess | fmu
+    fmu_kind = "standalone"            # standalone | pythonfmu (engine fmu only)
     stop = 20.0                        # also dt, rtol, tol, dt_max, sequence, kernel
     set = ["k=80"]                     # fixed overrides, as --set
 
@@ -32,13 +33,14 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..simulation import ENGINES, Target, resolve_options
+from ..titop.units import DEFAULT_FMU_KIND, FMU_KINDS
 from .distributions import SAMPLINGS, SweepError, design, grid_size, parse
 
 #: most samples of one campaign
 MAX_SAMPLES = 10_000_000
 #: the keys of a [sweep] table: the settings of :class:`Sweep`
-FILE_KEYS = ("system", "vary", "samples", "seed", "sampling", "set", "engine", "stop", "dt", "rtol", "tol",
-             "dt_max", "sequence", "kernel")
+FILE_KEYS = ("system", "vary", "samples", "seed", "sampling", "set", "engine", "fmu_kind", "stop", "dt", "rtol",
+             "tol", "dt_max", "sequence", "kernel")
 
 
 @dataclass
@@ -55,6 +57,7 @@ class Sweep:
     sampling: str = "random"
     set: list = field(default_factory=list)
     engine: str = "inprocess"
+    fmu_kind: str | None = None
     stop: float | None = None
     dt: float | None = None
     rtol: float | None = None
@@ -74,6 +77,12 @@ class Sweep:
             raise SweepError(f"--engine must be one of {', '.join(ENGINES)}, got {s.engine!r}")
         if getattr(target, "ssp", False) and s.engine != "fmu":
             raise SweepError(f"{s.system}: an SSP package runs through its FMUs: add --engine fmu")
+        if s.engine != "fmu" and s.fmu_kind is not None:
+            raise SweepError("--fmu-kind applies to the co-simulation master (--engine fmu)")
+        if s.engine == "fmu":
+            s.fmu_kind = s.fmu_kind or DEFAULT_FMU_KIND
+            if s.fmu_kind not in FMU_KINDS:
+                raise SweepError(f"--fmu-kind must be one of {', '.join(FMU_KINDS)}, got {s.fmu_kind!r}")
         if s.sampling not in SAMPLINGS:
             raise SweepError(f"--sampling must be one of {', '.join(SAMPLINGS)}, got {s.sampling!r}")
         if s.kernel not in ("auto", "c", "numpy"):
