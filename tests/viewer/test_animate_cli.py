@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from browser import scene_of
-from fmu_fixtures import fmu_dir  # noqa: F401  (every TITOP FMU, built once per session)
+from fmu_fixtures import standalone_dir, standalone_paths  # noqa: F401  (every TITOP FMU of the default kind, built once)
 from test_poses import decoded
 from titop_fmu.cli import main
 from titop_fmu.cosim import systemfile
@@ -40,9 +40,10 @@ def worst(a: dict, b: dict) -> float:
 
 
 @pytest.mark.parametrize("system", ["balloon", str(ROOT / "examples" / "balloon.toml")])
-def test_both_engines_animate_the_same_motion_and_leave_the_csv_as_it_was(system, tmp_path, fmu_dir):  # noqa: F811
+def test_both_engines_animate_the_same_motion_and_leave_the_csv_as_it_was(system, tmp_path,
+                                                                        standalone_dir):  # noqa: F811
     common = ["--stop", "0.6", "--quiet"]
-    fmu = ["--engine", "fmu", "--workers", "0", "--fmu-dir", str(fmu_dir)]
+    fmu = ["--engine", "fmu", "--workers", "0", "--fmu-dir", str(standalone_dir)]
     assert main(["simulate", system, *common, "--out", str(tmp_path / "in.csv"),
                  "--animate", str(tmp_path / "in.html")]) == 0
     assert main(["simulate", system, *common, *fmu, "--out", str(tmp_path / "fmu.csv"),
