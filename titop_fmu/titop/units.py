@@ -180,9 +180,8 @@ class TitopUnits(FileUnits):
 def titop_model(model) -> str | None:
     """The TITOP model identifier of a unit's ``model``: the identifier itself, or that of a TITOP
     block FMU file (an SSP package's) of either kind: its model identifier and variables those of
-    the catalog's (the standalone kind's without the states'); None for any other unit."""
+    the catalog's; None for any other unit."""
     from ..fmu import catalog
-    from ..fmu.model_description import exposed_variables
     if isinstance(model, str) and not is_fmu_path(model):
         return model
     if not is_fmu_path(model) or not Path(model).is_file():
@@ -193,9 +192,7 @@ def titop_model(model) -> str | None:
         iface = catalog.interface_of(t.name)
     except KeyError:
         return None
-    names = list(t.variables)
-    return t.name if any(names == [v.name for v in exposed_variables(iface, states)] for states in (True, False)) \
-        else None
+    return t.name if list(t.variables) == [v.name for v in iface.variables] else None
 
 
 def model_interface(name: str, model_id: str) -> catalog.Interface:
