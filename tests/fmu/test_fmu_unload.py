@@ -175,3 +175,31 @@ def test_every_free_order_in_fmpy(folders):
     r = subprocess.run([sys.executable, "-c", FMPY_ORDERS, *args], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("ok ") == 24, r.stdout + r.stderr
+
+
+def _titop_fmu_file(_):
+    import titop_fmu
+    return titop_fmu.__file__
+
+
+def test_a_process_started_after_an_fmu_imports_the_installed_package():
+    """A pythonfmu FMU run in this process leaves its resources folder off ``sys.path``: a
+    process started afterwards (multiprocessing's spawn, as Dask's workers are) imports
+    ``titop_fmu`` from where this process did, not from the FMU's folder, which is deleted
+    with the FMU (a campaign after an in-process FMU run failed so, on an editable install)."""
+    import multiprocessing
+
+    import titop_fmu
+    from titop_fmu.scenarios import balloon
+    from titop_fmu.titop.units import TitopUnits
+    before = list(sys.path)
+    units, cs = TitopUnits("fmu", fmu_kind="pythonfmu"), balloon.system()
+    units.unit_types(cs)
+    name, spec = next(iter(cs.units.items()))
+    unit = units.make_unit(name, spec.model, spec.parameters)
+    try:
+        assert sys.path == before
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            assert pool.map(_titop_fmu_file, [0]) == [titop_fmu.__file__]
+    finally:
+        unit.terminate()

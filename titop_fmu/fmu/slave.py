@@ -58,6 +58,7 @@ import ctypes
 import json
 import math
 import os
+import sys
 
 import numpy as np
 from pythonfmu import Fmi2Causality, Fmi2Slave, Fmi2Variability, Integer, Real
@@ -160,6 +161,15 @@ class _InvalidState:
         self.message = message
 
 
+def forget_resources(resources: str):
+    """Take the FMU's ``resources`` folder off ``sys.path``, where pythonfmu appended it to import
+    the slave module (done by then: its packages are imported). Left there, a process this one
+    starts later (multiprocessing and Dask copy ``sys.path``) would import ``titop_fmu`` from the
+    FMU's folder, which goes with the FMU, ahead of an editable install."""
+    folder = os.path.realpath(resources)
+    sys.path[:] = [p for p in sys.path if not (p and os.path.realpath(p) == folder)]
+
+
 class TitopSlave(Fmi2Slave):
     """Generic TITOP FMU; a generated subclass per FMU sets :attr:`KIND` and :attr:`CHILDREN`."""
 
@@ -173,6 +183,7 @@ class TitopSlave(Fmi2Slave):
         if getattr(self, "resources", None):            # the FMU's own C kernels, before any unit
             kernel.bundle(os.path.join(self.resources, "titop_fmu", kernel.KERNEL_LIBRARY))
             dual.bundle(os.path.join(self.resources, "titop_fmu", dual.DUAL_LIBRARY))
+            forget_resources(self.resources)
         self.iface = iface = self.interface()
         self.modelName = iface.model_identifier
         self.description = iface.description
