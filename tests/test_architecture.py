@@ -24,7 +24,7 @@ LAYERS = [
     {"titop_fmu.scenarios"},                          # reference systems
     {"titop_fmu.io", "titop_fmu.modelica", "titop_fmu.validate", "titop_fmu.viewer",
      "titop_fmu.plot", "titop_fmu.models", "titop_fmu.simulation",      # one run, by name;
-     "titop_fmu.campaign", "titop_fmu.cli"},                            # many runs; commands
+     "titop_fmu.campaign", "titop_fmu.cli", "titop_fmu.console"},       # many runs; commands
 ]
 #: what the co-simulation package may import from the rest of titop_fmu
 COSIM_MAY_IMPORT = {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators",

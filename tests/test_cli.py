@@ -223,6 +223,50 @@ def test_ctrl_c_while_the_worker_starts(tmp_path):
     _assert_interrupted(proc, workers, tmp_path)
 
 
+#: put on the command's path (sitecustomize): the import of titop_fmu.cli held until the test
+#: lets it go, so that a Ctrl-C comes while the command's modules are imported
+HOLD_CLI_IMPORT = """
+import os, sys, time
+class Hold:
+    def find_spec(self, name, path, target=None):
+        if name == "titop_fmu.cli":
+            held = os.environ["TITOP_TEST_CLI_HELD"]
+            open(held, "w").close()
+            deadline = time.monotonic() + 60
+            while not os.path.exists(held + ".go") and time.monotonic() < deadline:
+                time.sleep(0.01)
+sys.meta_path.insert(0, Hold())
+"""
+
+
+def test_ctrl_c_while_the_command_imports_its_modules(tmp_path):
+    """The installed ``titop-fmu`` command, Ctrl-C before its modules are imported: one line,
+    exit status 130, no traceback (it was Python's KeyboardInterrupt traceback)."""
+    command = Path(sys.executable).with_name("titop-fmu")
+    if not command.is_file():
+        pytest.skip("no titop-fmu command beside this interpreter (the package is not installed in it)")
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(HOLD_CLI_IMPORT)
+    held = tmp_path / "cli-held"
+    env = dict(os.environ, TITOP_TEST_CLI_HELD=str(held),
+               PYTHONPATH=os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.Popen([str(command), "simulate", "balloon", "--stop", "1", "--out", "x.csv"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            cwd=tmp_path, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not held.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        os.killpg(proc.pid, signal.SIGINT)
+    finally:
+        Path(f"{held}.go").touch()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err == "titop-fmu: interrupted; nothing written\n", err[-2000:]
+    assert not list(tmp_path.glob("*.csv*"))
+
+
 def test_a_worker_failure_is_reported_at_once(tmp_path):
     proc = _start(["balloon", "--inprocess-units", "--stop", "20", "--out", "x.csv", "--quiet"], tmp_path)
     _wait_for_progress(proc, tmp_path)
