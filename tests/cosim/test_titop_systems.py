@@ -624,6 +624,8 @@ def test_system_file_in_json_is_the_same_system(tmp_path):
     ('recrd = []\n[units.a]\nmodel = "revolute_c0"\n', r"unknown key 'recrd' \(did you mean 'record'\?\)"),
     ('[simulation]\nstp = 1.0\n[units.a]\nmodel = "revolute_c0"\n',
      r"unknown key simulation\.stp \(did you mean 'stop' or 'start'\?\); \[simulation\] keys: stop, output_interval"),
+    # a start time other than 0 was read and ignored: runs start at 0
+    ('[simulation]\nstart = 2.0\n[units.a]\nmodel = "revolute_c0"\n', r"simulation\.start = 2: every run starts at t = 0"),
 ])
 def test_system_file_errors_name_the_entry(tmp_path, text, pattern):
     path = tmp_path / "bad.toml"

@@ -191,6 +191,9 @@ def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
         sim = {k: SIMULATION_KEYS[k](v) for k, v in sim.items()}
     except (TypeError, ValueError):
         raise ConnectionError_(f"{path}: [simulation] values must be numbers") from None
+    if sim.get("start", 0.0) != 0.0:
+        raise ConnectionError_(f"{path}: simulation.start = {sim['start']:g}: every run starts at t = 0 "
+                               "(leave start out, or write 0)")
     return s, sim
 
 
