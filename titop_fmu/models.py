@@ -3,11 +3,14 @@ as the catalog (:mod:`titop_fmu.fmu.catalog`, the one source of them) defines th
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .errors import TitopError
 from .fmu import catalog
 from .titop.records import DESCRIPTIONS, POINT_QUANTITIES, QUANTITIES
+from .titop.units import titop_required
 
 
 def listing() -> str:
@@ -83,4 +86,78 @@ def describe(model_id: str) -> str:
         unit = _units(p.unit)
         lines.append(f"  {p.name:<{w}}  {'required' if p.stated else _default(p.default)}"
                      f"{f' [{unit}]' if unit else ''}: {p.description}")
+    return "\n".join(lines)
+
+
+# -- the reference of docs/system-files.md -------------------------------------------------------
+
+def _generic(text: str, prose: bool = False) -> str:
+    """A name of child port 1 written for any child port, ``c1.r`` -> ``c<i>.r``, or in
+    ``prose`` its point ``C1`` -> ``C_i``."""
+    if prose:
+        return re.sub(r"(\b|P)C1\b", r"\1C_i", text.replace("child 1 ", "child i "))
+    return re.sub(r"\bc1\b", "c<i>", text)
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def _components(labels, units) -> list:
+    return [f"| {k} | {label} | {unit} |" for k, (label, unit) in enumerate(zip(labels, units), 1)]
+
+
+def _kind_markdown(kind: str) -> list:
+    k = catalog.KINDS[kind]
+    iface = catalog.interface(kind, 1)
+    name = f"{kind}_c<n>" if k.has_children else kind
+    lines = [f"### `{name}`", "", f"{k.description}."]
+    if k.has_children:
+        lines[-1] += (f" `<n>` child ports `c1` .. `c<n>` (`{kind}_c0`, `{kind}_c1`, ...); "
+                      "the rows of `c<i>` are those of each.")
+    required = titop_required(iface.input_names)
+    lines += ["", "| port | direction | components [unit] | what |", "|---|---|---|---|"]
+    for causality, names in (("input", iface.input_names), ("output", iface.output_names)):
+        ports: dict = {}
+        for v in iface.variables:
+            if v.name in names:
+                ports.setdefault(v.name.split("[")[0], []).append(v)
+        for port, vs in ports.items():
+            units = tuple(v.unit for v in vs)
+            what = {catalog.MOTION_UNITS: "motion vector (18)", catalog.WRENCH_UNITS: "wrench (6)"}.get(
+                units, f"{len(vs)}: {_ranges(units)}" if len(vs) > 1 else units[0])
+            direction = causality
+            if causality == "input":
+                direction += ", required" if any(v.name in required for v in vs) else ", default 0"
+            lines.append(f"| `{_generic(port)}` | {direction} | {what} | "
+                         f"{_cell(_generic(catalog.port_text(kind, port), prose=True))} |")
+    lines += ["", "| parameter | default | unit | meaning |", "|---|---|---|---|"]
+    for p in iface.params:
+        default = "**required**" if p.stated else f"`{_default(p.default)}`"
+        lines.append(f"| `{_generic(p.name)}` | {default} | {_cell(_units(p.unit))} | "
+                     f"{_cell(_generic(p.description, prose=True))} |")
+    block = catalog.build_unit(catalog.model_identifier(kind, 1), {})[0].block
+    if getattr(block, "body", None) is not None:
+        points = ", ".join(f"`{p}`" for p in ("p", "com", "c<i>" if k.has_children else None) if p)
+        lines += ["", f"Recordable in `R_i` (see [Recording outputs](#recording-outputs)): "
+                      f"`<point>.position`, `<point>.velocity` for the points {points}; `dcm`, `euler`."]
+    return lines + [""]
+
+
+def markdown() -> str:
+    """The reference of every model (ports, parameters, recordable quantities) and of the
+    components of motion vectors and wrenches, as Markdown: the generated part of
+    docs/system-files.md (``titop-fmu models --markdown``)."""
+    lines = ["The components of the ports (`[k]` picks component k):", "",
+             "| k | motion vector `*.m` (18) | unit |", "|---|---|---|"]
+    lines += _components(catalog.MOTION_LABELS, catalog.MOTION_UNITS)
+    lines += ["", "| k | wrench `*.w` (6) | unit |", "|---|---|---|"]
+    lines += _components(catalog.WRENCH_LABELS, catalog.WRENCH_UNITS)
+    lines += ["", "| k | joint motion `joint.q` (3) | unit (revolute; prismatic) |", "|---|---|---|"]
+    joint = catalog.port_labels("joint.q", 3)
+    rev, pri = catalog.JOINT_UNITS["revolute"][1], catalog.JOINT_UNITS["prismatic"][1]
+    lines += [f"| {k} | {label} | {r}; {p} |" for k, (label, r, p) in enumerate(zip(joint, rev, pri), 1)]
+    lines.append("")
+    for kind in catalog.KINDS:
+        lines += _kind_markdown(kind)
     return "\n".join(lines)
