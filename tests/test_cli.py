@@ -131,7 +131,7 @@ def test_a_system_file_runs_on_the_monolithic_engine(tmp_path, capsys):
 
 def test_the_in_process_balloon_run_prints_no_warning(tmp_path):
     """The paper's balloon inertia violates the triangle inequality: known and documented once
-    in the README, not warned on every run."""
+    in docs/balloon-scenario.md, not warned on every run."""
     r = subprocess.run([sys.executable, "-m", "titop_fmu.cli", "simulate", "balloon", "--stop", "0.1", "--quiet",
                         "--out", str(tmp_path / "b.csv")], capture_output=True, text=True)
     assert r.returncode == 0 and r.stderr == "", r.stderr

@@ -468,7 +468,7 @@ def test_balloon_20s_through_fmus_default_settings(kind, request):
 
 @pytest.mark.slow
 def test_balloon_20s_tight_recipe():
-    """The README's tight recipe (--tol 5e-8 --dt-max 0.01) over the whole 20 s, on in-process
+    """docs/master.md's tight recipe (--tol 5e-8 --dt-max 0.01) over the whole 20 s, on in-process
     units (they compute the FMUs' bits): <= 1e-8 on all nine columns against the committed
     reference. A loop residual is a wrench one body applies and the other does not: with the
     loop solved to 5e-10 relative (the former default) the balloon's z drifts to 1.85e-8."""
