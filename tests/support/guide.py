@@ -19,7 +19,8 @@ are their expected output, ``...`` standing for lines left out or, at a line's e
 of the line) and every ``python`` block (one namespace per page, as a session). ``titop-fmu``
 commands run in this process (the argument list as the shell splits it), a command using the
 shell's syntax (``|``, ``&&``, ``>``, ``$VAR``) runs in ``bash``, any other one as a process;
-``python`` is this interpreter.
+``python`` is this interpreter. Every command runs in the page's folder: a block that changes
+folder (``cd``) is refused.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ WRITES = ("--out", "--animate", "--ssp")
 COPIED, LINKED = ("examples",), ("validation", "benchmarks", "docs", "titop_fmu")
 #: a command that needs the shell
 SHELL_SYNTAX = re.compile(r"[|;&<>`$]")
+#: a change of folder, which a reader's shell keeps for the next lines and this runner does not
+CD = re.compile(r"(^|&&|;|\|\|)\s*(cd|pushd|popd)\b")
 MARK = re.compile(r"<!--\s*(not run|file|needs)\s*:\s*(.*?)\s*-->")
 
 
@@ -192,6 +195,8 @@ class Reader:
             exec(compile(block.text, block.where, "exec"), self.namespace)
 
     def run(self, block: Block, command: Command):
+        assert not CD.search(command.text), \
+            f"{block.where}: `{command.text}` changes folder, which the runner does not follow: mark the block not run"
         argv = shlex.split(command.text, comments=True)
         if SHELL_SYNTAX.search(command.text.split("#")[0]) and argv[0] != "titop-fmu":
             code, output = self.process(["bash", "-c", command.text])
