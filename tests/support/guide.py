@@ -21,11 +21,18 @@ commands run in this process (the argument list as the shell splits it), a comma
 shell's syntax (``|``, ``&&``, ``>``, ``$VAR``) runs in ``bash``, any other one as a process;
 ``python`` is this interpreter. Every command runs in the page's folder: a block that changes
 folder (``cd``) is refused.
+
+Shared results: a ``titop-fmu`` command that one page runs as another page ran it before in
+the same session (the same text, the same content of the files it names and of
+``examples/``) is not run twice: the files it wrote and what it printed are taken from the
+first run (the README's quick start is the tutorial's commands; commands are
+deterministic). Its output and the files it names are checked as any command's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import re
@@ -33,6 +40,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -154,6 +162,57 @@ def missing(need: str) -> str | None:
     raise AssertionError(f"unknown need {need!r} (known: modelica, chromium)")
 
 
+class Results:
+    """What ``titop-fmu`` commands printed and wrote, by command and input: ``key`` names a
+    command with the content of what it reads, ``save`` keeps the files it wrote in a
+    folder of this session, ``restore`` writes them into another page's folder."""
+
+    def __init__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix="titop-guide-results-"))
+        self.runs = {}                          # key -> (exit code, output, [relative paths])
+
+    @staticmethod
+    def key(folder: Path, text: str, argv) -> str:
+        digest = hashlib.sha256(text.encode())
+        named = {arg.split("=", 1)[-1] for arg in argv} | set(COPIED)
+        for name in sorted(named):
+            path = folder / name
+            if path.is_symlink() or not path.exists():
+                continue
+            files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+            for f in files:
+                digest.update(str(f.relative_to(folder)).encode() + b"\0" + f.read_bytes())
+        return digest.hexdigest()
+
+    def save(self, key, code, output, folder: Path, written):
+        store = self.folder / key
+        for rel in written:
+            (store / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(folder / rel, store / rel)
+        self.runs[key] = (code, output, list(written))
+
+    def restore(self, key, folder: Path):
+        code, output, written = self.runs[key]
+        for rel in written:
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(self.folder / key / rel, folder / rel)
+        return code, output
+
+
+#: the session's shared results (one per test process)
+RESULTS = Results()
+
+
+def snapshot(folder: Path) -> dict:
+    """The files of ``folder`` (not through its links) and their modification times."""
+    out = {}
+    for root, dirs, files in os.walk(folder):
+        for name in files:
+            path = Path(root) / name
+            out[str(path.relative_to(folder))] = path.stat().st_mtime_ns
+    return out
+
+
 class Reader:
     """A reader following one page in the folder ``folder``, as in a clone: the checkout's
     examples copied there, its other folders the pages use linked."""
@@ -201,7 +260,7 @@ class Reader:
         if SHELL_SYNTAX.search(command.text.split("#")[0]) and argv[0] != "titop-fmu":
             code, output = self.process(["bash", "-c", command.text])
         elif argv[0] == "titop-fmu":
-            code, output = self.titop_fmu(argv[1:])
+            code, output = self.shared(command.text, argv)
         else:
             code, output = self.process([sys.executable if argv[0] in ("python", "python3") else argv[0],
                                          *argv[1:]])
@@ -218,6 +277,18 @@ class Reader:
                 written = path.exists() and (any(path.iterdir()) if path.is_dir() else path.stat().st_size > 0)
                 assert written != failing, \
                     f"{block.where}: `{command.text}` {'wrote' if failing else 'did not write'} {path.name}"
+
+    def shared(self, text, argv) -> tuple:
+        """A ``titop-fmu`` command, run here or, when an earlier page ran it on the same
+        inputs, its result (the module docstring)."""
+        key = Results.key(self.folder, text, argv)
+        if key in RESULTS.runs:
+            return RESULTS.restore(key, self.folder)
+        before = snapshot(self.folder)
+        code, output = self.titop_fmu(argv[1:])
+        after = snapshot(self.folder)
+        RESULTS.save(key, code, output, self.folder, [p for p, m in after.items() if before.get(p) != m])
+        return code, output
 
     def titop_fmu(self, args) -> tuple:
         from titop_fmu.cli import main
