@@ -49,6 +49,14 @@ def test_pendulum_g_over_l_and_with_a_spring():
     assert model.C == pytest.approx(np.array([[1.0, 0.0]])) and model.D == pytest.approx(np.zeros((1, 1)))
 
 
+def test_an_undamped_mode_has_damping_zero_not_minus_zero():
+    """-Re(lambda) of a pole on the imaginary axis is -0.0: the table printed "-0.0000", which
+    reads as an unstable mode."""
+    model = linearize(pendulum())
+    assert [np.copysign(1.0, m.damping) for m in model.modes()] == [1.0]
+    assert "-0.0000" not in model.modes_table() and " 0.0000 " in model.modes_table()
+
+
 def test_double_pendulum_two_modes_in_closed_form():
     m1, m2, l1, l2 = 1.5, 0.7, 1.1, 0.8
     s = System()

@@ -94,7 +94,8 @@ class LinearModel:
             mag = abs(l)
             if mag <= tol:
                 l, mag = 0j, 0.0
-            out.append(Mode(complex(l), mag, -l.real / mag if mag else float("nan"), dominant, 2 if pair else 1))
+            damping = -l.real / mag + 0.0 if mag else float("nan")     # + 0.0: no negative zero
+            out.append(Mode(complex(l), mag, damping, dominant, 2 if pair else 1))
         return out
 
     def count_zero(self, zero: float = ZERO) -> int:
