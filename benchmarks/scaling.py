@@ -32,7 +32,7 @@ import statistics
 import time
 
 from titop_fmu.cosim.numerics import single_threaded_blas
-from titop_fmu.fmu.kinds import DEFAULT, KINDS
+from titop_fmu.titop.units import DEFAULT_FMU_KIND as DEFAULT, FMU_KINDS as KINDS
 from titop_fmu.scenarios import generate
 
 
