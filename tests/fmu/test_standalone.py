@@ -294,3 +294,31 @@ def test_win64_binaries_under_wine_give_the_linux64_outputs(harness, standalone_
     assert sum(line.startswith("fmu ") for line in lines["linux"]) == len(IDS) + with_states + 1
     assert any("invalid parameter 'mass': must be >= 0.0, got -1.5e-07" in line for line in lines["linux"])
     assert sum(line.startswith("y ") for line in lines["linux"]) > 100 * len(IDS)
+
+
+def test_the_compiled_objects_are_kept_and_reused(tmp_path, monkeypatch):
+    """A standalone build compiles the C sources once per platform and keeps the objects in the
+    cache (keyed by the sources, the compiler and the flags): the next build links those, the
+    same bytes, and runs no compiler; a changed source compiles again."""
+    from titop_fmu.fmu import standalone
+    monkeypatch.setattr(standalone, "cache_root", lambda: tmp_path / "cache")
+    runs = []
+    real = standalone._run
+    monkeypatch.setattr(standalone, "_run", lambda cmd, cwd, what: (runs.append(what), real(cmd, cwd, what)))
+    platforms = standalone.compilers()
+    builds = []
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        standalone.Compiler(tmp_path / name, platforms)
+        builds.append(len(runs))
+    assert builds[0] == 2 * len(platforms) and builds[1] == builds[0]          # compiled once, then reused
+    for platform in platforms:
+        objects = sorted(p.name for p in (tmp_path / "first" / platform).glob("*.o"))
+        assert objects == ["fmi2.o", "format.o", "kernel_dual.o", "tree.o"]
+        for o in objects:
+            assert (tmp_path / "first" / platform / o).read_bytes() == (tmp_path / "second" / platform / o).read_bytes()
+    sources = standalone.source_files()
+    monkeypatch.setattr(standalone, "source_files", lambda: dict(sources, **{"tree.c": sources["tree.c"] + b"\n"}))
+    (tmp_path / "changed").mkdir()
+    standalone.Compiler(tmp_path / "changed", platforms)
+    assert len(runs) == builds[1] + 2 * len(platforms)

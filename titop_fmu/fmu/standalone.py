@@ -26,6 +26,7 @@ The build is deterministic: same sources and compilers, same bytes.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -34,7 +35,7 @@ from pathlib import Path
 from ..archive import write_zip
 from ..integrators import MAX_STEPS, _A, _E
 from ..dual import SOURCE as DUAL_SOURCE
-from ..kernel import SOURCE as KERNEL_SOURCE, TYPES, CompileError, _extra, run_compiler
+from ..kernel import SOURCE as KERNEL_SOURCE, TYPES, CompileError, _extra, cache_root, run_compiler
 from .build import MODEL_OPTIONS, FmuBuildError, linux_c_compiler, model_description
 from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
 
@@ -210,6 +211,22 @@ def model_table(kind: str, n_children: int, guid: str) -> str:
 
 # -- compiling -----------------------------------------------------------------------------------
 
+def _keep(folder: Path, objects, kept: Path):
+    """Copy ``objects`` from ``folder`` into the cache folder ``kept``, whole or not at all
+    (a folder moved in place: concurrent builds agree; an unwritable cache is no error)."""
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix="titop_objects_", dir=kept.parent)
+    except OSError:
+        return
+    try:
+        for o in objects:
+            shutil.copyfile(folder / o, Path(tmp) / o)
+        os.replace(tmp, kept)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _run(cmd, cwd, what):
     try:
         run_compiler(cmd, cwd, what)
@@ -219,22 +236,34 @@ def _run(cmd, cwd, what):
 
 class Compiler:
     """The standalone sources compiled once per platform in a folder of its own (no path of
-    this machine enters a binary), then linked with each FMU's table."""
+    this machine enters a binary), then linked with each FMU's table. The objects are kept in
+    the cache, keyed by the sources, the compiler and the flags: a later build or export links
+    them again instead of compiling (about 7 of an export's 12 s)."""
 
     OBJECTS = ("fmi2", "tree", "format")
 
     def __init__(self, folder: Path, platforms: dict):
         self.folder, self.platforms = Path(folder), platforms
+        sources = source_files()
         for platform, cc in platforms.items():
             _suffix, cflags, _lflags = PLATFORMS[platform]
             d = self.folder / platform
             d.mkdir()
-            for name, data in source_files().items():
+            for name, data in sources.items():
                 (d / name).write_bytes(data)
+            key = hashlib.sha256(b"".join(k.encode() + v for k, v in sorted(sources.items()))
+                                 + " ".join([cc, *CFLAGS, *CXXFLAGS, *cflags]).encode()).hexdigest()[:16]
+            kept = cache_root() / f"standalone-{platform}-{key}"
+            objects = [f"{o}.o" for o in (*self.OBJECTS, "kernel_dual")]
+            if all((kept / o).is_file() for o in objects):
+                for o in objects:
+                    shutil.copyfile(kept / o, d / o)
+                continue
             _run([*cc.split(), *CFLAGS, *cflags, "-c", *(f"{o}.c" for o in self.OBJECTS)], d,
                  f"the standalone FMU sources for {platform}")
             _run([*cc.split(), *CXXFLAGS, *cflags, "-c", "kernel_dual.cpp"], d,
                  f"the forward-mode kernel for {platform} (C++: needs the C++ front end, g++)")
+            _keep(d, objects, kept)
 
     def binaries(self, model_id: str, table: str) -> dict:
         """``{archive name: bytes}`` of the FMU ``model_id``'s binaries, one per platform."""
