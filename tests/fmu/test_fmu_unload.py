@@ -193,6 +193,9 @@ def test_a_process_started_after_an_fmu_imports_the_installed_package():
     from titop_fmu.scenarios import balloon
     from titop_fmu.titop.units import TitopUnits
     before = list(sys.path)
+    left = [p for p in before if p and (Path(p) / "titop_fmu").is_dir()
+            and (Path(p).parent / "modelDescription.xml").is_file()]
+    assert not left, f"FMU folders holding titop_fmu left on sys.path by what ran before: {left}"
     units, cs = TitopUnits("fmu", fmu_kind="pythonfmu"), balloon.system()
     units.unit_types(cs)
     name, spec = next(iter(cs.units.items()))

@@ -18,7 +18,7 @@ CONTROLLER = '''"""A PD controller with direct feedthrough: tau = kp (q_ref - q)
 
 from pythonfmu import Fmi2Causality, Fmi2Slave, Fmi2Variability, Real
 
-from titop_fmu.fmu.slave import pin_module_globals
+from titop_fmu.fmu.slave import forget_resources, pin_module_globals
 
 pin_module_globals(globals())   # works around a reference-count bug of pythonfmu 0.7
 
@@ -28,6 +28,8 @@ class pd_controller(Fmi2Slave):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
+        if self.resources:
+            forget_resources(self.resources)    # as the TITOP FMUs do: a later process imports no copy of ours
         self.kp, self.kd, self.q_ref, self.q, self.qd = 600.0, 80.0, 2.5, 0.0, 0.0
         for name in ("kp", "kd", "q_ref"):
             self.register_variable(Real(name, causality=Fmi2Causality.parameter,
