@@ -182,15 +182,16 @@ def test_ctrl_c_stops_with_one_line_no_worker_and_no_output(tmp_path):
     _assert_interrupted(proc, workers, tmp_path)
 
 
-#: put on a worker's path (sitecustomize): its start-up held, before it imports the module that
-#: serves the master, until the test lets it go (a loaded machine's slow start, made certain)
-HOLD_WORKER_START = """
+#: a sitecustomize that holds the import of a module (HELD_MODULE) in the processes it is put on
+#: (those whose command line holds HELD_WHERE) until the test lets it go: a Ctrl-C then comes
+#: at that moment for certain (a loaded machine's slow start)
+HOLD_IMPORT = """
 import os, sys, time
-if "titop_fmu.cosim.worker_process" in sys.orig_argv:
+if os.environ["TITOP_TEST_HELD_WHERE"] in " ".join(sys.orig_argv):
     class Hold:
         def find_spec(self, name, path, target=None):
-            if name == "titop_fmu.cosim.workers":
-                held = os.environ["TITOP_TEST_WORKER_HELD"]
+            if name == os.environ["TITOP_TEST_HELD_MODULE"]:
+                held = os.environ["TITOP_TEST_HELD"]
                 open(held, "w").close()
                 deadline = time.monotonic() + 60
                 while not os.path.exists(held + ".go") and time.monotonic() < deadline:
@@ -199,18 +200,21 @@ if "titop_fmu.cosim.worker_process" in sys.orig_argv:
 """
 
 
-def test_ctrl_c_while_the_worker_starts(tmp_path):
-    """Ctrl-C to the whole group while the master's worker process is still starting (its
-    interpreter importing, before it serves): the worker, in a session of its own, does not
-    get it (it used to end with a KeyboardInterrupt traceback); the master stops with one
-    line and ends it."""
+def _held_import_env(tmp_path, module, where):
+    """``(environment, marker)``: processes started with the environment whose command line
+    holds ``where`` wait at the import of ``module`` until the test goes on (``marker`` exists
+    while they wait)."""
     hook = tmp_path / "hook"
     hook.mkdir()
-    (hook / "sitecustomize.py").write_text(HOLD_WORKER_START)
-    held = tmp_path / "worker-held"
-    env = dict(os.environ, TITOP_TEST_WORKER_HELD=str(held),
-               PYTHONPATH=os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH")) if p))
-    proc = _start(["balloon", "--inprocess-units", "--stop", "20", "--out", "x.csv"], tmp_path, env)
+    (hook / "sitecustomize.py").write_text(HOLD_IMPORT)
+    held = tmp_path / "held"
+    return dict(os.environ, TITOP_TEST_HELD=str(held), TITOP_TEST_HELD_MODULE=module, TITOP_TEST_HELD_WHERE=where,
+                PYTHONPATH=os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH")) if p)), held
+
+
+def _interrupt_when_held(proc, held) -> list:
+    """Ctrl-C to ``proc``'s group once a process of it waits at its held import (then let go);
+    the worker processes ``proc`` had then."""
     try:
         deadline = time.monotonic() + 60
         while not held.exists():
@@ -219,24 +223,19 @@ def test_ctrl_c_while_the_worker_starts(tmp_path):
         workers = _workers(proc.pid)
         os.killpg(proc.pid, signal.SIGINT)
     finally:
-        Path(f"{held}.go").touch()                       # the worker goes on: it ends as it is told
+        Path(f"{held}.go").touch()                       # the held process goes on: it ends as it is told
+    return workers
+
+
+def test_ctrl_c_while_the_worker_starts(tmp_path):
+    """Ctrl-C to the whole group while the master's worker process is still starting (its
+    interpreter importing, before it serves): the worker, in a session of its own, does not
+    get it (it used to end with a KeyboardInterrupt traceback); the master stops with one
+    line and ends it."""
+    env, held = _held_import_env(tmp_path, "titop_fmu.cosim.workers", "titop_fmu.cosim.worker_process")
+    proc = _start(["balloon", "--inprocess-units", "--stop", "20", "--out", "x.csv"], tmp_path, env)
+    workers = _interrupt_when_held(proc, held)
     _assert_interrupted(proc, workers, tmp_path)
-
-
-#: put on the command's path (sitecustomize): the import of titop_fmu.cli held until the test
-#: lets it go, so that a Ctrl-C comes while the command's modules are imported
-HOLD_CLI_IMPORT = """
-import os, sys, time
-class Hold:
-    def find_spec(self, name, path, target=None):
-        if name == "titop_fmu.cli":
-            held = os.environ["TITOP_TEST_CLI_HELD"]
-            open(held, "w").close()
-            deadline = time.monotonic() + 60
-            while not os.path.exists(held + ".go") and time.monotonic() < deadline:
-                time.sleep(0.01)
-sys.meta_path.insert(0, Hold())
-"""
 
 
 def test_ctrl_c_while_the_command_imports_its_modules(tmp_path):
@@ -245,23 +244,11 @@ def test_ctrl_c_while_the_command_imports_its_modules(tmp_path):
     command = Path(sys.executable).with_name("titop-fmu")
     if not command.is_file():
         pytest.skip("no titop-fmu command beside this interpreter (the package is not installed in it)")
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(HOLD_CLI_IMPORT)
-    held = tmp_path / "cli-held"
-    env = dict(os.environ, TITOP_TEST_CLI_HELD=str(held),
-               PYTHONPATH=os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH")) if p))
+    env, held = _held_import_env(tmp_path, "titop_fmu.cli", "titop-fmu")
     proc = subprocess.Popen([str(command), "simulate", "balloon", "--stop", "1", "--out", "x.csv"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             cwd=tmp_path, env=env)
-    try:
-        deadline = time.monotonic() + 60
-        while not held.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.01)
-        os.killpg(proc.pid, signal.SIGINT)
-    finally:
-        Path(f"{held}.go").touch()
+    _interrupt_when_held(proc, held)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err == "titop-fmu: interrupted; nothing written\n", err[-2000:]
     assert not list(tmp_path.glob("*.csv*"))
