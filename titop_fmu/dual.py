@@ -119,8 +119,8 @@ class DualTree:
         self._ydot = np.zeros_like(self._y)
         self._out = np.zeros((n_outputs, 1 + w))
         ws = self._ws.ctypes.data
-        self._motions = [(lib.titop_dual_motion(b, ints.ctypes.data, ws) - ws) // self._ws[0].nbytes for b in bodies]
-        self._rows = np.concatenate([np.arange(n_outputs)] + [n_outputs + np.arange(i, i + 18) for i in self._motions])
+        at = [(lib.titop_dual_motion(b, ints.ctypes.data, ws) - ws) // self._ws[0].nbytes for b in bodies]
+        self._motion_rows = np.array([i + k for i in at for k in range(18)], dtype=int)   # in the workspace
         self._fn = lib["titop_dual_evaluate"]
         self._args = (ctypes.c_int(self.n), *(ctypes.c_void_p(a.ctypes.data) for a in (ints, self._par)),
                       ctypes.c_void_p(ctypes.addressof(self._ptrs)), ctypes.c_void_p(self._ws.ctypes.data),
@@ -146,8 +146,8 @@ class DualTree:
         for s in (input_seeds or {}).values():
             k = max(k, np.shape(s)[1])
         w = self.width
-        rows = self._rows
-        dydot, dout = np.zeros((self.n_states, k)), np.zeros((len(rows), k))
+        n_out = self.n_outputs
+        dydot, dout = np.zeros((self.n_states, k)), np.zeros((n_out + len(self._motion_rows), k))
         self._y[:, 0] = y
         for v, d in zip(self.keep, self._inputs):
             d[:, 0] = v
@@ -164,12 +164,13 @@ class DualTree:
                 if m > 0:
                     self._inputs[i][:, 1:1 + m] = s[:, start:start + m]
             code = code or self._fn(*self._args)
-            out_ws = np.concatenate([self._out, self._ws]) if self._motions else self._out
             if ydot is None:
-                ydot, out = self._ydot[:, 0].copy(), out_ws[rows, 0]
+                ydot = self._ydot[:, 0].copy()
+                out = np.concatenate([self._out[:, 0], self._ws[self._motion_rows, 0]])
             if m > 0:
                 dydot[:, start:start + m] = self._ydot[:, 1:1 + m]
-                dout[:, start:start + m] = out_ws[rows, 1:1 + m]
+                dout[:n_out, start:start + m] = self._out[:, 1:1 + m]
+                dout[n_out:, start:start + m] = self._ws[self._motion_rows, 1:1 + m]
         return ydot, dydot, out, dout, code
 
 

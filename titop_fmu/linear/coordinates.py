@@ -208,7 +208,7 @@ def resolve_outputs(system: System, names) -> list:
     out = []
     for ref in names:
         block = system.blocks.get(ref.partition(".")[0])
-        entry = inertial_entry(ref, ref.partition(".")[0], block, type(block).__name__) if block else None
+        entry = inertial_entry(ref, ref.partition(".")[0], block, type(block).__name__, "output") if block else None
         if entry is not None:
             out += [(label, (entry, i)) for label, i in zip(entry.labels, entry.select)]
             continue

@@ -170,35 +170,36 @@ def body_points(block) -> dict:
             **{f"c{i + 1}": PC for i, PC in enumerate(body.children)}}
 
 
-def inertial_entry(ref: str, unit: str, block, model: str) -> Entry | None:
+def inertial_entry(ref: str, unit: str, block, model: str, what: str = "record") -> Entry | None:
     """The :class:`Entry` (without its ``motion``) of ``ref``, ``"<unit>.<var>"``, if ``var``
     names an inertial quantity (``com.position[2]``, ``dcm``) of the body of ``block`` (the
-    unit's, None for a unit that is not a TITOP model's, ``model`` its model, for the errors);
+    unit's, None for a unit that is not a TITOP model's, ``model`` its model and ``what`` the
+    name's role, for the errors);
     None if it names no inertial quantity; a :class:`ConnectionError_` that says what is
     wrong otherwise."""
     m = _INERTIAL.match(ref.partition(".")[2])
     if m is None:
         return None
     if block is None:
-        raise ConnectionError_(f"record {ref!r}: inertial outputs are those of TITOP model units; "
+        raise ConnectionError_(f"{what} {ref!r}: inertial outputs are those of TITOP model units; "
                                f"{unit!r} is {model}")
     point, quantity, k = m.groups()
     points = body_points(block)
     if not points:
-        raise ConnectionError_(f"record {ref!r}: {unit!r} ({model}) has no body "
+        raise ConnectionError_(f"{what} {ref!r}: {unit!r} ({model}) has no body "
                                "to give a position, velocity or attitude")
     if quantity in POINT_QUANTITIES and point is None:
-        raise ConnectionError_(f"record {ref!r}: a {quantity} is a point's: "
+        raise ConnectionError_(f"{what} {ref!r}: a {quantity} is a point's: "
                                + ", ".join(f"{unit}.{p}.{quantity}" for p in points))
     if quantity not in POINT_QUANTITIES and point is not None:
-        raise ConnectionError_(f"record {ref!r}: the {quantity} is the body's: {unit}.{quantity}")
+        raise ConnectionError_(f"{what} {ref!r}: the {quantity} is the body's: {unit}.{quantity}")
     if point is not None and point not in points:
-        raise ConnectionError_(f"record {ref!r}: {unit!r} has no point {point!r}{did_you_mean(point, points)}; "
+        raise ConnectionError_(f"{what} {ref!r}: {unit!r} has no point {point!r}{did_you_mean(point, points)}; "
                                f"points: {', '.join(points)} (port point P, centre of mass, child points)")
     size = len(QUANTITIES[quantity])
     k = int(k) if k is not None else 0
     if k and not 1 <= k <= size or k == 0 and ref.endswith("]"):
-        raise ConnectionError_(f"record {ref!r}: {quantity} has {size} components, [1] .. [{size}]")
+        raise ConnectionError_(f"{what} {ref!r}: {quantity} has {size} components, [1] .. [{size}]")
     select = (k - 1,) if k else tuple(range(size))
     name = f"{unit}.{point}.{quantity}" if point else f"{unit}.{quantity}"
     where = {"p": "P", "com": "B (centre of mass)"}.get(point, f"C{point[1:]}" if point else "")

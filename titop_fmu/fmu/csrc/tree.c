@@ -471,12 +471,8 @@ TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *er
         snprintf(err, n_err, "out of memory");
         return NULL;
     }
-    for (int k = 0, at = 0; k < nb; k++) {                   /* WS.m of each block (ws_layout) */
-        WS w;
-        ws_layout(m->ints + NI * k, m->ints, m->ws + at, &w);
-        m->motion[k] = (int)(w.m - m->ws);
-        at += ws_size(m->ints + NI * k, m->ints);
-    }
+    for (int k = 0; k < nb; k++)                             /* WS.m of each block */
+        m->motion[k] = (int)(titop_motion(k, m->ints, m->ws) - m->ws);
     for (int i = 0; i < s->n_outputs; i++)
         if (s->outputs[i].quantity != TITOP_KERNEL_OUTPUT && s->outputs[i].point >= 0)
             memcpy(m->PX + 3 * i, par + s->outputs[i].point, 3 * sizeof(double));
