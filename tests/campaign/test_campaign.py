@@ -104,6 +104,49 @@ def test_a_killed_worker_loses_nothing(serial, tmp_path):
     equal_stores(result, serial)
 
 
+def test_a_task_that_raises_is_recorded_as_failed_with_its_message(serial, tmp_path, monkeypatch):
+    """A task raising on its worker (twice: one retry) is the sample's failure, with its message;
+    the other samples are the one-process run's."""
+    from titop_fmu.campaign import execute
+    real = execute.run_sample
+
+    def flaky(spec_json, fingerprint, index, values):
+        if index == 2:
+            raise RuntimeError("boom on\nsample 2")
+        return real(spec_json, fingerprint, index, values)
+    monkeypatch.setattr(execute, "run_sample", flaky)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as c:
+        s = campaign.run(balloon_spec(), tmp_path / "store", client=c, progress=False).samples
+    assert list(s.status) == ["ok", "ok", "failed", "ok", "ok", "ok"]
+    assert s.error[2] == "boom on sample 2" and s.worker[2] == ""
+    ok = s.status == "ok"
+    assert np.array_equal(s[ok].m_P1.to_numpy(), serial.samples[ok].m_P1.to_numpy())
+
+
+def test_results_wait_where_ctrl_c_is_harmless(tmp_path, monkeypatch):
+    """Once samples run, this thread makes no blocking client call: results travel with their
+    futures. (A Ctrl-C landing in such a call, Future.result, can make distributed 2026.8
+    log a NameError traceback from its event loop; the CLI test above met it.)"""
+    import threading
+
+    import distributed.utils
+    real, calls = distributed.utils.sync, []
+
+    def counted(*a, **kw):
+        if threading.current_thread() is threading.main_thread():
+            calls.append(1)
+        return real(*a, **kw)
+    monkeypatch.setattr(distributed.utils, "sync", counted)
+    between = []
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as c:
+        def on_stored(rec):
+            between.append(len(calls))
+        campaign.run(balloon_spec(), tmp_path / "store", client=c, progress=False, on_stored=on_stored)
+    assert len(between) == N and between[0] == between[-1], between
+
+
 def test_an_invalid_sample_is_recorded_as_failed(tmp_path):
     spec = campaign.Sweep("balloon", vary={"m_P1": "[2.0, -1.0, 1.5]"}, sampling="grid", stop=0.5)
     c = campaign.run(spec, tmp_path / "store", workers=0, progress=False)

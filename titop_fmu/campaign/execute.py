@@ -163,17 +163,16 @@ def _distributed(spec, start, values, stored, workers, scheduler, client):
             futures[submit(i)] = i
             if len(futures) >= window:
                 break
-        queue = as_completed(list(futures))
-        for fut in queue:
+        # results travel with their futures, gathered on the client's event loop: this thread
+        # waits only on as_completed's condition, where Ctrl-C is harmless (a Ctrl-C inside a
+        # blocking client call, Future.result, can make distributed log a NameError traceback)
+        queue = as_completed(list(futures), with_results=True, raise_errors=False)
+        for fut, result in queue:
             i = futures.pop(fut)
             if fut.status == "finished":
-                rec = fut.result()
+                rec = result
             else:                               # the task raised twice, or killed worker after worker
-                try:
-                    fut.result()
-                    err = f"task {fut.status}"
-                except Exception as e:          # any failure is this sample's result
-                    err = one_line(e)
+                err = one_line(result[1]) if fut.status == "error" else f"task {fut.status}"
                 rec = record(i, "failed", 0.0, err, None, worker="")
             fut.release()
             stored(rec)
