@@ -184,9 +184,13 @@ def euler_angles(P):
     return _euler(p00, p01, p10, p11, p20, p21, p22)
 
 
-def _euler(p00, p01, p10, p11, p20, p21, p22):
-    """``[phi, theta, psi]`` from the DCM entries they need (:func:`euler_from_dcm`)."""
-    c_theta = math.hypot(p00, p10)
+def _euler(p00, p01, p10, p11, p20, p21, p22, c_theta=None):
+    """``[phi, theta, psi]`` from the DCM entries they need (:func:`euler_from_dcm`);
+    ``c_theta``, ``cos(theta)``, is ``hypot(p00, p10)`` unless given (:func:`rotated_eulers`
+    gives it by ``sqrt``, as the C kernel's twin of it does: ``math.hypot`` and libm's
+    ``hypot`` round differently)."""
+    if c_theta is None:
+        c_theta = math.hypot(p00, p10)
     theta = math.atan2(-p20, c_theta)
     if c_theta > 1e-12:
         phi = math.atan2(p21, p22)
@@ -354,10 +358,10 @@ def rotated_eulers(angles, phis):
         r00, r01, r02, r10, r11, r12, r20, r21, r22 = (1.0, -c, b, c, 1.0, -a, -b, a, 1.0) if angle < 1e-12 else \
             _axis_rotation(a / angle, b / angle, c / angle, angle)          # 1 + (*phi) when tiny
         p00, p01, p02, p10, p11, p12, p20, p21, p22 = _dcm_from_euler(angles[i], angles[i + 1], angles[i + 2])
-        out += _euler(p00 * r00 + p01 * r10 + p02 * r20, p00 * r01 + p01 * r11 + p02 * r21,       # (P R)_ij
-                      p10 * r00 + p11 * r10 + p12 * r20, p10 * r01 + p11 * r11 + p12 * r21,
+        q00, q10 = p00 * r00 + p01 * r10 + p02 * r20, p10 * r00 + p11 * r10 + p12 * r20       # (P R)_ij
+        out += _euler(q00, p00 * r01 + p01 * r11 + p02 * r21, q10, p10 * r01 + p11 * r11 + p12 * r21,
                       p20 * r00 + p21 * r10 + p22 * r20, p20 * r01 + p21 * r11 + p22 * r21,
-                      p20 * r02 + p21 * r12 + p22 * r22)
+                      p20 * r02 + p21 * r12 + p22 * r22, math.sqrt(q00 * q00 + q10 * q10))
     return out
 
 

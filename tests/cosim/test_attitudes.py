@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from titop_fmu.cli import main
-from titop_fmu.cosim import CoSystem, Options, simulate, systemfile
+from titop_fmu.cosim import CoSystem, Options, charts, simulate, systemfile
 from titop_fmu.cosim.charts import Chart
 from titop_fmu.cosim.numerics import wrap
 from titop_fmu.spatial import dcm_from_euler
@@ -62,7 +62,64 @@ def test_euler_angles_are_interpolated_across_pi():
     assert e_ang <= 1e-8 and e_R <= 1e-8 and e_rest <= 1e-8, (e_ang, e_R, e_rest)
 
 
-def test_a_chart_moves_attitudes_on_the_rotation_group():
+@pytest.fixture(params=["compiled", "python"])
+def arithmetic(request, monkeypatch):
+    """The charts' arithmetic in the C kernel (where it can be had), or in Python."""
+    if request.param == "compiled":
+        from titop_fmu import kernel
+        try:
+            kernel.library()
+        except kernel.KernelUnavailable as e:
+            pytest.skip(f"no C kernel: {e}")
+    monkeypatch.setattr(charts, "COMPILED", request.param == "compiled")
+    return request.param
+
+
+def test_the_compiled_charts_are_the_python_bit_for_bit():
+    """``minus``, ``plus`` and ``offset`` in the C kernel give the Python's bits: random vectors
+    with angles and three attitudes, at and near gimbal lock, turned by up to pi and by nothing."""
+    from titop_fmu import kernel
+    try:
+        kernel.library()
+    except kernel.KernelUnavailable as e:
+        pytest.skip(f"no C kernel: {e}")
+    made = {}
+    for compiled in (True, False):
+        charts.COMPILED = compiled
+        try:
+            made[compiled] = Chart(12, angles=[False, True] + [False] * 10, triples=[(2, 3, 4), (8, 6, 7), (9, 10, 11)])
+            assert bool(made[compiled]._compiled()) == compiled
+        finally:
+            charts.COMPILED = True
+    rng = np.random.default_rng(11)
+
+    def vector():
+        v = 3.0 * rng.standard_normal(12)
+        v[3], v[6] = rng.uniform(-np.pi / 2, np.pi / 2, 2)
+        v[10] = np.pi / 2 * (1 - rng.choice([0.0, 1e-9, 1e-13])) * rng.choice([-1, 1])
+        return v
+    for _ in range(3000):
+        a, b, refs = vector(), vector(), [vector() for _ in range(5)]
+        d = rng.standard_normal(12) * rng.choice([0.0, 1e-14, 1e-6, 1.0, 3.0])
+        w = rng.standard_normal(5)
+        for name, args in (("minus", (a, b)), ("plus", (b, d)), ("offset", (w, refs, a)), ("combine", (w, refs, a))):
+            x, y = (getattr(made[c], name)(*args) for c in (True, False))
+            assert np.array_equal(x, y), (name, args)
+
+
+def test_the_master_runs_the_same_on_compiled_and_python_charts(tmp_path, monkeypatch):
+    """The balloon through the master (in-process units, one process): the same outputs, bit for
+    bit, with the charts' arithmetic in the C kernel and in Python."""
+    out = {}
+    for arithmetic in ("compiled", "python"):
+        monkeypatch.setattr(charts, "COMPILED", arithmetic == "compiled")
+        out[arithmetic] = tmp_path / f"{arithmetic}.csv"
+        assert main(["simulate", "balloon", "--inprocess-units", "--stop", "1", "--workers", "0", "--quiet",
+                     "--out", str(out[arithmetic])]) == 0
+    assert out["compiled"].read_bytes() == out["python"].read_bytes()
+
+
+def test_a_chart_moves_attitudes_on_the_rotation_group(arithmetic):
     """``a (-) b`` is ``b^-1 a`` as a rotation vector (checked with scipy's rotations),
     ``b (+) (a (-) b)`` is ``a`` as a rotation, at any attitude, gimbal lock included; plain
     values are untouched, plain angles wrapped."""
@@ -81,7 +138,7 @@ def test_a_chart_moves_attitudes_on_the_rotation_group():
 
 
 
-def test_a_chart_combines_attitudes_on_the_rotation_group():
+def test_a_chart_combines_attitudes_on_the_rotation_group(arithmetic):
     """``combine`` with weights (1/2, 1/2) of two attitudes about one axis is the attitude
     half-way along the geodesic (scipy's Slerp), near gimbal lock too, where averaging Euler
     angles component-wise is far off; plain values are averaged, angles across +-pi too."""
@@ -102,7 +159,7 @@ def test_a_chart_combines_attitudes_on_the_rotation_group():
     naive = Rotation.from_euler("ZYX", 0.5 * (a + b)[[4, 3, 2]])
     assert (half.inv() * naive).magnitude() > 0.1
 
-def test_a_chart_offset_is_the_weighted_sum_of_its_differences():
+def test_a_chart_offset_is_the_weighted_sum_of_its_differences(arithmetic):
     """``offset`` (the attitudes' rotation vectors summed on floats) is, bit for bit, the sum
     ``sum_i w_i (v_i (-) ref)`` of :meth:`Chart.minus` in order, with angles, two attitudes
     and plain values."""

@@ -8,14 +8,24 @@ turns slowly. A :class:`Chart` does them on the attitude instead: ``a - b`` beco
 ``b^-1 a`` as a rotation vector in ``b``'s frame, ``b + d`` becomes ``b e^{(*d)}``
 back in Euler angles (``theta`` in ``[-pi/2, pi/2]``). Vectors without angles are
 untouched: the arithmetic is then exactly ``-`` and ``+``.
+
+The master does this arithmetic at every coupling iteration: with angles, it runs in the C
+kernel (``kernel.c``, ``titop_chart_*``: the Python below operation for operation, a fifth of
+its cost), and in the Python below where the kernel cannot be had. Both give the same
+results but where libm's ``hypot`` and Python's ``math.hypot`` round the last bit differently.
 """
 
 from __future__ import annotations
+
+import ctypes
 
 import numpy as np
 
 from ..spatial import quat_rotation_vectors, quats_from_euler, rotated_eulers
 from .numerics import wrap
+
+#: the arithmetic of charts with angles in the C kernel when it can be had (False: in Python)
+COMPILED = True
 
 
 class Chart:
@@ -33,9 +43,26 @@ class Chart:
         self.plain = not self.any_angle and not len(self.triples)
         self._tri = self.triples.ravel()                # the positions of every triple, in order
         self._quats = {}                                # attitudes -> their quaternions (minus)
+        self._c = None                                  # its _Compiled arithmetic, made at first use
+
+    def __getstate__(self):                             # to a worker process: no ctypes objects
+        state = dict(self.__dict__)
+        state["_c"], state["_quats"] = None, {}
+        return state
+
+    def _compiled(self):
+        """The chart's :class:`_Compiled` arithmetic, or False (plain, or no kernel)."""
+        c = self._c
+        if c is None:
+            dll = None if self.plain or not COMPILED else _chart_library()
+            c = self._c = _Compiled(self, dll) if dll is not None else False
+        return c
 
     def minus(self, a, b):
         """``a (-) b``: the difference of two vectors (attitudes: ``b^-1 a`` as a rotation vector)."""
+        c = self._compiled()
+        if c:
+            return c.minus(a, b)
         a = np.asarray(a, dtype=float)
         d = a - b
         if self.plain:
@@ -60,6 +87,9 @@ class Chart:
 
     def plus(self, b, d):
         """``b (+) d``: ``b`` moved by the difference ``d`` (attitudes: ``b e^{(*d)}``)."""
+        c = self._compiled()
+        if c and self._tri.size:
+            return c.plus(b, d)
         out = np.asarray(b, dtype=float) + d
         if self._tri.size:
             out[self._tri] = rotated_eulers(b[self._tri].tolist(), d[self._tri].tolist())
@@ -68,6 +98,9 @@ class Chart:
     def offset(self, weights, values, ref):
         """``sum_i w_i (values_i (-) ref)``: a weighted sum of differences from ``ref`` (the
         attitudes' rotation vectors summed on floats, in the same order)."""
+        c = self._compiled()
+        if c:
+            return c.offset(weights, values, ref)
         out = np.zeros(len(ref))
         if not self._tri.size:
             for w, v in zip(weights, values):
@@ -105,3 +138,67 @@ class Chart:
 
 #: the chart of one attitude, ``[phi, theta, psi]``
 ATTITUDE = Chart(3, triples=[(0, 1, 2)])
+
+
+def _chart_library():
+    """The C kernel with its chart functions, or None where it cannot be had (no compiler;
+    a kernel an FMU carries from before them)."""
+    from .. import kernel
+    try:
+        dll = kernel.library()
+        dll.titop_chart_offset                          # noqa: B018 (there, or AttributeError)
+    except (kernel.KernelUnavailable, AttributeError):
+        return None
+    return dll
+
+
+class _Compiled:
+    """A chart's arithmetic in the C kernel: its positions and buffers, and the calls'
+    arguments converted once (a conversion per call would cost as much as the arithmetic)."""
+
+    def __init__(self, chart: Chart, dll):
+        n = chart.n
+        self.ang = np.flatnonzero(chart.angles).astype(np.intc)
+        self.tri = np.ascontiguousarray(chart.triples.ravel(), dtype=np.intc)
+        self.a, self.b, self.out, self.work = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n + len(self.tri))
+        n_, na, m = ctypes.c_int(n), ctypes.c_int(len(self.ang)), ctypes.c_int(len(self.tri) // 3)
+        a, b, out, ang, tri = (_address(x) for x in (self.a, self.b, self.out, self.ang, self.tri))
+        self._minus, self._plus, self._offset = (_function(dll, f"titop_chart_{f}") for f in ("minus", "plus", "offset"))
+        self._minus_args = (n_, a, b, na, ang, m, tri, out)
+        self._plus_args = (n_, b, a, m, tri, out)
+        self._offset_tail = (b, na, ang, m, tri, out, _address(self.work))
+        self._n, self._k = n_, 0
+
+    def minus(self, a, b):
+        np.copyto(self.a, a)
+        np.copyto(self.b, b)
+        self._minus(*self._minus_args)
+        return self.out.copy()
+
+    def plus(self, b, d):
+        np.copyto(self.b, b)
+        np.copyto(self.a, d)
+        self._plus(*self._plus_args)
+        return self.out.copy()
+
+    def offset(self, weights, values, ref):
+        k = len(values)
+        if k > self._k:                                 # room for k values
+            self._k = k
+            self.w, self.v = np.zeros(k), np.zeros((k, len(self.a)))
+            self._offset_head = (_address(self.w), _address(self.v))
+        self.w[:k] = weights
+        self.v[:k] = values
+        np.copyto(self.b, ref)
+        self._offset(self._n, ctypes.c_int(k), *self._offset_head, *self._offset_tail)
+        return self.out.copy()
+
+
+def _address(x):
+    return ctypes.c_void_p(x.ctypes.data)
+
+
+def _function(dll, name):
+    f = dll[name]                                       # a function object of its own
+    f.restype = None
+    return f
