@@ -656,6 +656,51 @@ def test_cli_simulates_the_balloon_through_fmus(tmp_path, kind, request, balloon
     assert err <= DEFAULT_BOUND
 
 
+@pytest.mark.parametrize("kind", KIND_DIRS)
+def test_the_loop_plans_in_c_are_the_python_bit_for_bit(tmp_path, kind, request, monkeypatch):
+    """The loop solve's unit calls run from C (cosim/plan.c) or from Python: the same outputs bit
+    for bit (1 s of the balloon, both kinds of FMU), the same unit calls counted."""
+    from titop_fmu.cosim import plan
+    if plan.library() is None:
+        pytest.skip("no C compiler for the loop plans")
+    out, calls = {}, {}
+    for compiled in (True, False):
+        monkeypatch.setattr(plan, "COMPILED", compiled)
+        res = simulate(balloon.system(), 1.0, TitopUnits("fmu", request.getfixturevalue(KIND_DIRS[kind]), kind),
+                       output_interval=0.01, options=balloon.options(workers=0))
+        out[compiled], calls[compiled] = np.asarray(res.values), res.stats.unit_calls
+    assert np.array_equal(out[True], out[False]) and calls[True] == calls[False], calls
+
+
+def test_an_fmu_failing_in_a_loop_plan_in_c_is_an_error_quoting_its_log(standalone_dir):
+    """A failed fmi2SetReal inside a plan run from C is the unit's error, quoting what its FMU
+    logged, as from Python; the calls before it were made (their outputs in Y)."""
+    from titop_fmu.cosim import plan
+    if plan.library() is None:
+        pytest.skip("no C compiler for the loop plans")
+    system = balloon.system()
+    units = TitopUnits("fmu", standalone_dir, fmu_kind="standalone")
+    units.paths = ensure_fmus(["revolute_c1"], standalone_dir, "standalone")
+    spec = system.units["pendulum1"]
+    u = units.make_unit("pendulum1", spec.model, dict(spec.parameters))
+    try:
+        u.setup({}, 0.0)
+        k = np.array([u.type.input_index["c1.w[4]"]])
+        Y, Ucur = np.array([0.5, math.nan, 0.0, 0.0]), np.zeros(2)
+        # set c1.w[4] from Y[0], read outputs 0 and 1 into Y[2:]; then set it from Y[1] (NaN)
+        steps = [(u, k, slice(0, 1), None, np.array([0]), np.arange(2), slice(2, 4)),
+                 (u, k, slice(1, 2), None, np.array([1]), None, None)]
+        fast = plan.compiled(steps, Y, Ucur, 0)
+        with pytest.raises(SolverError, match=r"'pendulum1#0' \(revolute_c1\): fmi2SetReal failed: .*non-finite "
+                                              r"input.*c1\.w\[4\]"):
+            fast.run()
+        assert Ucur[0] == 0.5 and np.array_equal(Y[2:], u.get_outputs(np.arange(2)))
+        fast.flush()
+        assert u.calls >= 3 and u.seconds > 0.0
+    finally:
+        u.terminate()
+
+
 def test_cli_runs_the_master_with_the_balloon_options(tmp_path):
     """The command line's master run of the balloon is the library's, with the same options
     (the attitude included: component-wise Euler angles differ by 1e-9 here)."""

@@ -353,6 +353,10 @@ class FMUUnit(Unit):
         if status > 1:
             raise self._failure("fmi2DoStep", logged, f"status {status}")
 
+    def fmi_rw(self):
+        address = lambda f: ctypes.cast(f, ctypes.c_void_p).value       # noqa: E731
+        return self._c, address(self._set_real), address(self._get_real), self._in_vr, self._out_vr
+
     def _get_state(self):
         state = ctypes.c_void_p()
         logged = self.logged

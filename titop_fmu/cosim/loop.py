@@ -35,6 +35,7 @@ import numpy as np
 from ..errors import SolverError
 from .charts import ATTITUDE
 from .numerics import wrap_where
+from .plan import compiled as compiled_plan
 from .structure import Structure
 
 
@@ -170,6 +171,7 @@ class LoopSolver:
                 self._unknowns_by_unit[j] = (st.cin_local[u[pos]], pos)
         self._plans = {name: self._plan(ops, with_unknowns=name != "pre")
                        for name, ops in (("pre", st.pre), ("loop", st.loop_ops), ("full", st.full))}
+        self._compiled = {}                     # name -> the plan in C (plan.CompiledPlan), or False
         self._loop_of = np.zeros(len(u), dtype=int)
         for lp in st.loops:
             self._loop_of[np.searchsorted(u, lp.inputs)] = lp.index
@@ -214,8 +216,26 @@ class LoopSolver:
             else:
                 Y[get_pos] = u.evaluate(idx, v, get_idx)
 
+    def _evaluate(self, name, z=None):
+        """The plan ``name``'s unit calls: in C where every unit of it is an FMU (:mod:`.plan`,
+        made at first use), else :meth:`_run`."""
+        fast = self._compiled.get(name)
+        if fast is None:
+            fast = self._compiled[name] = compiled_plan(self._plans[name], self.Y, self.Ucur, len(self.unknowns)) \
+                or False
+        if fast:
+            fast.run(z)
+        else:
+            self._run(self._plans[name], z)
+
+    def flush_counters(self):
+        """The calls and seconds of the plans run in C, counted in their units."""
+        for fast in self._compiled.values():
+            if fast:
+                fast.flush()
+
     def _propagate(self, z, full=False):
-        self._run(self._plans["full" if full else "loop"], z)
+        self._evaluate("full" if full else "loop", z)
         return wrap_where(self.Y[self._src] - z, self._angle)
 
     def solve(self, t: float, z0=None, tol=None, weights=None):
@@ -230,7 +250,7 @@ class LoopSolver:
             self._tol = None if tol is None else (tol, weights[self.unknowns])
             self._newton(t, self.z if z0 is None else np.array(z0, dtype=float))
         else:
-            self._run(self._plans["pre"])
+            self._evaluate("pre")
         return self.Y, self.Y[st.cin_src]
 
     def _newton(self, t, z):

@@ -184,6 +184,12 @@ class Unit:
             self._set_inputs(in_idx, values)
         self._do_step(t, h)
 
+    def fmi_rw(self):
+        """Where the unit is an FMU whose binary the loop solve may call from C
+        (:mod:`.plan`): ``(component, fmi2SetReal, fmi2GetReal, input value references,
+        output value references)``, the first three as addresses; else None."""
+        return None
+
     def get_state(self):
         return self._timed(self._get_state)
 

@@ -88,6 +88,7 @@ class Stepper:
         c = dict(base_steps=0, step_iterations=0, loop_solves=0, loop_iterations=0, M_refreshes=0,
                  P_refreshes=0, units={})
         for run in self.runs.values():
+            run.solver.flush_counters()
             c["base_steps"] += run.base_steps
             c["step_iterations"] += run.iterations
             c["loop_solves"] += run.solver.solves

@@ -1,0 +1,132 @@
+"""The loop solve's evaluation plans in C where every unit of a plan is an FMU (``plan.c``):
+its units' ``fmi2SetReal`` and ``fmi2GetReal`` called from C, one call of the library per
+evaluation of the loop instead of a Python call per unit (the units' part of a Newton
+iteration, and of a coupling iteration, costs a fifth of it). The same calls with the same
+values in the same order as :meth:`~.loop.LoopSolver._run`: the same results, bit for bit.
+
+The library is compiled on first use into the cache, as the blocks' C kernel is
+(:mod:`titop_fmu.kernel`); without a C compiler the plans run in Python.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from .. import kernel
+
+SOURCE = Path(__file__).resolve().parent / "plan.c"
+#: the plans run in C where they can (False: always in Python)
+COMPILED = True
+#: the ints per unit call of plan.c (its enum)
+OP = 10
+
+_LOADED = None          # the library, or False once it could not be had
+
+
+def library():
+    """The compiled ``plan.c``, or None where there is no C compiler (or it fails)."""
+    global _LOADED
+    if _LOADED is None:
+        _LOADED = False
+        cc = kernel.c_compiler()
+        if cc:
+            key = hashlib.sha256(SOURCE.read_bytes() + cc.encode()).hexdigest()[:16]
+            try:
+                lib = kernel.cached_build(f"plan-{key}.so", lambda dest: kernel.compile_c(
+                    SOURCE, dest, cc, ["-O2", "-std=c99", "-shared", "-fPIC"], [], "the loop plans"))
+                _LOADED = kernel.load_library(lib, "the loop plans")
+            except (kernel.CompileError, kernel.KernelUnavailable):
+                pass
+    return _LOADED or None
+
+
+def compiled(plan, Y, Ucur, n_z):
+    """``plan`` (:meth:`~.loop.LoopSolver._plan`'s unit calls) as a :class:`CompiledPlan` on the
+    solver's arrays ``Y`` and ``Ucur`` (never replaced: their addresses are kept), or None
+    when a unit of it is not an FMU, or the library cannot be had."""
+    if not COMPILED or not plan:
+        return None
+    rw = [u.fmi_rw() for u, *_ in plan]
+    if any(r is None for r in rw):
+        return None
+    dll = library()
+    return None if dll is None else CompiledPlan(plan, rw, Y, Ucur, n_z, dll)
+
+
+def _positions(x):
+    """Index positions as an int array (a slice, an array or None)."""
+    if x is None:
+        return np.zeros(0, dtype=np.intc)
+    if isinstance(x, slice):
+        return np.arange(x.start, x.stop, dtype=np.intc)
+    return np.asarray(x, dtype=np.intc)
+
+
+class CompiledPlan:
+    """A plan's tables for ``titop_plan_run`` and its arguments converted once; the units'
+    calls and seconds counted as the Python plan counts them (:meth:`flush`)."""
+
+    def __init__(self, plan, rw, Y, Ucur, n_z, dll):
+        units = []
+        for u, *_ in plan:
+            if u not in units:
+                units.append(u)
+        ops, vrs, idx = [], [], []
+        self._calls = {}                    # unit -> its FMI calls per run of the plan
+
+        def table(values, into):
+            into.append(values)
+            return sum(len(v) for v in into) - len(values)
+        for u, (comp, _, _, in_vr, out_vr), (_, local_in, src, zpos, cin, get_idx, get_pos) in zip(
+                [p[0] for p in plan], rw, plan):
+            src, zpos = _positions(src), _positions(zpos)
+            local_in, cin, get_idx, get_pos = (_positions(a) for a in (local_in, cin, get_idx, get_pos))
+            self._calls[u] = self._calls.get(u, 0) + bool(len(local_in)) + bool(len(get_idx))
+            ops.append([units.index(u), len(src), len(zpos), len(get_idx),
+                        table(in_vr[local_in].astype(np.uintc), vrs), table(src, idx), table(zpos, idx),
+                        table(cin, idx), table(out_vr[get_idx].astype(np.uintc), vrs), table(get_pos, idx)])
+        self.units = units
+        self._ops = np.array(ops, dtype=np.intc).reshape(-1, OP)
+        self._vr = np.concatenate(vrs).astype(np.uintc) if vrs else np.zeros(1, dtype=np.uintc)
+        self._idx = np.concatenate(idx).astype(np.intc) if idx else np.zeros(1, dtype=np.intc)
+        self._z = np.zeros(max(1, n_z))
+        self._buf = np.zeros(max([1] + [max(o[1] + o[2], o[3]) for o in ops]))     # one call's values
+        self.seconds = np.zeros(len(units))
+        self._status = ctypes.c_int(0)
+        self.runs = 0
+        first = {u: r for u, r in zip([p[0] for p in plan], rw)}
+        pointers = [(ctypes.c_void_p * len(units))(*[first[u][i] for u in units]) for i in range(3)]
+        self._keep = (Y, Ucur, pointers)
+        address = lambda a: ctypes.c_void_p(a.ctypes.data)         # noqa: E731
+        self._fn = dll["titop_plan_run"]
+        self._fn.restype = ctypes.c_int
+        self._args = (ctypes.c_int(len(ops)), address(self._ops), *(ctypes.cast(p, ctypes.c_void_p) for p in pointers),
+                      address(self._vr), address(self._idx), address(self._z), address(Y), address(Ucur),
+                      address(self._buf), address(self.seconds), ctypes.byref(self._status))
+
+    def run(self, z=None):
+        """The plan's unit calls with the loop unknowns ``z``; a unit's failed FMI call raises its
+        error, quoting what its FMU logged."""
+        if z is not None:
+            np.copyto(self._z, z)
+        marks = [u.logged for u in self.units]
+        self.runs += 1
+        failed = self._fn(*self._args)
+        if failed:
+            k, what = divmod(failed - 1, 2)
+            i = int(self._ops[k, 0])
+            raise self.units[i]._failure("fmi2GetReal" if what else "fmi2SetReal", marks[i],
+                                         f"status {self._status.value}")
+
+    def flush(self):
+        """Count the plan's runs and seconds so far in its units' :attr:`~.protocol.Unit.calls`
+        and :attr:`~.protocol.Unit.seconds`."""
+        for i, u in enumerate(self.units):
+            u.calls += self.runs * self._calls[u]
+            u.seconds += float(self.seconds[i])
+        self.runs = 0
+        self.seconds[:] = 0.0
