@@ -164,6 +164,22 @@ def sweep_cli(*args, **kw):
                              *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
+def group_ended(pgid, within=10.0):
+    """Whether every process of the group ``pgid`` has ended (zombies aside) within ``within``
+    seconds: those that end on their own as the command exits (multiprocessing's resource
+    tracker, at the end of its pipe) may still be on their way out right after it."""
+    deadline = time.time() + within
+    while True:
+        left = subprocess.run(["ps", "-o", "stat=,pid=,args=", "-g", str(pgid)], capture_output=True,
+                              text=True).stdout.splitlines()
+        if all(line.startswith("Z") for line in left):
+            return True
+        if time.time() > deadline:
+            print("left running:", *left, sep="\n  ")
+            return False
+        time.sleep(0.1)
+
+
 def test_ctrl_c_then_resume_equals_an_uninterrupted_campaign(tmp_path):
     """The CLI in its own process group, Ctrl-C (SIGINT to the group, as a terminal sends it)
     once some samples are stored: exit 130, whole rows only, no process left; --resume runs the
@@ -180,9 +196,7 @@ def test_ctrl_c_then_resume_equals_an_uninterrupted_campaign(tmp_path):
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert "Traceback" not in err and "--resume runs the rest" in err
-    left = subprocess.run(["ps", "-o", "pid=", "-g", str(p.pid)], capture_output=True, text=True).stdout.split()
-    zombies = subprocess.run(["ps", "-o", "stat=", "-g", str(p.pid)], capture_output=True, text=True).stdout.split()
-    assert all(s.startswith("Z") for s in zombies), left                    # no worker left running
+    assert group_ended(p.pid)                                                # no worker left running
     stored = store_module.done(store)
     assert 3 <= len(stored) < n and not list(samples.glob(".*"))             # whole files only
     before = {i: os.stat(store_module.part(store, i)) for i in stored}
@@ -205,6 +219,26 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_ctrl_c_while_the_local_cluster_starts_is_not_lost(tmp_path):
+    """Ctrl-C as the local cluster's first process starts: the cluster comes up, is shut
+    down, the command exits 130 with nothing stored and no process left (the cluster's
+    processes, which never get the Ctrl-C themselves, included)."""
+    store = tmp_path / "store"
+    p = sweep_cli("--samples", "24", "--workers", "2", "--out", str(store), start_new_session=True)
+    deadline = time.time() + 120
+    while p.poll() is None and time.time() < deadline:
+        children = subprocess.run(["ps", "-o", "args=", "--ppid", str(p.pid)], capture_output=True, text=True).stdout
+        if "spawn_main" in children:            # the cluster's first process is starting
+            break
+        time.sleep(0.01)
+    assert p.poll() is None, "the command ended before its cluster started"
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "interrupted: 0 of 24 samples stored" in err, err
+    assert group_ended(p.pid)
 
 
 def test_a_cluster_of_separate_processes(serial, tmp_path):

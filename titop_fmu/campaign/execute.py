@@ -43,24 +43,31 @@ def local_cluster(workers=None):
     """A Dask ``LocalCluster``: ``workers`` processes (default one per core), one thread each
     (BLAS on one thread: the nanny sets ``OMP_NUM_THREADS=1`` and friends), no dashboard.
 
-    Its worker processes ignore Ctrl-C, which a terminal sends to every process of the
-    command: this process decides, and shuts them down. They start with SIGINT ignored (a
-    disposition a new process inherits), and a worker the nanny restarts later ignores it
-    from its plugin's set-up on."""
+    Its processes never get Ctrl-C, which a terminal sends to every process of the command:
+    this process decides, and shuts them down. They start with SIGINT blocked (a signal mask
+    a new process inherits), and a worker the nanny restarts later ignores it from its
+    plugin's set-up on. A Ctrl-C during the start waits for the cluster to be up, then
+    shuts it down."""
     import dask
     from dask.distributed import Client, LocalCluster
+    from multiprocessing import resource_tracker
+
+    from ..cosim.workers import interrupts_held
     n = workers or os.cpu_count() or 1
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    # started now: starting it unblocks SIGINT in the thread that does (it ignores it itself)
+    resource_tracker.ensure_running()
+    cluster = None
     try:
-        with dask.config.set(QUIET):
+        with interrupts_held(children=True), dask.config.set(QUIET):
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                                    silence_logs=logging.ERROR)
-    finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
-    client = Client(cluster)
-    client.register_plugin(_ignore_interrupt(), name="titop-ignore-sigint")
+        client = Client(cluster)
+        client.register_plugin(_ignore_interrupt(), name="titop-ignore-sigint")
+    except BaseException:
+        if cluster is not None:
+            with interrupts_held():             # a second Ctrl-C does not cut the shutdown short
+                cluster.close(timeout=10)
+        raise
     return cluster, client
 
 

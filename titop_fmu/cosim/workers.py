@@ -86,19 +86,31 @@ def _spin(stream):
 
 
 @contextmanager
-def interrupts_held():
+def interrupts_held(children=False):
     """SIGINT (Ctrl-C) held back while the block runs, then delivered to the handler there was
     before: the block is not cut short, and the interrupt is not lost. In the main thread
-    (elsewhere Python runs no signal handler: nothing to hold)."""
+    (elsewhere Python runs no signal handler: nothing to hold).
+
+    ``children``: the processes and threads the block starts never get SIGINT either (a
+    terminal sends it to every process of the command): it is blocked in this thread's
+    signal mask, which they inherit, through ``exec`` too (where there is no signal mask,
+    Windows: ignored meanwhile, and lost)."""
     held = []
     try:
         previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
     except ValueError:                          # not the main thread
         yield
         return
+    masked = children and hasattr(signal, "pthread_sigmask")
+    if masked:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    elif children:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
+        if masked:      # one that came meanwhile is delivered now, to the recording handler
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         signal.signal(signal.SIGINT, previous)
         if held:
             signal.raise_signal(signal.SIGINT)
