@@ -95,7 +95,7 @@ def main():
     sys.path.insert(0, str(ROOT))
     from titop_fmu.fmu.build import c_host_env
     from titop_fmu.fmu.catalog import parse_identifier
-    from titop_fmu.kernel import c_compiler, compile_c
+    from titop_fmu.cbuild import c_compiler, compile_c
 
     kind, n = parse_identifier(args.fmu)
     env = c_host_env()

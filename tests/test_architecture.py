@@ -12,7 +12,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "titop_fmu"
 #: bottom to top; a module may import its own layer's modules and lower layers only
 LAYERS = [
     {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators",   # generic maths:
-     "titop_fmu.spatial", "titop_fmu.archive"},       # the paper's spatial algebra; zip files
+     "titop_fmu.spatial", "titop_fmu.archive",        # the paper's spatial algebra; zip files;
+     "titop_fmu.cbuild"},                             # C compiled on first use
     {"titop_fmu.cosim"},                              # generic FMI co-simulation
     {"titop_fmu.blocks", "titop_fmu.kernel",          # pure block models, their C kernel,
      "titop_fmu.dual"},                               # and its forward-mode derivatives
@@ -28,7 +29,7 @@ LAYERS = [
 ]
 #: what the co-simulation package may import from the rest of titop_fmu
 COSIM_MAY_IMPORT = {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators",
-                    "titop_fmu.spatial", "titop_fmu.archive"}
+                    "titop_fmu.spatial", "titop_fmu.archive", "titop_fmu.cbuild"}
 
 
 def module_name(path: Path) -> str:

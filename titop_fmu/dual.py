@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .kernel import (CompileError, KernelUnavailable, SOURCE as KERNEL_SOURCE, block_entry, c_compiler, cached_build,
-                     compile_c, load_library, tables)
+from .cbuild import CompileError, c_compiler, cached_build, compile_c, load_library
+from .kernel import KernelUnavailable, SOURCE as KERNEL_SOURCE, SPATIAL_H, block_entry, tables
 
 SOURCE = Path(__file__).resolve().parent / "kernel_dual.cpp"
 #: tangents per dual number: the directions one kernel call differentiates along (measured:
@@ -67,7 +67,7 @@ def compile_library(dest: Path, cc: str, width: int = WIDTH) -> Path:
     """Compile ``kernel_dual.cpp`` (with ``kernel.c`` beside it) to the shared library ``dest``."""
     try:
         return compile_c(SOURCE, dest, cc, FLAGS + [f"-DTITOP_DUAL_WIDTH={width}"], ["-lm"],
-                         "the forward-mode kernel (C++: needs g++)", includes=[KERNEL_SOURCE])
+                         "the forward-mode kernel (C++: needs g++)", includes=[KERNEL_SOURCE, SPATIAL_H])
     except CompileError as e:
         raise KernelUnavailable(str(e)) from None
 
@@ -79,13 +79,16 @@ def _load(width):
     if not cc:
         raise KernelUnavailable("no C compiler (cc/gcc with g++'s C++ front end; or set CC) to build the "
                                 "forward-mode kernel")
-    key = hashlib.sha256(SOURCE.read_bytes() + KERNEL_SOURCE.read_bytes() + cc.encode()
+    key = hashlib.sha256(SOURCE.read_bytes() + KERNEL_SOURCE.read_bytes() + SPATIAL_H.read_bytes() + cc.encode()
                          + str(width).encode() + " ".join(FLAGS).encode()).hexdigest()[:16]
     return _open(cached_build(f"kernel-dual{width}-{key}.so", lambda dest: compile_library(dest, cc, width)), width)
 
 
 def _open(lib: Path, width: int):
-    dll = load_library(lib, "the forward-mode kernel")
+    try:
+        dll = load_library(lib, "the forward-mode kernel")
+    except CompileError as e:
+        raise KernelUnavailable(str(e)) from None
     dll.titop_dual_workspace.restype = ctypes.c_int
     dll.titop_dual_workspace.argtypes = [ctypes.c_int, ctypes.c_void_p]
     dll.titop_dual_width.restype = ctypes.c_int

@@ -20,18 +20,18 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from . import integrators
 from .blocks import FloatingBase, ImposedMotionBase, LoopClosure, PrismaticBody, RevoluteBody, WeldedBody
+from .cbuild import CompileError, c_compiler, cached_build, compile_c, load_library
 from .errors import SolverError, TitopError
 
 SOURCE = Path(__file__).resolve().parent / "kernel.c"
+#: the attitude algebra it includes (shared with the master's C library)
+SPATIAL_H = Path(__file__).resolve().parent / "spatial.h"
 #: the block types of kernel.c and the per-block integer and parameter layout (its enums)
 BASE, WELDED, REVOLUTE, PRISMATIC, IMPOSED, CLOSURE = range(6)
 TYPES = {FloatingBase: BASE, WeldedBody: WELDED, RevoluteBody: REVOLUTE, PrismaticBody: PRISMATIC,
@@ -48,11 +48,6 @@ class KernelUnavailable(TitopError):
 
 class KernelError(SolverError):
     """The kernel's evaluation failed (a singular loop, a non-finite solution)."""
-
-
-def cache_root() -> Path:
-    """``$XDG_CACHE_HOME/titop-fmu`` (default ``~/.cache/titop-fmu``)."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "titop-fmu"
 
 
 #: the kernel compiled into an FMU (set by its slave): loaded, never compiled, when set
@@ -92,36 +87,15 @@ def _load():
         cc = c_compiler()
         if not cc:
             raise KernelUnavailable("no C compiler (cc/gcc; or set CC) to build the C kernel")
-        key = hashlib.sha256(SOURCE.read_bytes() + cc.encode()).hexdigest()[:16]
+        key = hashlib.sha256(SOURCE.read_bytes() + SPATIAL_H.read_bytes() + cc.encode()).hexdigest()[:16]
         lib = cached_build(f"kernel-{key}.so", lambda dest: compile_kernel(dest, cc))
-    dll = load_library(lib, "the C kernel")
+    try:
+        dll = load_library(lib, "the C kernel")
+    except CompileError as e:
+        raise KernelUnavailable(str(e)) from None
     dll.titop_workspace.restype = ctypes.c_int
     dll.titop_workspace.argtypes = [ctypes.c_int, ctypes.c_void_p]
     return dll
-
-
-def cached_build(name: str, build) -> Path:
-    """``<cache>/name``, made by ``build(dest) -> dest`` when absent (into a temporary file
-    moved in place: concurrent builds agree)."""
-    lib = cache_root() / name
-    if not lib.is_file():
-        lib.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="titop_kernel_", dir=lib.parent) as tmp:
-            os.replace(build(Path(tmp) / "kernel.so"), lib)
-    return lib
-
-
-def load_library(lib: Path, what: str):
-    """The shared library ``lib`` (``ctypes.CDLL``); :class:`KernelUnavailable` naming ``what``."""
-    try:
-        return ctypes.CDLL(str(lib))
-    except OSError as e:
-        raise KernelUnavailable(f"cannot load {what} {lib.name} ({e})") from None
-
-
-def c_compiler():
-    """The C compiler: ``$CC``, else ``cc`` or ``gcc`` on the path; None if there is none."""
-    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
 
 
 def bundle(path):
@@ -136,37 +110,10 @@ def compile_kernel(dest: Path, cc: str) -> Path:
     """Compile ``kernel.c`` to the shared library ``dest`` (deterministic: same source and
     compiler, same bytes)."""
     try:
-        return compile_c(SOURCE, dest, cc, ["-O2", "-std=c99", "-shared", "-fPIC"], ["-lm"], "the C kernel")
+        return compile_c(SOURCE, dest, cc, ["-O2", "-std=c99", "-shared", "-fPIC"], ["-lm"], "the C kernel",
+                         includes=[SPATIAL_H])
     except CompileError as e:
         raise KernelUnavailable(str(e)) from None
-
-
-class CompileError(TitopError):
-    """The C compiler could not be run, or failed."""
-
-
-def compile_c(source: Path, dest: Path, cc: str, flags: list, libs: list, what: str, includes=()) -> Path:
-    """Compile the C file ``source`` to ``dest`` with ``cc flags -o out source libs``, in a
-    fresh folder (no path of this machine enters the binary) beside the files it
-    ``includes``; :class:`CompileError` naming ``what`` if the compiler cannot run or fails."""
-    with tempfile.TemporaryDirectory(prefix="titop_cc_") as tmp:
-        for f in (source, *includes):
-            shutil.copyfile(f, Path(tmp) / f.name)
-        run_compiler([*cc.split(), *flags, "-o", "out.so", source.name, *libs], tmp, what)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(Path(tmp) / "out.so", dest)
-    return dest
-
-
-def run_compiler(cmd: list, cwd, what: str):
-    """Run the C compiler command ``cmd`` in the folder ``cwd``; :class:`CompileError` naming
-    ``what`` if the compiler cannot run or fails."""
-    try:
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    except OSError as e:
-        raise CompileError(f"cannot run the C compiler {cmd[0]!r} ({e}); install one or set CC") from None
-    if r.returncode:
-        raise CompileError(f"compiling {what} failed ({' '.join(cmd)}):\n{r.stderr}")
 
 
 class _Entry:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from titop_fmu.cli import main
-from titop_fmu.cosim import CoSystem, Options, charts, simulate, systemfile
+from titop_fmu.cosim import CoSystem, Options, charts, clib, simulate, systemfile
 from titop_fmu.cosim.charts import Chart
 from titop_fmu.cosim.numerics import wrap
 from titop_fmu.spatial import dcm_from_euler
@@ -64,25 +64,18 @@ def test_euler_angles_are_interpolated_across_pi():
 
 @pytest.fixture(params=["compiled", "python"])
 def arithmetic(request, monkeypatch):
-    """The charts' arithmetic in the C kernel (where it can be had), or in Python."""
-    if request.param == "compiled":
-        from titop_fmu import kernel
-        try:
-            kernel.library()
-        except kernel.KernelUnavailable as e:
-            pytest.skip(f"no C kernel: {e}")
+    """The charts' arithmetic in C (where it can be had), or in Python."""
+    if request.param == "compiled" and clib.library() is None:
+        pytest.skip("no C compiler for the master's C library")
     monkeypatch.setattr(charts, "COMPILED", request.param == "compiled")
     return request.param
 
 
 def test_the_compiled_charts_are_the_python_bit_for_bit():
-    """``minus``, ``plus`` and ``offset`` in the C kernel give the Python's bits: random vectors
+    """``minus``, ``plus`` and ``offset`` in C (the master's library) give the Python's bits: random vectors
     with angles and three attitudes, at and near gimbal lock, turned by up to pi and by nothing."""
-    from titop_fmu import kernel
-    try:
-        kernel.library()
-    except kernel.KernelUnavailable as e:
-        pytest.skip(f"no C kernel: {e}")
+    if clib.library() is None:
+        pytest.skip("no C compiler for the master's C library")
     made = {}
     for compiled in (True, False):
         charts.COMPILED = compiled
@@ -109,7 +102,7 @@ def test_the_compiled_charts_are_the_python_bit_for_bit():
 
 def test_the_master_runs_the_same_on_compiled_and_python_charts(tmp_path, monkeypatch):
     """The balloon through the master (in-process units, one process): the same outputs, bit for
-    bit, with the charts' arithmetic in the C kernel and in Python."""
+    bit, with the charts' arithmetic in C and in Python."""
     out = {}
     for arithmetic in ("compiled", "python"):
         monkeypatch.setattr(charts, "COMPILED", arithmetic == "compiled")

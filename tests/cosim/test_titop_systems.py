@@ -660,9 +660,9 @@ def test_cli_simulates_the_balloon_through_fmus(tmp_path, kind, request, balloon
 def test_the_loop_plans_in_c_are_the_python_bit_for_bit(tmp_path, kind, request, monkeypatch):
     """The loop solve's unit calls run from C (cosim/plan.c) or from Python: the same outputs bit
     for bit (1 s of the balloon, both kinds of FMU), the same unit calls counted."""
-    from titop_fmu.cosim import plan
-    if plan.library() is None:
-        pytest.skip("no C compiler for the loop plans")
+    from titop_fmu.cosim import clib, plan
+    if clib.library() is None:
+        pytest.skip("no C compiler for the master's C library")
     out, calls = {}, {}
     for compiled in (True, False):
         monkeypatch.setattr(plan, "COMPILED", compiled)
@@ -675,9 +675,9 @@ def test_the_loop_plans_in_c_are_the_python_bit_for_bit(tmp_path, kind, request,
 def test_an_fmu_failing_in_a_loop_plan_in_c_is_an_error_quoting_its_log(standalone_dir):
     """A failed fmi2SetReal inside a plan run from C is the unit's error, quoting what its FMU
     logged, as from Python; the calls before it were made (their outputs in Y)."""
-    from titop_fmu.cosim import plan
-    if plan.library() is None:
-        pytest.skip("no C compiler for the loop plans")
+    from titop_fmu.cosim import clib, plan
+    if clib.library() is None:
+        pytest.skip("no C compiler for the master's C library")
     system = balloon.system()
     units = TitopUnits("fmu", standalone_dir, fmu_kind="standalone")
     units.paths = ensure_fmus(["revolute_c1"], standalone_dir, "standalone")

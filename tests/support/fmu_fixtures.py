@@ -26,7 +26,7 @@ import warnings
 from titop_fmu.errors import ParameterWarning
 from titop_fmu.fmu import catalog
 from titop_fmu.fmu.model_description import random_parameters
-from titop_fmu.kernel import c_compiler
+from titop_fmu.cbuild import c_compiler
 
 pytest.importorskip("pythonfmu", reason="the FMU tests need pythonfmu, FMPy and lark (FMU toolchain)")
 pytest.importorskip("fmpy", reason="the FMU tests need pythonfmu, FMPy and lark (FMU toolchain)")

@@ -9,10 +9,10 @@ turns slowly. A :class:`Chart` does them on the attitude instead: ``a - b`` beco
 back in Euler angles (``theta`` in ``[-pi/2, pi/2]``). Vectors without angles are
 untouched: the arithmetic is then exactly ``-`` and ``+``.
 
-The master does this arithmetic at every coupling iteration: with angles, it runs in the C
-kernel (``kernel.c``, ``titop_chart_*``: the Python below operation for operation, a fifth of
-its cost), and in the Python below where the kernel cannot be had. Both give the same
-results but where libm's ``hypot`` and Python's ``math.hypot`` round the last bit differently.
+The master does this arithmetic at every coupling iteration: with angles, it runs in its C
+library (``master.c``, ``titop_chart_*``: the Python below operation for operation, a fifth
+of its cost), and in the Python below where there is no C compiler; the same results, bit
+for bit.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import ctypes
 import numpy as np
 
 from ..spatial import quat_rotation_vectors, quats_from_euler, rotated_eulers
+from . import clib
 from .numerics import wrap
 
-#: the arithmetic of charts with angles in the C kernel when it can be had (False: in Python)
+#: the arithmetic of charts with angles in C where it can be had (False: in Python)
 COMPILED = True
 
 
@@ -51,10 +52,10 @@ class Chart:
         return state
 
     def _compiled(self):
-        """The chart's :class:`_Compiled` arithmetic, or False (plain, or no kernel)."""
+        """The chart's :class:`_Compiled` arithmetic, or False (plain, or no C library)."""
         c = self._c
         if c is None:
-            dll = None if self.plain or not COMPILED else _chart_library()
+            dll = None if self.plain or not COMPILED else clib.library()
             c = self._c = _Compiled(self, dll) if dll is not None else False
         return c
 
@@ -140,20 +141,8 @@ class Chart:
 ATTITUDE = Chart(3, triples=[(0, 1, 2)])
 
 
-def _chart_library():
-    """The C kernel with its chart functions, or None where it cannot be had (no compiler;
-    a kernel an FMU carries from before them)."""
-    from .. import kernel
-    try:
-        dll = kernel.library()
-        dll.titop_chart_offset                          # noqa: B018 (there, or AttributeError)
-    except (kernel.KernelUnavailable, AttributeError):
-        return None
-    return dll
-
-
 class _Compiled:
-    """A chart's arithmetic in the C kernel: its positions and buffers, and the calls'
+    """A chart's arithmetic in the master's C library: its positions and buffers, and the calls'
     arguments converted once (a conversion per call would cost as much as the arithmetic)."""
 
     def __init__(self, chart: Chart, dll):

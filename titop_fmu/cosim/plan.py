@@ -1,47 +1,22 @@
-"""The loop solve's evaluation plans in C where every unit of a plan is an FMU (``plan.c``):
-its units' ``fmi2SetReal`` and ``fmi2GetReal`` called from C, one call of the library per
-evaluation of the loop instead of a Python call per unit (the units' part of a Newton
-iteration, and of a coupling iteration, costs a fifth of it). The same calls with the same
-values in the same order as :meth:`~.loop.LoopSolver._run`: the same results, bit for bit.
-
-The library is compiled on first use into the cache, as the blocks' C kernel is
-(:mod:`titop_fmu.kernel`); without a C compiler the plans run in Python.
+"""The loop solve's evaluation plans in C where every unit of a plan is an FMU (``master.c``,
+:mod:`.clib`): its units' ``fmi2SetReal`` and ``fmi2GetReal`` called from C, one call of the
+library per evaluation of the loop instead of a Python call per unit. The same calls with the
+same values in the same order as :meth:`~.loop.LoopSolver._run`: the same results, bit for bit.
+Without a C compiler the plans run in Python.
 """
 
 from __future__ import annotations
 
 import ctypes
-import hashlib
-from pathlib import Path
 
 import numpy as np
 
-from .. import kernel
+from . import clib
 
-SOURCE = Path(__file__).resolve().parent / "plan.c"
 #: the plans run in C where they can (False: always in Python)
 COMPILED = True
-#: the ints per unit call of plan.c (its enum)
+#: the ints per unit call of master.c (its enum)
 OP = 10
-
-_LOADED = None          # the library, or False once it could not be had
-
-
-def library():
-    """The compiled ``plan.c``, or None where there is no C compiler (or it fails)."""
-    global _LOADED
-    if _LOADED is None:
-        _LOADED = False
-        cc = kernel.c_compiler()
-        if cc:
-            key = hashlib.sha256(SOURCE.read_bytes() + cc.encode()).hexdigest()[:16]
-            try:
-                lib = kernel.cached_build(f"plan-{key}.so", lambda dest: kernel.compile_c(
-                    SOURCE, dest, cc, ["-O2", "-std=c99", "-shared", "-fPIC"], [], "the loop plans"))
-                _LOADED = kernel.load_library(lib, "the loop plans")
-            except (kernel.CompileError, kernel.KernelUnavailable):
-                pass
-    return _LOADED or None
 
 
 def compiled(plan, Y, Ucur, n_z):
@@ -53,8 +28,8 @@ def compiled(plan, Y, Ucur, n_z):
     rw = [u.fmi_rw() for u, *_ in plan]
     if any(r is None for r in rw):
         return None
-    dll = library()
-    return None if dll is None else CompiledPlan(plan, rw, Y, Ucur, n_z, dll)
+    run = clib.function("titop_plan_run")
+    return None if run is None else CompiledPlan(plan, rw, Y, Ucur, n_z, run)
 
 
 def _positions(x):
@@ -70,7 +45,7 @@ class CompiledPlan:
     """A plan's tables for ``titop_plan_run`` and its arguments converted once; the units'
     calls and seconds counted as the Python plan counts them (:meth:`flush`)."""
 
-    def __init__(self, plan, rw, Y, Ucur, n_z, dll):
+    def __init__(self, plan, rw, Y, Ucur, n_z, run):
         units = []
         for u, *_ in plan:
             if u not in units:
@@ -102,8 +77,7 @@ class CompiledPlan:
         pointers = [(ctypes.c_void_p * len(units))(*[first[u][i] for u in units]) for i in range(3)]
         self._keep = (Y, Ucur, pointers)
         address = lambda a: ctypes.c_void_p(a.ctypes.data)         # noqa: E731
-        self._fn = dll["titop_plan_run"]
-        self._fn.restype = ctypes.c_int
+        self._fn = run
         self._args = (ctypes.c_int(len(ops)), address(self._ops), *(ctypes.cast(p, ctypes.c_void_p) for p in pointers),
                       address(self._vr), address(self._idx), address(self._z), address(Y), address(Ucur),
                       address(self._buf), address(self.seconds), ctypes.byref(self._status))

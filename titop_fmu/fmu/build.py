@@ -32,7 +32,8 @@ from xml.etree.ElementTree import tostring
 from ..archive import write_zip
 from ..errors import TitopError
 from .. import dual
-from ..kernel import KERNEL_LIBRARY, CompileError, KernelUnavailable, c_compiler, compile_c, compile_kernel
+from ..cbuild import CompileError, c_compiler, compile_c
+from ..kernel import KERNEL_LIBRARY, KernelUnavailable, compile_kernel
 from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
 from .model_description import content_guid, finalize, measure_dependencies
 

@@ -35,7 +35,8 @@ from pathlib import Path
 from ..archive import write_zip
 from ..integrators import MAX_STEPS, _A, _E
 from ..dual import SOURCE as DUAL_SOURCE
-from ..kernel import SOURCE as KERNEL_SOURCE, TYPES, CompileError, _extra, cache_root, run_compiler
+from ..cbuild import CompileError, cache_root, run_compiler
+from ..kernel import SOURCE as KERNEL_SOURCE, SPATIAL_H, TYPES, _extra
 from .build import MODEL_OPTIONS, FmuBuildError, linux_c_compiler, model_description
 from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
 
@@ -85,6 +86,7 @@ def source_files() -> dict:
     """``{file name: bytes}`` of the C sources every standalone FMU is compiled from."""
     files = {name: (CSRC / name).read_bytes() for name in SOURCES}
     files["kernel.c"] = KERNEL_SOURCE.read_bytes()
+    files["spatial.h"] = SPATIAL_H.read_bytes()
     files["kernel_dual.cpp"] = DUAL_SOURCE.read_bytes()
     return files
 

@@ -103,7 +103,7 @@ def titop_unit_type(model_id: str) -> UnitType:
 def default_fmu_dir(kind: str = DEFAULT_FMU_KIND) -> Path:
     """``$XDG_CACHE_HOME/titop-fmu/fmus-<hash of the titop_fmu sources>`` for the pythonfmu FMUs,
     ``fmus-standalone-<hash>`` for the standalone ones."""
-    from ..kernel import cache_root
+    from ..cbuild import cache_root
     h = hashlib.sha256()
     for p in sorted(PACKAGE_ROOT.rglob("*")):
         if p.suffix in (".py", ".c", ".h", ".cpp") and "__pycache__" not in p.parts:
