@@ -30,6 +30,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -134,22 +135,37 @@ class RemoteStepper:
                                      stdout=subprocess.PIPE, env=env, start_new_session=True)
         self._lost = False
         self._set_up = False
+        self._writer = None                 # the thread writing the set-up
         self._commit = False                # commit before the next command
         self._pending = 0                   # commands sent whose answer is not read yet
 
     def setup(self, system, units, opt: Options, indices, st):
-        """Make the runs ``indices`` in the worker; the caller collects the answer with result()."""
-        self._send((system, units, opt.stepper_options(), list(indices), self.key, st))
+        """Make the runs ``indices`` in the worker; the caller collects the answer with result().
+        The runs' description (tens of kB) goes down the pipe from a thread of its own: the
+        worker reads it once its interpreter has started, a tenth of a second or more, and a
+        pipe holds 64 KiB; this process meanwhile sets up its own runs."""
+        message = (system, units, opt.stepper_options(), list(indices), self.key, st)
         self._set_up = True
-        self.start("ready")
+        self._pending += 1                  # the answer to "ready": the runs are made
+        self._writer = threading.Thread(target=self._send, args=(message, ("ready", (), False)),
+                                        name=f"titop worker {self.key} set-up", daemon=True)
+        self._writer.start()
 
-    def _send(self, message):
+    def _send(self, *messages):
         try:
-            _send(self.proc.stdin, message)
+            for message in messages:
+                _send(self.proc.stdin, message)
         except OSError:                     # the worker is gone: result() says so
             self._lost = True
 
+    def _written(self):
+        """The set-up written (what follows goes after it)."""
+        if self._writer is not None:
+            self._writer.join()
+            self._writer = None
+
     def start(self, method, *args):
+        self._written()
         self._send((method, args, self._commit))
         self._commit = False
         self._pending += 1
@@ -165,6 +181,7 @@ class RemoteStepper:
                            + (f" (exit code {code})" if code is not None else ""))
 
     def result(self):
+        self._written()
         if self._lost:
             raise self._ended()
         try:
@@ -190,6 +207,7 @@ class RemoteStepper:
         (and is reaped) when the interrupt is raised."""
         graceful = False
         try:
+            self._written()
             if self.proc.poll() is None and not self._lost and self._set_up:    # else: its input closed, it ends
                 try:
                     while self._pending:
@@ -223,7 +241,8 @@ class RemoteStepper:
 
 
 def _worker(inp, out):
-    """Worker main loop: build the runs, then serve the master's commands."""
+    """Worker main loop: build the runs, then serve the master's commands; True when told to
+    exit (else the master is gone)."""
     try:                                        # what FMU units need, while the master starts
         import fmpy.fmi2  # noqa: F401
         import fmpy.logging  # noqa: F401
@@ -245,7 +264,7 @@ def _worker(inp, out):
         except (EOFError, OSError):
             break
         if method == "exit":
-            break
+            return True
         t = time.perf_counter()
         try:
             if stepper is None:
@@ -284,7 +303,13 @@ def serve():
     sys.stdout = sys.stderr
     try:
         with single_threaded_blas():
-            _worker(inp, out)
+            told = _worker(inp, out)
     except BrokenPipeError:
         # nobody reads the answers: the unflushed ones must not fail again at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+        return
+    if told:
+        # the units terminated, every answer written: nothing is left for the interpreter's
+        # shutdown to do but take tens of milliseconds the master waits for
+        sys.stderr.flush()
+        os._exit(0)
