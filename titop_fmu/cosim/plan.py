@@ -46,35 +46,32 @@ class CompiledPlan:
     calls and seconds counted as the Python plan counts them (:meth:`flush`)."""
 
     def __init__(self, plan, rw, Y, Ucur, n_z, run):
-        units = []
-        for u, *_ in plan:
-            if u not in units:
-                units.append(u)
+        self.units = list(dict.fromkeys(u for u, *_ in plan))      # each unit once, in order
+        fmi = {u: r for (u, *_), r in zip(plan, rw)}               # unit -> its fmi_rw()
+        self._calls = dict.fromkeys(self.units, 0)                 # unit -> its FMI calls per run
         ops, vrs, idx = [], [], []
-        self._calls = {}                    # unit -> its FMI calls per run of the plan
 
-        def table(values, into):
-            into.append(values)
-            return sum(len(v) for v in into) - len(values)
-        for u, (comp, _, _, in_vr, out_vr), (_, local_in, src, zpos, cin, get_idx, get_pos) in zip(
-                [p[0] for p in plan], rw, plan):
-            src, zpos = _positions(src), _positions(zpos)
-            local_in, cin, get_idx, get_pos = (_positions(a) for a in (local_in, cin, get_idx, get_pos))
-            self._calls[u] = self._calls.get(u, 0) + bool(len(local_in)) + bool(len(get_idx))
-            ops.append([units.index(u), len(src), len(zpos), len(get_idx),
-                        table(in_vr[local_in].astype(np.uintc), vrs), table(src, idx), table(zpos, idx),
-                        table(cin, idx), table(out_vr[get_idx].astype(np.uintc), vrs), table(get_pos, idx)])
-        self.units = units
+        def offset(values, table):
+            """``values`` appended to ``table`` (a list of arrays); where they start in it."""
+            table.append(values)
+            return sum(len(v) for v in table) - len(values)
+        for u, local_in, src, zpos, cin, get_idx, get_pos in plan:
+            in_vr, out_vr = fmi[u][3:]
+            src, zpos, local_in, cin, get_idx, get_pos = map(_positions, (src, zpos, local_in, cin, get_idx, get_pos))
+            self._calls[u] += bool(len(local_in)) + bool(len(get_idx))
+            ops.append([self.units.index(u), len(src), len(zpos), len(get_idx),
+                        offset(in_vr[local_in].astype(np.uintc), vrs), offset(src, idx), offset(zpos, idx),
+                        offset(cin, idx), offset(out_vr[get_idx].astype(np.uintc), vrs), offset(get_pos, idx)])
         self._ops = np.array(ops, dtype=np.intc).reshape(-1, OP)
-        self._vr = np.concatenate(vrs).astype(np.uintc) if vrs else np.zeros(1, dtype=np.uintc)
-        self._idx = np.concatenate(idx).astype(np.intc) if idx else np.zeros(1, dtype=np.intc)
+        self._vr = np.concatenate(vrs).astype(np.uintc)
+        self._idx = np.concatenate(idx).astype(np.intc)
         self._z = np.zeros(max(1, n_z))
         self._buf = np.zeros(max([1] + [max(o[1] + o[2], o[3]) for o in ops]))     # one call's values
-        self.seconds = np.zeros(len(units))
+        self.seconds = np.zeros(len(self.units))
         self._status = ctypes.c_int(0)
         self.runs = 0
-        first = {u: r for u, r in zip([p[0] for p in plan], rw)}
-        pointers = [(ctypes.c_void_p * len(units))(*[first[u][i] for u in units]) for i in range(3)]
+        # per unit: its component, fmi2SetReal, fmi2GetReal (addresses)
+        pointers = [(ctypes.c_void_p * len(self.units))(*[fmi[u][i] for u in self.units]) for i in range(3)]
         self._keep = (Y, Ucur, pointers)
         address = lambda a: ctypes.c_void_p(a.ctypes.data)         # noqa: E731
         self._fn = run
