@@ -42,9 +42,11 @@ from .records import Entry, Records, inertial
 
 #: the parent port of a sub-assembly, named as a block's
 ROOT_PORT = "p"
+#: the whole system's integrator at the in-process engine's default tolerance (an exported
+#: system gives in any host, at its defaults, what titop-fmu simulate gives)
 TOLERANCES = (
-    Param("rtol", 1e-10, "1", "relative tolerance of the Dormand-Prince 5(4) integrator of the whole system"),
-    Param("atol", 1e-10, "1", "absolute tolerance of the integrator (states in SI units)"),
+    Param("rtol", 1e-12, "1", "relative tolerance of the Dormand-Prince 5(4) integrator of the whole system"),
+    Param("atol", 1e-12, "1", "absolute tolerance of the integrator (states in SI units)"),
 )
 _UNIT_TOLERANCES = {p.name for p in catalog.TOLERANCES}
 
@@ -97,7 +99,7 @@ class AssemblyUnit(IntegratedUnit):
     (constant inputs of the twin, set before every evaluation when they changed), outputs the
     :class:`Port` s ``outputs``, the states all the twin's states."""
 
-    def __init__(self, system, inputs, outputs, rtol=1e-10, atol=1e-10, name="assembly", type=None,
+    def __init__(self, system, inputs, outputs, rtol=1e-12, atol=1e-12, name="assembly", type=None,
                  records: Records | None = None):
         self.system = system
         self._in_ports = [(f"{p.unit}.{p.port}", p.size) for p in inputs]

@@ -16,7 +16,7 @@ from ..cosim.systemfile import to_dict
 from ..errors import ConnectionError_
 from ..fmu.build import common_files, compile_shim, describe, package_fmu, validate
 from ..fmu.model_description import DEFAULT_EXPERIMENT, measure_dependencies
-from .assembly import model_identifier, random_parameters
+from .assembly import TOLERANCES, model_identifier, random_parameters
 from .assembly_slave import SYSTEM_RESOURCE, AssemblySlave
 from .standalone import export_standalone
 from .units import DEFAULT_FMU_KIND, TitopUnits
@@ -35,8 +35,9 @@ def export_fmu(cs: CoSystem, out, simulation: dict | None = None, standalone: bo
     slave = type(mid, (AssemblySlave,), {"SYSTEM": system})(instance_name="build", resources=None)
     iface = slave.iface                 # the slave builds the system's interface (its twin) once
     sim = simulation or {}
-    experiment = dict(DEFAULT_EXPERIMENT, **{k: repr(float(sim[s])) for k, s in
-                                             (("stopTime", "stop"), ("stepSize", "output_interval")) if s in sim})
+    experiment = dict(DEFAULT_EXPERIMENT, tolerance=repr(float(TOLERANCES[0].default)),
+                      **{k: repr(float(sim[s])) for k, s in (("stopTime", "stop"), ("stepSize", "output_interval"))
+                         if s in sim})
     out.parent.mkdir(parents=True, exist_ok=True)
     if standalone:
         return export_standalone(out, slave, iface, experiment)
