@@ -101,18 +101,23 @@ def write_csv(path, t, cols, header):
 
 def write_atomically(path, write):
     """``write(temporary path)`` beside ``path``, then the file moved in place: a result is
-    written whole or not at all."""
+    written whole or not at all, and no temporary file is left, whenever Ctrl-C comes."""
+    from .cosim.workers import interrupts_held
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+    tmp = None
     try:
-        os.close(fd)
+        with interrupts_held():         # the temporary file and its name together (a Ctrl-C
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",     # between them
+                                       dir=path.parent if str(path.parent) else ".")  # left it behind)
+            os.close(fd)
         write(tmp)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)                  # as a file opened for writing would be
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 
