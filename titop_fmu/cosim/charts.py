@@ -55,8 +55,7 @@ class Chart:
         """The chart's :class:`_Compiled` arithmetic, or False (plain, or no C library)."""
         c = self._c
         if c is None:
-            dll = None if self.plain or not COMPILED else clib.library()
-            c = self._c = _Compiled(self, dll) if dll is not None else False
+            c = self._c = _Compiled(self) if not self.plain and COMPILED and clib.library() else False
         return c
 
     def minus(self, a, b):
@@ -145,17 +144,17 @@ class _Compiled:
     """A chart's arithmetic in the master's C library: its positions and buffers, and the calls'
     arguments converted once (a conversion per call would cost as much as the arithmetic)."""
 
-    def __init__(self, chart: Chart, dll):
+    def __init__(self, chart: Chart):
         n = chart.n
         self.ang = np.flatnonzero(chart.angles).astype(np.intc)
         self.tri = np.ascontiguousarray(chart.triples.ravel(), dtype=np.intc)
         self.a, self.b, self.out, self.work = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n + len(self.tri))
         n_, na, m = ctypes.c_int(n), ctypes.c_int(len(self.ang)), ctypes.c_int(len(self.tri) // 3)
-        a, b, out, ang, tri = (_address(x) for x in (self.a, self.b, self.out, self.ang, self.tri))
-        self._minus, self._plus, self._offset = (_function(dll, f"titop_chart_{f}") for f in ("minus", "plus", "offset"))
+        a, b, out, ang, tri = (clib.address(x) for x in (self.a, self.b, self.out, self.ang, self.tri))
+        self._minus, self._plus, self._offset = (clib.function(f"titop_chart_{f}", None) for f in ("minus", "plus", "offset"))
         self._minus_args = (n_, a, b, na, ang, m, tri, out)
         self._plus_args = (n_, b, a, m, tri, out)
-        self._offset_tail = (b, na, ang, m, tri, out, _address(self.work))
+        self._offset_tail = (b, na, ang, m, tri, out, clib.address(self.work))
         self._n, self._k = n_, 0
 
     def minus(self, a, b):
@@ -175,19 +174,9 @@ class _Compiled:
         if k > self._k:                                 # room for k values
             self._k = k
             self.w, self.v = np.zeros(k), np.zeros((k, len(self.a)))
-            self._offset_head = (_address(self.w), _address(self.v))
+            self._offset_head = (clib.address(self.w), clib.address(self.v))
         self.w[:k] = weights
         self.v[:k] = values
         np.copyto(self.b, ref)
         self._offset(self._n, ctypes.c_int(k), *self._offset_head, *self._offset_tail)
         return self.out.copy()
-
-
-def _address(x):
-    return ctypes.c_void_p(x.ctypes.data)
-
-
-def _function(dll, name):
-    f = dll[name]                                       # a function object of its own
-    f.restype = None
-    return f

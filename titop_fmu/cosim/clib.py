@@ -7,6 +7,7 @@ with the same results.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 from pathlib import Path
 
@@ -38,8 +39,17 @@ def library():
     return _LOADED or None
 
 
-def function(name):
-    """The function ``name`` of the library (a function object of its own: no argtypes, returns
-    an int), or None without the library."""
+def function(name, restype=ctypes.c_int):
+    """The function ``name`` of the library (a function object of its own: no argtypes, the
+    arguments given converted, :func:`address`), or None without the library."""
     dll = library()
-    return None if dll is None else dll[name]
+    if dll is None:
+        return None
+    f = dll[name]
+    f.restype = restype
+    return f
+
+
+def address(array):
+    """A numpy array's data as a C pointer argument (the array must outlive its use)."""
+    return ctypes.c_void_p(array.ctypes.data)

@@ -73,8 +73,8 @@ class CompiledPlan:
         # per unit: its component, fmi2SetReal, fmi2GetReal (addresses)
         pointers = [(ctypes.c_void_p * len(self.units))(*[fmi[u][i] for u in self.units]) for i in range(3)]
         self._keep = (Y, Ucur, pointers)
-        address = lambda a: ctypes.c_void_p(a.ctypes.data)         # noqa: E731
         self._fn = run
+        address = clib.address
         self._args = (ctypes.c_int(len(ops)), address(self._ops), *(ctypes.cast(p, ctypes.c_void_p) for p in pointers),
                       address(self._vr), address(self._idx), address(self._z), address(Y), address(Ucur),
                       address(self._buf), address(self.seconds), ctypes.byref(self._status))
