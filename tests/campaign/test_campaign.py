@@ -170,7 +170,7 @@ def group_ended(pgid, within=10.0):
     tracker, at the end of its pipe) may still be on their way out right after it."""
     deadline = time.time() + within
     while True:
-        left = subprocess.run(["ps", "-o", "stat=,pid=,args=", "-g", str(pgid)], capture_output=True,
+        left = subprocess.run(["ps", "-ww", "-o", "stat=,pid=,args=", "-g", str(pgid)], capture_output=True,
                               text=True).stdout.splitlines()
         if all(line.startswith("Z") for line in left):
             return True
@@ -229,7 +229,7 @@ def test_ctrl_c_while_the_local_cluster_starts_is_not_lost(tmp_path):
     p = sweep_cli("--samples", "24", "--workers", "2", "--out", str(store), start_new_session=True)
     deadline = time.time() + 120
     while p.poll() is None and time.time() < deadline:
-        children = subprocess.run(["ps", "-o", "args=", "--ppid", str(p.pid)], capture_output=True, text=True).stdout
+        children = subprocess.run(["ps", "-ww", "-o", "args=", "--ppid", str(p.pid)], capture_output=True, text=True).stdout
         if "spawn_main" in children:            # the cluster's first process is starting
             break
         time.sleep(0.01)
