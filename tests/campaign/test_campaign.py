@@ -21,6 +21,7 @@ from dask.distributed import Client, LocalCluster  # noqa: E402
 
 from titop_fmu import campaign  # noqa: E402
 from titop_fmu.campaign import store as store_module  # noqa: E402
+from titop_fmu.campaign.execute import NO_DASHBOARD  # noqa: E402
 from titop_fmu.cli import main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +53,7 @@ def serial(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client():
     """A local cluster of two worker processes (one thread each), shared by the tests."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, **NO_DASHBOARD) as cluster, \
             Client(cluster) as c:
         yield c
 
@@ -88,7 +89,7 @@ def test_stored_samples_equal_simulate_set(serial, tmp_path):
 def test_a_killed_worker_loses_nothing(serial, tmp_path):
     """SIGKILL to a worker process after the second result: its samples run again, the store is
     complete and equal to the one-process run."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, **NO_DASHBOARD) as cluster, \
             Client(cluster) as c:
         pids = list(c.run(os.getpid).values())
         killed = []
@@ -115,7 +116,7 @@ def test_a_task_that_raises_is_recorded_as_failed_with_its_message(serial, tmp_p
             raise RuntimeError("boom on\nsample 2")
         return real(spec_json, fingerprint, index, values)
     monkeypatch.setattr(execute, "run_sample", flaky)
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, **NO_DASHBOARD) as cluster, \
             Client(cluster) as c:
         s = campaign.run(balloon_spec(), tmp_path / "store", client=c, progress=False).samples
     assert list(s.status) == ["ok", "ok", "failed", "ok", "ok", "ok"]
@@ -139,7 +140,7 @@ def test_results_wait_where_ctrl_c_is_harmless(tmp_path, monkeypatch):
         return real(*a, **kw)
     monkeypatch.setattr(distributed.utils, "sync", counted)
     between = []
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, **NO_DASHBOARD) as cluster, \
             Client(cluster) as c:
         def on_stored(rec):
             between.append(len(calls))
@@ -240,6 +241,22 @@ def test_ctrl_c_while_the_local_cluster_starts_is_not_lost(tmp_path):
     assert "Traceback" not in err and "interrupted: 0 of 24 samples stored" in err, err
     assert group_ended(p.pid)
 
+
+
+def test_two_campaigns_at_once_do_not_compete_for_a_port(tmp_path):
+    """A local cluster serves no dashboard and takes no fixed port: with 8787, Dask's
+    dashboard port, held by another program (a campaign already running), the CLI's
+    cluster starts without a word about it."""
+    with socket.socket() as held:
+        try:
+            held.bind(("127.0.0.1", 8787))
+            held.listen()
+        except OSError:
+            pass                                            # held already: the same case
+        r = sweep_cli("--samples", "2", "--workers", "1", "--out", str(tmp_path / "store"))
+        _, err = r.communicate(timeout=120)
+    assert r.returncode == 0, err
+    assert "8787" not in err and "Warning" not in err, err
 
 def test_a_cluster_of_separate_processes(serial, tmp_path):
     """`dask scheduler` and `dask worker` started as their own processes, the way a cluster is;

@@ -38,6 +38,11 @@ WINDOW_PER_THREAD = 4
 QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
          "distributed.admin.system-monitor.interval": "2s", "distributed.worker.memory.monitor-interval": "1s"}
 
+#: no dashboard, and the scheduler's own HTTP server (its health routes) on a free loopback
+#: port: with ``dashboard_address=None`` alone it takes 8787, and a second cluster on the
+#: machine (a second campaign) then warns "Port 8787 is already in use"
+NO_DASHBOARD = {"dashboard_address": None, "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"}}
+
 
 def local_cluster(workers=None):
     """A Dask ``LocalCluster``: ``workers`` processes (default one per core), one thread each
@@ -59,7 +64,7 @@ def local_cluster(workers=None):
     cluster = None
     try:
         with interrupts_held(children=True), dask.config.set(QUIET):
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, **NO_DASHBOARD,
                                    silence_logs=logging.ERROR)
         client = Client(cluster)
         client.register_plugin(_ignore_interrupt(), name="titop-ignore-sigint")
