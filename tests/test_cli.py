@@ -304,3 +304,25 @@ def test_a_stalling_coupling_fails_with_its_reason(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "the macro step fell below h_min" in err and "the coupling iteration did not converge" in err
     assert not (tmp_path / "s.csv").exists()
+
+
+def test_the_first_help_says_what_the_tool_is_and_its_first_run_works(tmp_path, capsys, monkeypatch):
+    """`titop-fmu --help` names the tool's uses and a first run; that run, as printed, works
+    (a CSV of the balloon, then its plot); `--version` is the installed distribution's."""
+    from importlib.metadata import version
+    import re
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(w in text for w in ("simulate", "FMUs", "linearize", "campaigns", "COMMAND --help"))
+    monkeypatch.chdir(tmp_path)
+    for command in re.findall(r"'titop-fmu ((?:simulate|plot) [^']+)'", text):
+        assert main(command.split()) == 0, command
+    header, rows = read(tmp_path / "run.csv")
+    assert header[0] == "t" and rows[-1, 0] == 20.0
+    assert (tmp_path / "run.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.split() == ["titop-fmu", version("titop-fmu")]

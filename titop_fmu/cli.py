@@ -501,7 +501,13 @@ def animation_options(p):
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="titop-fmu", description=__doc__.splitlines()[0])
+    from . import __version__
+    top = argparse.ArgumentParser(
+        prog="titop-fmu", description="Multibody systems built one TITOP block per body: simulate them (in "
+        "process or as FMI co-simulation units), export them as FMUs, linearize them, run campaigns.",
+        epilog="'titop-fmu COMMAND --help' gives a command's options. A first run: 'titop-fmu simulate balloon "
+        "--out run.csv', then 'titop-fmu plot run.csv --out run.png'. The guide: README.md and docs/.")
+    top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = top.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("simulate", help="simulate a system and write a CSV")
