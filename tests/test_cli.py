@@ -326,3 +326,14 @@ def test_the_first_help_says_what_the_tool_is_and_its_first_run_works(tmp_path, 
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out.split() == ["titop-fmu", version("titop-fmu")]
+
+
+@pytest.mark.parametrize("command", ["simulate", "sweep", "report", "build", "export", "animate", "plot", "models",
+                                     "linearize", "validate"])
+def test_each_commands_help_opens_with_what_it_does(command, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    assert e.value.code == 0
+    usage, description = capsys.readouterr().out.split("\n\n")[:2]
+    assert usage.startswith(f"usage: titop-fmu {command}") and description[0].isupper() and description.endswith("."), \
+        description

@@ -500,6 +500,13 @@ def animation_options(p):
     p.add_argument("--title", help="title shown in the view (default: the system, the engine and the horizon)")
 
 
+def command(sub, name, help, **kw) -> argparse.ArgumentParser:
+    """The subcommand ``name``: its ``--help`` opens with its one-line ``help`` as a sentence
+    where it has no ``description`` of its own."""
+    kw.setdefault("description", help[0].upper() + help[1:] + ".")
+    return sub.add_parser(name, help=help, **kw)
+
+
 def parser() -> argparse.ArgumentParser:
     from . import __version__
     top = argparse.ArgumentParser(
@@ -510,7 +517,7 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = top.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("simulate", help="simulate a system and write a CSV")
+    p = command(sub, "simulate", help="simulate a system and write a CSV")
     p.add_argument("system", help="'balloon' (the paper's system, docs/balloon-scenario.md), a "
                                   "system file (TOML or JSON, see examples/) or an SSP package (.ssp)")
     p.add_argument("--engine", choices=["inprocess", "fmu"], default="inprocess",
@@ -550,7 +557,7 @@ def parser() -> argparse.ArgumentParser:
     animation_options(g)
     p.set_defaults(func=cmd_simulate)
 
-    p = sub.add_parser("sweep", help="run a campaign (Monte Carlo, sweep) of a system on Dask; store it as Parquet")
+    p = command(sub, "sweep", help="run a campaign (Monte Carlo, sweep) of a system on Dask; store it as Parquet")
     p.add_argument("system", help="'balloon', a system file, or a campaign file (TOML with a [sweep] table: the "
                                   "options below as keys; options given here win)")
     p.add_argument("--vary", action="append", metavar="NAME=DISTRIBUTION",
@@ -583,13 +590,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("report", help="summaries and figures of a campaign store: envelopes, worst samples, "
+    p = command(sub, "report", help="summaries and figures of a campaign store: envelopes, worst samples, "
                                       "rank correlations")
     p.add_argument("store", help="the campaign's store (titop-fmu sweep --out)")
     p.add_argument("--out", default="campaign-report", help="report folder (default campaign-report/)")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("build", help="build the TITOP FMUs")
+    p = command(sub, "build", help="build the TITOP FMUs")
     p.add_argument("--out", default="fmus", help="output folder (default fmus/)")
     p.add_argument("--children", type=int, default=2,
                    help=f"number of child ports (default 2, at most {MAX_CHILDREN})")
@@ -600,7 +607,7 @@ def parser() -> argparse.ArgumentParser:
                         "cross compiler, win64 (fmus/README.md)")
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("export", help="write a system as one FMU (the loop solved inside) for any FMI host, "
+    p = command(sub, "export", help="write a system as one FMU (the loop solved inside) for any FMI host, "
                                       "or as an SSP package of its block FMUs")
     p.add_argument("system", help="'balloon' or a system file (TOML or JSON) of TITOP units")
     p.add_argument("--out", help="the FMU to write, NAME.fmu (model identifier NAME)")
@@ -612,7 +619,7 @@ def parser() -> argparse.ArgumentParser:
     fmu_kind_option(p, "the block FMUs of --ssp")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser(
+    p = command(sub, 
         "animate", help="write a 3-D view of a run: one HTML file that opens offline in a browser",
         description="Write a 3-D view of a system's motion: bodies, joints and frames, a time slider, "
                     "play/pause, speed and loop; drag to orbit, wheel to zoom. One HTML file, nothing "
@@ -634,7 +641,7 @@ def parser() -> argparse.ArgumentParser:
     animation_options(p)
     p.set_defaults(func=cmd_animate)
 
-    p = sub.add_parser("plot", help="draw chosen columns of a result CSV (PNG, PDF or SVG), for reports",
+    p = command(sub, "plot", help="draw chosen columns of a result CSV (PNG, PDF or SVG), for reports",
                        description="Draw columns of a result CSV of titop-fmu against time: one subplot per "
                                    "column, or one per unit with --by-unit; SI units in the labels where "
                                    "known. Needs matplotlib (the report extra).")
@@ -648,7 +655,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--title", help="title of the figure")
     p.set_defaults(func=cmd_plot)
 
-    p = sub.add_parser("models", help="list the TITOP models (block kinds), or one model's ports and parameters")
+    p = command(sub, "models", help="list the TITOP models (block kinds), or one model's ports and parameters")
     p.add_argument("name", nargs="?", help="a model identifier, e.g. revolute_c1 (default: list them all)")
     p.add_argument("--markdown", action="store_true",
                    help="every model's ports and parameters as Markdown tables (docs/system-files.md)")
@@ -656,7 +663,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 
-    p = sub.add_parser("linearize", help="the linear model (A, B, C, D with names, and its modes) at the initial "
+    p = command(sub, "linearize", help="the linear model (A, B, C, D with names, and its modes) at the initial "
                                          "state or at an equilibrium; writes .mat or .npz")
     p.add_argument("system", help="'balloon' (with --set) or a system file (TOML or JSON, see examples/)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
@@ -680,7 +687,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="print nothing")
     p.set_defaults(func=cmd_linearize)
 
-    p = sub.add_parser("validate", help="compare the balloon runs with every reference; write a report")
+    p = command(sub, "validate", help="compare the balloon runs with every reference; write a report")
     p.add_argument("--out", default="validation-report", help="report folder (default validation-report/)")
     p.add_argument("--stop", type=float, default=20.0, help="horizon [s] (default 20)")
     p.add_argument("--references", default=None, help="folder of reference CSVs (default validation/reference)")
