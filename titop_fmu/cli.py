@@ -40,6 +40,15 @@ def writable_file(option, path) -> Path:
     return path
 
 
+def view_file(option, path) -> Path:
+    """``path`` for a 3-D view: a writable file named as the HTML page it is (a browser opens it by
+    its name)."""
+    path = writable_file(option, path)
+    if path.suffix.lower() not in (".html", ".htm"):
+        raise TitopError(f"{option} {path}: the 3-D view is an HTML page: name it VIEW.html")
+    return path
+
+
 def writable_folder(option, path) -> Path:
     """``path`` is a writable folder, or a new one in an existing writable folder: only the
     last level is created (a mistyped path does not grow a tree of folders)."""
@@ -215,7 +224,7 @@ def animation(args, system, engine):
         raise TitopError(f"--animate {args.animate}: the same file as --out")
     from .viewer import Animation
     name = "balloon" if args.system == "balloon" else Path(args.system).stem
-    return Animation(writable_file("--animate", args.animate), system, args.title or f"{name}: {engine}, "
+    return Animation(view_file("--animate", args.animate), system, args.title or f"{name}: {engine}, "
                      f"{args.stop:g} s", args.trace)
 
 
@@ -240,7 +249,7 @@ def _system_of(args):
 def cmd_animate(args):
     """``titop-fmu animate SYSTEM [RUN.csv] --out VIEW.html``: the view of a result CSV that has
     the outputs placing every body, or of an in-process run of the system."""
-    writable_file("--out", args.out)
+    view_file("--out", args.out)
     if args.run is None:
         sim = parser().parse_args(["simulate", args.system])
         sim.out, sim.animate, sim.trace, sim.title = None, args.out, args.trace, args.title
@@ -253,7 +262,7 @@ def cmd_animate(args):
         raise TitopError(f"{args.system}: the units of an SSP package are FMU files, which the view cannot "
                          "draw; animate the system file it was exported from")
     system = _system_of(args)
-    anim = Animation(writable_file("--out", args.out), system, args.title or
+    anim = Animation(view_file("--out", args.out), system, args.title or
                      f"{Path(args.system).stem}: {Path(args.run).name}", args.trace)
     t, columns = read_result(args.run)
     if args.system == "balloon":
@@ -591,7 +600,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sweep)
 
     p = command(sub, "report", help="summaries and figures of a campaign store: envelopes, worst samples, "
-                                      "rank correlations")
+                                    "rank correlations")
     p.add_argument("store", help="the campaign's store (titop-fmu sweep --out)")
     p.add_argument("--out", default="campaign-report", help="report folder (default campaign-report/)")
     p.set_defaults(func=cmd_report)
@@ -608,7 +617,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_build)
 
     p = command(sub, "export", help="write a system as one FMU (the loop solved inside) for any FMI host, "
-                                      "or as an SSP package of its block FMUs")
+                                    "or as an SSP package of its block FMUs")
     p.add_argument("system", help="'balloon' or a system file (TOML or JSON) of TITOP units")
     p.add_argument("--out", help="the FMU to write, NAME.fmu (model identifier NAME)")
     p.add_argument("--ssp", help="the SSP 1.0 package to write, NAME.ssp (block FMUs, connections, parameters)")
@@ -642,9 +651,9 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_animate)
 
     p = command(sub, "plot", help="draw chosen columns of a result CSV (PNG, PDF or SVG), for reports",
-                       description="Draw columns of a result CSV of titop-fmu against time: one subplot per "
-                                   "column, or one per unit with --by-unit; SI units in the labels where "
-                                   "known. Needs matplotlib (the report extra).")
+                description="Draw columns of a result CSV of titop-fmu against time: one subplot per "
+                            "column, or one per unit with --by-unit; SI units in the labels where "
+                            "known. Needs matplotlib (the report extra).")
     p.add_argument("run", metavar="RUN.csv", help="a result CSV (titop-fmu simulate)")
     p.add_argument("--out", help="the figure, .png, .pdf or .svg (default: RUN.png)")
     p.add_argument("--columns", nargs="+", metavar="NAME",
@@ -664,7 +673,7 @@ def parser() -> argparse.ArgumentParser:
 
 
     p = command(sub, "linearize", help="the linear model (A, B, C, D with names, and its modes) at the initial "
-                                         "state or at an equilibrium; writes .mat or .npz")
+                                       "state or at an equilibrium; writes .mat or .npz")
     p.add_argument("system", help="'balloon' (with --set) or a system file (TOML or JSON, see examples/)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a value as for simulate: a balloon scenario value, or a system file's unit "
