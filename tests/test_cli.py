@@ -60,6 +60,8 @@ def test_bad_options_are_one_line_errors_before_any_work(argv, message, no_run, 
 @pytest.mark.parametrize("where, message", [
     ("missing/x.csv", "no folder"),
     (".", "is a folder, not a file"),
+    ("run.png", "the result is a CSV file: name it RUN.csv"),
+    ("run", "the result is a CSV file"),
 ])
 def test_an_output_that_cannot_be_written_is_refused_before_any_work(where, message, no_run, tmp_path, capsys):
     assert main(["simulate", "balloon", "--out", str(tmp_path / where)]) == 2

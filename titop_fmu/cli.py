@@ -40,6 +40,15 @@ def writable_file(option, path) -> Path:
     return path
 
 
+def result_file(option, path) -> Path:
+    """``path`` for a result: a writable file named as the CSV it is (``plot``, ``animate`` and
+    spreadsheets know it by its name)."""
+    path = writable_file(option, path)
+    if path.suffix.lower() != ".csv":
+        raise TitopError(f"{option} {path}: the result is a CSV file: name it RUN.csv")
+    return path
+
+
 def view_file(option, path) -> Path:
     """``path`` for a 3-D view: a writable file named as the HTML page it is (a browser opens it by
     its name)."""
@@ -156,7 +165,7 @@ def cmd_simulate(args):
         sim = sf.simulation
     engine_options(args)
     resolve_options(args, sim)
-    out = writable_file("--out", args.out) if args.out else None
+    out = result_file("--out", args.out) if args.out else None
     if args.fmu_dir is not None:
         writable_folder("--fmu-dir", args.fmu_dir)
     master = args.engine == "fmu" or args.inprocess_units

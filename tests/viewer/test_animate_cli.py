@@ -85,7 +85,7 @@ def test_animate_shows_a_csv_or_runs_the_system(tmp_path, capsys):
     (["simulate", "balloon", "--animate", "no/such/v.html"], "--animate no/such/v.html: no folder"),
     (["simulate", "two.toml", "--animate", "v.html", "--trace", "hub.c3"], "hub has no point 'c3'"),
     (["animate", "pkg.ssp", "two.csv"], "pkg.ssp: the units of an SSP package are FMU files"),
-    (["simulate", "balloon", "--out", "v.html", "--animate", "./v.html"], "--animate ./v.html: the same file as --out"),
+    (["simulate", "balloon", "--out", "v.csv", "--animate", "./v.csv"], "--animate ./v.csv: the same file as --out"),
     (["animate", "balloon", "--out", "v.png"], "--out v.png: the 3-D view is an HTML page: name it VIEW.html"),
     (["animate", "balloon", "two.csv", "--out", "v"], "--out v: the 3-D view is an HTML page"),
     (["simulate", "balloon", "--animate", "v.csv"], "--animate v.csv: the 3-D view is an HTML page"),
