@@ -339,13 +339,13 @@ def cmd_export(args):
         raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file")
     if not (args.out or args.ssp):
         raise TitopError("export: give --out NAME.fmu (one FMU) and/or --ssp NAME.ssp (SSP of the block FMUs)")
-    if args.standalone and not args.out:
-        raise TitopError("export: --standalone is the kind of the assembly FMU of --out NAME.fmu (the block FMUs "
-                         "of --ssp take --fmu-kind)")
+    if args.standalone and args.fmu_kind not in (None, "standalone"):
+        raise TitopError(f"export: --standalone and --fmu-kind {args.fmu_kind} ask for two kinds of FMU")
+    kind = "standalone" if args.standalone else args.fmu_kind or DEFAULT_FMU_KIND
     if args.out:
-        print(export_fmu(system, args.out, simulation, standalone=args.standalone))
+        print(export_fmu(system, args.out, simulation, kind))
     if args.ssp:
-        print(export_ssp(system, args.ssp, simulation, args.fmu_dir, args.fmu_kind or DEFAULT_FMU_KIND))
+        print(export_ssp(system, args.ssp, simulation, args.fmu_dir, kind))
 
 
 def cmd_models(args):
@@ -631,14 +631,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="the FMU to write, NAME.fmu (model identifier NAME)")
     p.add_argument("--ssp", help="the SSP 1.0 package to write, NAME.ssp (block FMUs, connections, parameters)")
     p.add_argument("--fmu-dir", default=None, help="folder of the block FMUs for --ssp (default: the cache)")
-    p.add_argument("--standalone", action="store_true",
-                   help="the FMU's binary in C only (no Python at run time; linux64 and, with the MinGW-w64 cross "
-                        "compiler, win64), co-simulation and Model Exchange (fmus/README.md)")
-    fmu_kind_option(p, "the block FMUs of --ssp")
+    fmu_kind_option(p, "the FMU of --out (standalone: co-simulation and Model Exchange; linux64, and win64 where "
+                       "MinGW-w64 is installed) and the block FMUs of --ssp")
+    p.add_argument("--standalone", action="store_true", help="the same as --fmu-kind standalone")
     p.set_defaults(func=cmd_export)
 
-    p = command(sub, 
-        "animate", help="write a 3-D view of a run: one HTML file that opens offline in a browser",
+    p = command(
+        sub, "animate", help="write a 3-D view of a run: one HTML file that opens offline in a browser",
         description="Write a 3-D view of a system's motion: bodies, joints and frames, a time slider, "
                     "play/pause, speed and loop; drag to orbit, wheel to zoom. One HTML file, nothing "
                     "fetched: it opens offline. With RUN.csv, the CSV is shown as it is: it must hold the "

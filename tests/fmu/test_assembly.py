@@ -1,6 +1,6 @@
 """The assembly FMU (``titop-fmu export``): a whole TITOP system as one FMU, the loop solved
 inside, for FMI hosts without a loop solver; in two kinds, as the block FMUs: pythonfmu (the
-reference) and standalone (``--standalone``: C only, also Model Exchange).
+reference, ``--fmu-kind pythonfmu``) and standalone (the default: C only, also Model Exchange).
 
 Checked for both kinds against the in-process monolithic run of the same system (its own
 engine, DOP853 at 1e-12): the recorded outputs through FMPy's ``simulate_fmu`` and libcosim;
@@ -47,14 +47,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    """``export(system, kind, name)``: ``titop-fmu export SYSTEM [--standalone] --out NAME.fmu``,
+    """``export(system, kind, name)``: ``titop-fmu export SYSTEM --out NAME.fmu --fmu-kind KIND``,
     once per system and kind."""
     made = {}
 
     def export(system, kind, name):
         if (system, kind) not in made:
             out = tmp_path_factory.mktemp(f"{name}_{kind}") / f"{name}.fmu"
-            assert main(["export", system, "--out", str(out), *(["--standalone"] if kind == "standalone" else [])]) == 0
+            assert main(["export", system, "--out", str(out), "--fmu-kind", kind]) == 0
             made[(system, kind)] = out
         return made[(system, kind)]
     return export
@@ -520,8 +520,7 @@ def arm_fmu(tmp_path_factory, kind):
     standalone kind computes the inertial outputs in C, from the motion vectors the kernel keeps)."""
     d = tmp_path_factory.mktemp(f"arm_{kind}")
     (d / "arm.toml").write_text(ARM)
-    standalone = ["--standalone"] if kind == "standalone" else []
-    assert main(["export", str(d / "arm.toml"), "--out", str(d / "arm.fmu"), *standalone]) == 0
+    assert main(["export", str(d / "arm.toml"), "--out", str(d / "arm.fmu"), "--fmu-kind", kind]) == 0
     return d / "arm.fmu"
 
 
@@ -562,7 +561,7 @@ def test_an_invalid_fmu_is_not_written(tmp_path, monkeypatch, capsys):
     describe = export.describe
     monkeypatch.setattr(export, "describe", lambda *a, **kw: describe(*a, **kw).replace(b'"atol"', b'"rtol"'))
     (tmp_path / "arm.toml").write_text(ARM)
-    assert main(["export", str(tmp_path / "arm.toml"), "--out", str(tmp_path / "arm.fmu")]) == 2
+    assert main(["export", str(tmp_path / "arm.toml"), "--out", str(tmp_path / "arm.fmu"), "--fmu-kind", "pythonfmu"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("titop-fmu: error: the FMU would be invalid, nothing written:") and err.count("\n") == 1
     assert 'The variable name "rtol"' in err and list(tmp_path.iterdir()) == [tmp_path / "arm.toml"]
@@ -576,7 +575,7 @@ SYSTEMS = {"balloon": "balloon", "spacecraft": str(ROOT / "examples" / "spacecra
 
 @pytest.fixture(scope="module")
 def standalone(exported):
-    """The standalone balloon assembly FMU (``titop-fmu export balloon --standalone``)."""
+    """The standalone balloon assembly FMU (``titop-fmu export balloon``)."""
     return exported("balloon", "standalone", "balloon")
 
 
@@ -635,6 +634,8 @@ def test_standalone_is_c_only_deterministic_and_described_as_the_pythonfmu_kind(
     export gives the same bytes; its co-simulation description is the pythonfmu kind's but for
     needsExecutionTool, the GUID and what Model Exchange adds (after the co-simulation's)."""
     again = tmp_path / "balloon.fmu"
+    assert main(["export", "balloon", "--out", str(again)]) == 0                 # the default kind
+    assert again.read_bytes() == standalone.read_bytes()
     assert main(["export", "balloon", "--standalone", "--out", str(again)]) == 0
     assert again.read_bytes() == standalone.read_bytes()
     with zipfile.ZipFile(standalone) as z:

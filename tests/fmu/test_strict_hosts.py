@@ -4,7 +4,7 @@ Such hosts exist (the Reference FMUs' fmusim, MasterSim): a known and accepted
 property of the parameters (the balloon's principal moments violate the triangle
 inequality) is therefore logged with status fmi2OK (category
 ``logStatusWarning``), never returned as fmi2Warning. Checked for the block FMUs
-and two assembly FMUs (``titop-fmu export [--standalone]``: the balloon, and
+and two assembly FMUs (``titop-fmu export [--fmu-kind KIND]``: the balloon, and
 ``examples/spacecraft.toml``: full inertias, mount angles, oblique axes, an
 attitude near gimbal lock), each of both kinds, over their default experiment, in
 
@@ -40,13 +40,12 @@ ASSEMBLIES = {"balloon": ["balloon"], "spacecraft": [str(ROOT / "examples" / "sp
 @pytest.fixture(scope="module")
 def assemblies(tmp_path_factory, kind):
     """``{name: path}``: ``titop-fmu export SYSTEM --out NAME.fmu`` for the balloon and the spacecraft,
-    of each kind (``--standalone``)."""
+    of each kind (``--fmu-kind KIND``)."""
     d = tmp_path_factory.mktemp(f"strict_{kind}")
     out = {}
     for name, system in ASSEMBLIES.items():
         out[name] = d / f"{name}.fmu"
-        standalone = ["--standalone"] if kind == "standalone" else []
-        assert main(["export", *system, "--out", str(out[name]), *standalone]) == 0
+        assert main(["export", *system, "--out", str(out[name]), "--fmu-kind", kind]) == 0
     return out
 
 
