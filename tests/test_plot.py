@@ -30,6 +30,9 @@ def test_units_come_from_the_system_the_port_or_the_balloon():
     assert describe("bus.p.m[17]")[0] == "rad"
     assert describe("arm.p.w[5]") == ("N.m", "torque T_y")
     assert describe("theta1") == ("rad", "")
+    assert describe("boom.tip.position[2]") == ("m", "position of the point tip in R_i")     # inertial records
+    assert describe("bus.com.velocity[4]")[0] == "rad/s" and describe("bus.euler[1]")[0] == "rad"
+    assert describe("bus.position[1]") == (None, "")                      # a point's quantity, no point
     assert describe("t") == ("s", "")
 
 

@@ -2,7 +2,8 @@
 for reports (matplotlib, the ``report`` extra): one subplot per column, or one per unit
 (``--by-unit``), the time in seconds, SI units in the labels where they are known: the
 balloon's columns, the TITOP ports' (motion vectors, wrenches), and with the system
-(``--system``) every output of its units (a joint's ``q`` in rad or m)."""
+(``--system``) every output of its units (a joint's ``q`` in rad or m) and the inertial
+quantities it records (positions, velocities, Euler angles)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .errors import TitopError
 from .fmu import catalog
 from .io import write_atomically
 from .scenarios import balloon
+from .titop.records import quantity_component
 
 FORMATS = (".png", ".pdf", ".svg")
 #: most subplots in one figure
@@ -36,6 +38,9 @@ def describe(label: str, system: CoSystem | None = None) -> tuple:
                     return v.unit, v.description
         except (KeyError, TypeError):
             pass
+    component = quantity_component(var)
+    if component is not None:
+        return component
     port, k = port_of(var)
     size = {"m": 18, "w": 6, "a": 6}.get(port.rpartition(".")[2])
     if size and 1 <= k <= size:

@@ -1,6 +1,8 @@
 """The campaign report: envelopes, summary values, worst samples and rank correlations equal
 to their definitions computed here from the stored trajectories; the files a person reads."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy.stats import rankdata
@@ -53,8 +55,34 @@ def test_report_files(store, tmp_path):
     md = (out / "report.md").read_text()
     assert "## Failed runs" in md and "parameter 'm_P2': must be >= 0.0, got -1.0" in md
     assert "## Sensitivities" in md and "## Worst samples" in md
+    assert "| theta1 [rad] |" in md and "| y [m] |" in md                      # outputs, with their units
+    assert "| theta1_0 [rad] | m_P2 [kg] |" in md                              # varied values, SI as stored
     for png in ("envelopes.png", "sensitivity.png"):
         assert (out / png).stat().st_size > 10_000
     import pandas as pd
     rows = pd.read_csv(out / "summaries.csv", index_col="sample")
     assert list(rows.index) == list(store.samples.index[store.samples.status == "ok"])
+
+
+def test_every_balloon_value_has_its_unit_stated():
+    from titop_fmu.scenarios import balloon
+    assert list(balloon.PARAMETER_UNITS) == list(balloon.DEFAULTS)
+
+
+def test_a_system_files_report_gives_its_units_and_without_the_file_none(tmp_path):
+    """Units of a system file's parameters and outputs from its units' models (a joint's q in
+    rad, a position in m, a mass in kg); the report of a store whose system file is gone
+    still written, without units."""
+    from titop_fmu.campaign.report import units
+    arm = tmp_path / "arm.toml"
+    arm.write_text((Path(__file__).resolve().parents[2] / "examples" / "arm.toml").read_text())
+    root = tmp_path / "store"
+    assert main(["sweep", str(arm), "--vary", "link1.mass=uniform(1.5,2.5)", "--samples", "3", "--stop", "0.05",
+                 "--workers", "0", "--quiet", "--out", str(root)]) == 0
+    u = units(campaign.open(root))
+    assert u == {"link1.mass": "kg", "link1.joint.q[3]": "rad", "link2.joint.q[3]": "rad", "link3.joint.q[3]": "rad",
+                 **{f"link3.c1.position[{k}]": "m" for k in (1, 2, 3)}}, u
+    arm.unlink()
+    assert units(campaign.open(root)) == {}
+    assert main(["report", str(root), "--out", str(tmp_path / "report")]) == 0
+    assert "| link1.joint.q[3] |" in (tmp_path / "report" / "report.md").read_text()

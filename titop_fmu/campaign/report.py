@@ -79,6 +79,25 @@ def summarize(c: Campaign) -> Summary:
     return Summary(list(c.names), list(c.header[1:]), t, envelope, idx, varied, values, rho)
 
 
+def units(c: Campaign) -> dict:
+    """``{name: SI unit}`` of the campaign's varied quantities and outputs, where known: the
+    balloon's scenario values and columns; a system file's unit parameters, inputs and
+    outputs as ``titop-fmu plot`` labels them (none if the file is no longer there)."""
+    from ..errors import TitopError
+    from ..plot import describe
+    from ..scenarios import balloon
+    from ..simulation import Target
+    names = list(c.names) + list(c.header[1:])
+    if c.spec.system == "balloon":
+        known = {**balloon.PARAMETER_UNITS, **balloon.UNITS}
+        return {n: known[n] for n in names if known.get(n)}
+    try:
+        system = Target(c.spec.system).file.system
+    except TitopError:
+        return {}
+    return {n: u for n in names if (u := describe(n, system)[0]) not in (None, "", "1")}
+
+
 def _table(header, rows) -> list:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + \
         ["| " + " | ".join(str(x) for x in row) + " |" for row in rows]
@@ -86,6 +105,11 @@ def _table(header, rows) -> list:
 
 def report(c: Campaign, out) -> Path:
     """Write the report of ``c`` into the folder ``out``; returns the path of ``report.md``."""
+    unit = units(c)
+
+    def label(name):
+        return f"{name} [{unit[name]}]" if name in unit else name
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     s = c.samples
@@ -115,19 +139,19 @@ def report(c: Campaign, out) -> Path:
            "Over the successful samples, at the stop time and over the whole run (min and max over time "
            "of the lower and upper bounds).", ""]
     md += _table(["output", "final: min", "p5", "p50", "p95", "max", "whole run: min", "max"], [
-        [o] + [f"{sm.envelope[k][j, -1]:.4g}" for k in ("min", "p5", "p50", "p95", "max")]
+        [label(o)] + [f"{sm.envelope[k][j, -1]:.4g}" for k in ("min", "p5", "p50", "p95", "max")]
         + [f"{sm.envelope['min'][j].min():.4g}", f"{sm.envelope['max'][j].max():.4g}"]
         for j, o in enumerate(sm.outputs)])
     md += ["", "## Worst samples", "",
            f"Per output, the {WORST} samples farthest from the median response (`dev`: the largest distance "
-           "over time).", ""]
+           "over time, in the output's unit).", ""]
     rows = []
     for j, o in enumerate(sm.outputs):
         for rank, i in enumerate(sm.worst(j)):
             k = int(np.flatnonzero(sm.samples == i)[0])
-            rows.append([o if rank == 0 else "", i, f"{sm.values['dev'][k, j]:.4g}"]
+            rows.append([label(o) if rank == 0 else "", i, f"{sm.values['dev'][k, j]:.4g}"]
                         + [f"{sm.varied[k, a]:.6g}" for a in range(len(sm.names))])
-    md += _table(["output", "sample", "dev"] + sm.names, rows)
+    md += _table(["output", "sample", "dev"] + [label(n) for n in sm.names], rows)
     md += ["", "## Sensitivities", "",
            "Spearman rank correlation of each varied quantity with each output's summary value "
            "(+1: the output grows with it, -1: falls, 0: no monotone dependence).", ""]
@@ -136,7 +160,7 @@ def report(c: Campaign, out) -> Path:
             [n] + [f"{r:+.2f}" if np.isfinite(r) else "-" for r in sm.rho[k][a]] for a, n in enumerate(sm.names)])
         md += [""]
     if importlib.util.find_spec("matplotlib") is not None:
-        figs = [write_envelopes(out / "envelopes.png", sm, c), write_sensitivity(out / "sensitivity.png", sm)]
+        figs = [write_envelopes(out / "envelopes.png", sm, c, label), write_sensitivity(out / "sensitivity.png", sm)]
         md += ["## Figures", ""] + [f"![{p.stem}]({p.name})" for p in figs] + [""]
     else:
         md += ["Figures skipped: matplotlib is not installed (pip install -e \".[report]\").", ""]
@@ -144,9 +168,9 @@ def report(c: Campaign, out) -> Path:
     return out / "report.md"
 
 
-def write_envelopes(path: Path, sm: Summary, c: Campaign) -> Path:
-    """One panel per output: min-max and 5-95 % bands, the 25-75 % band, the median, the
-    worst sample."""
+def write_envelopes(path: Path, sm: Summary, c: Campaign, label=str) -> Path:
+    """One panel per output (titled ``label(output)``): min-max and 5-95 % bands, the 25-75 %
+    band, the median, the worst sample."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -162,7 +186,7 @@ def write_envelopes(path: Path, sm: Summary, c: Campaign) -> Path:
         ax.plot(sm.t, e["p50"][j], color="k", lw=1.0, label="median")
         w = int(sm.worst(j, 1)[0])
         ax.plot(sm.t, c.trajectory(w).iloc[:, j + 1], color="tab:red", lw=0.7, label="worst sample")
-        ax.set_title(f"{o} (worst: sample {w})", fontsize=9)
+        ax.set_title(f"{label(o)} (worst: sample {w})", fontsize=9)
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=8)
     for ax in list(axes.flat)[n:]:

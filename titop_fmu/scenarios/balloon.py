@@ -54,6 +54,12 @@ DEFAULTS = {
     "thetad2_0": 0.0,
 }
 
+#: the SI unit of each scenario value (None: a direction, no unit)
+PARAMETER_UNITS = {"m_B": "kg", "I_B": "kg.m2", "CB": "m", "m_S": "kg", "t": None, "m_P1": "kg", "SP1": "m",
+                   "r1": None, "m_P2": "kg", "P1P2": "m", "r2": None, "g": "m/s2", "k": "N/m", "d_s": "N.s/m",
+                   "d_p1": "N.m.s/rad", "d_p2": "N.m.s/rad", "p_0": "m", "pd_0": "m/s", "theta1_0": "rad",
+                   "thetad1_0": "rad/s", "theta2_0": "rad", "thetad2_0": "rad/s"}
+
 COLUMNS = ("t", "x", "y", "z", "phi", "theta", "psi", "p", "theta1", "theta2")
 #: the SI unit of each column
 UNITS = {"t": "s", "x": "m", "y": "m", "z": "m", "phi": "rad", "theta": "rad", "psi": "rad", "p": "m",

@@ -170,6 +170,19 @@ def body_points(block) -> dict:
             **{f"c{i + 1}": PC for i, PC in enumerate(body.children)}}
 
 
+def quantity_component(var: str) -> tuple | None:
+    """``(SI unit, description)`` of the component ``var`` of an inertial quantity
+    (``c1.position[2]``, ``euler[3]``: a unit's output name without the unit), None if ``var``
+    names no such component."""
+    m = _INERTIAL.match(var)
+    if m is None or m.group(3) is None or not 1 <= int(m.group(3)) <= len(QUANTITIES[m.group(2)]):
+        return None
+    point, quantity, k = m.groups()
+    if (point is not None) != (quantity in POINT_QUANTITIES):
+        return None
+    return QUANTITIES[quantity][int(k) - 1], DESCRIPTIONS[quantity].format(X=point)
+
+
 def inertial_entry(ref: str, unit: str, block, model: str, what: str = "record") -> Entry | None:
     """The :class:`Entry` (without its ``motion``) of ``ref``, ``"<unit>.<var>"``, if ``var``
     names an inertial quantity (``com.position[2]``, ``dcm``) of the body of ``block`` (the
