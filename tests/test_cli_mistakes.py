@@ -256,3 +256,22 @@ def test_models_describes_one_from_the_catalog(capsys):
     assert "p.position, com.position, c1.position (3: m)" in out and "dcm (9: 1)" in out
     assert re.search(r"k +0 \[N/m\]: spring stiffness", out)
     assert "mass     required [kg]" in out
+
+
+@pytest.mark.parametrize("argv, missing", [
+    (["sweep", "balloon", "--vary", "m_P1=uniform(1.5,2.5)", "--samples", "2"], "dask, distributed, pyarrow, pandas"),
+    (["sweep", "balloon", "--vary", "m_P1=uniform(1.5,2.5)", "--samples", "2", "--workers", "0"], "pyarrow, pandas"),
+    (["report", "store"], "pyarrow, pandas"),
+])
+def test_a_command_whose_extra_is_not_installed_says_which_to_install(argv, missing, tmp_path, capsys, monkeypatch):
+    """The core install lacks the campaign extra: sweep and report say so in one line, before
+    any work (they ended in a ModuleNotFoundError traceback, after the first run for --workers 0)."""
+    import importlib.util
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in missing.split(", ")
+                        else find_spec(name, *a))
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--out", "out"]) == 2
+    err = capsys.readouterr().err
+    assert err == f'titop-fmu: error: titop-fmu {argv[0]} needs {missing}: pip install -e ".[campaign]"\n', err
+    assert list(tmp_path.iterdir()) == []

@@ -9,6 +9,7 @@ with one line and exit code 130.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import sys
@@ -472,8 +473,17 @@ def fmu_kind_option(group, what):
                             f"CPython (default {DEFAULT_FMU_KIND}; fmus/README.md)")
 
 
+def needs(command: str, extra: str, *modules: str) -> None:
+    """A one-line error, before any work, when a module that ``command`` needs is not
+    installed: it names the missing ones and the extra that brings them."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise TitopError(f"titop-fmu {command} needs {', '.join(missing)}: pip install -e \".[{extra}]\"")
+
+
 def cmd_sweep(args):
     """``titop-fmu sweep {SYSTEM | CAMPAIGN.toml} --vary NAME=DISTRIBUTION ... --out STORE``."""
+    needs("sweep", "campaign", *(() if args.workers == 0 else ("dask", "distributed")), "pyarrow", "pandas")
     from . import campaign
     from .campaign.spec import is_campaign_file, read_file
     settings = read_file(args.system) if is_campaign_file(args.system) else {"system": args.system}
@@ -505,6 +515,7 @@ def cmd_sweep(args):
 
 def cmd_report(args):
     """``titop-fmu report STORE --out DIR``: a campaign's summaries and figures."""
+    needs("report", "campaign", "pyarrow", "pandas")
     from .campaign import open as open_store
     from .campaign.report import report
     out = writable_folder("--out", args.out)
