@@ -41,22 +41,18 @@ def writable_file(option, path) -> Path:
     return path
 
 
-def result_file(option, path) -> Path:
-    """``path`` for a result: a writable file named as the CSV it is (``plot``, ``animate`` and
-    spreadsheets know it by its name)."""
+def named_file(option, path, suffixes, what) -> Path:
+    """``path``, a writable file named as what it holds (one of ``suffixes``, in any case): the
+    programs that open it know it by its name; else the error says ``what`` it is."""
     path = writable_file(option, path)
-    if path.suffix.lower() != ".csv":
-        raise TitopError(f"{option} {path}: the result is a CSV file: name it RUN.csv")
+    if path.suffix.lower() not in suffixes:
+        raise TitopError(f"{option} {path}: {what}")
     return path
 
 
-def view_file(option, path) -> Path:
-    """``path`` for a 3-D view: a writable file named as the HTML page it is (a browser opens it by
-    its name)."""
-    path = writable_file(option, path)
-    if path.suffix.lower() not in (".html", ".htm"):
-        raise TitopError(f"{option} {path}: the 3-D view is an HTML page: name it VIEW.html")
-    return path
+#: ``named_file``'s arguments for a result CSV and for a 3-D view
+RESULT = ((".csv",), "the result is a CSV file: name it RUN.csv")
+VIEW = ((".html", ".htm"), "the 3-D view is an HTML page: name it VIEW.html")
 
 
 def writable_folder(option, path) -> Path:
@@ -166,7 +162,7 @@ def cmd_simulate(args):
         sim = sf.simulation
     engine_options(args)
     resolve_options(args, sim)
-    out = result_file("--out", args.out) if args.out else None
+    out = named_file("--out", args.out, *RESULT) if args.out else None
     if args.fmu_dir is not None:
         writable_folder("--fmu-dir", args.fmu_dir)
     master = args.engine == "fmu" or args.inprocess_units
@@ -234,7 +230,7 @@ def animation(args, system, engine):
         raise TitopError(f"--animate {args.animate}: the same file as --out")
     from .viewer import Animation
     name = "balloon" if args.system == "balloon" else Path(args.system).stem
-    return Animation(view_file("--animate", args.animate), system, args.title or f"{name}: {engine}, "
+    return Animation(named_file("--animate", args.animate, *VIEW), system, args.title or f"{name}: {engine}, "
                      f"{args.stop:g} s", args.trace)
 
 
@@ -259,7 +255,7 @@ def _system_of(args):
 def cmd_animate(args):
     """``titop-fmu animate SYSTEM [RUN.csv] --out VIEW.html``: the view of a result CSV that has
     the outputs placing every body, or of an in-process run of the system."""
-    view_file("--out", args.out)
+    named_file("--out", args.out, *VIEW)
     if args.run is None:
         sim = parser().parse_args(["simulate", args.system])
         sim.out, sim.animate, sim.trace, sim.title = None, args.out, args.trace, args.title
@@ -272,7 +268,7 @@ def cmd_animate(args):
         raise TitopError(f"{args.system}: the units of an SSP package are FMU files, which the view cannot "
                          "draw; animate the system file it was exported from")
     system = _system_of(args)
-    anim = Animation(view_file("--out", args.out), system, args.title or
+    anim = Animation(named_file("--out", args.out, *VIEW), system, args.title or
                      f"{Path(args.system).stem}: {Path(args.run).name}", args.trace)
     t, columns = read_result(args.run)
     if args.system == "balloon":

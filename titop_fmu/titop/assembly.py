@@ -99,8 +99,8 @@ class AssemblyUnit(IntegratedUnit):
     (constant inputs of the twin, set before every evaluation when they changed), outputs the
     :class:`Port` s ``outputs``, the states all the twin's states."""
 
-    def __init__(self, system, inputs, outputs, rtol=1e-12, atol=1e-12, name="assembly", type=None,
-                 records: Records | None = None):
+    def __init__(self, system, inputs, outputs, rtol=TOLERANCES[0].default, atol=TOLERANCES[1].default,
+                 name="assembly", type=None, records: Records | None = None):
         self.system = system
         self._in_ports = [(f"{p.unit}.{p.port}", p.size) for p in inputs]
         entries = {e.ref: e for e in records.entries} if records is not None else {}
