@@ -52,6 +52,9 @@ class UnitType:
     #: then answer get_states and state_space_derivatives
     states: tuple = ()
     state_derivatives: tuple = ()
+    #: the units have time events (signals' breakpoints, sample instants of discrete blocks):
+    #: they answer next_event and event_update (see :meth:`Unit.next_event`)
+    time_events: bool = False
 
     def __post_init__(self):
         self.input_index = {n: i for i, n in enumerate(self.input_names)}
@@ -183,6 +186,36 @@ class Unit:
         if in_idx is not None:
             self._set_inputs(in_idx, values)
         self._do_step(t, h)
+
+    def next_event(self, t: float) -> float:
+        """The first time after ``t`` (``> t``) at which the unit's outputs or behaviour change
+        discontinuously: a breakpoint of a time signal, a sample instant of a discrete block;
+        ``inf`` if none. Only for units whose type says ``time_events``.
+
+        The master's contract with such units: no macro step crosses an event, a step ends
+        exactly on it; after a step that ends on an event the unit's outputs are their *left*
+        limits there (a held output keeps its value, a signal its value just before the
+        jump), the loop is solved with them, then the master calls :meth:`event_update` at
+        that time and the outputs are the *right* limits from then on (the sampled inputs
+        latched, discrete states and held outputs updated, the signal's next piece)."""
+        return self._timed(self._next_event, t)
+
+    def _next_event(self, t):
+        return float("inf")
+
+    def event_update(self, t: float):
+        """The event at ``t`` (:meth:`next_event`): the unit's clock is at ``t``; it takes its
+        current inputs as the values sampled at ``t``, updates its discrete states, and its
+        outputs become their right limits at ``t``. Units with an event at the same time are
+        updated in the order of their connections (a unit after those that feed it), the
+        loop solved again after each. Called once per event, also at the start time when
+        ``next_event(t0 - 0)`` would be ``t0`` (a discrete block samples at ``t0``): the master
+        calls it for every unit whose type says ``time_events`` right after setting up and
+        solving the loop at ``t0``."""
+        self._timed(self._event_update, t)
+
+    def _event_update(self, t):
+        pass
 
     def fmi_rw(self):
         """Where the unit is an FMU whose binary the loop solve may call from C
