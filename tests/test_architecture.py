@@ -13,7 +13,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "titop_fmu"
 LAYERS = [
     {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators",   # generic maths:
      "titop_fmu.spatial", "titop_fmu.archive",        # the paper's spatial algebra; zip files;
-     "titop_fmu.cbuild"},                             # C compiled on first use
+     "titop_fmu.cbuild",                              # C compiled on first use;
+     "titop_fmu.control"},                            # time signals and control blocks
     {"titop_fmu.cosim"},                              # generic FMI co-simulation
     {"titop_fmu.blocks", "titop_fmu.kernel",          # pure block models, their C kernel,
      "titop_fmu.dual"},                               # and its forward-mode derivatives
@@ -29,7 +30,7 @@ LAYERS = [
 ]
 #: what the co-simulation package may import from the rest of titop_fmu
 COSIM_MAY_IMPORT = {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators",
-                    "titop_fmu.spatial", "titop_fmu.archive", "titop_fmu.cbuild"}
+                    "titop_fmu.spatial", "titop_fmu.archive", "titop_fmu.cbuild", "titop_fmu.control"}
 
 
 def module_name(path: Path) -> str:
