@@ -173,8 +173,9 @@ def cmd_simulate(args):
             system = balloon.system(overrides)
             observe = balloon.observed(overrides)
         else:
+            from .titop.checks import wired
             recs = Records(anim.recording()) if anim else records
-            system, observe = recs.raw_system(), None
+            system, observe = wired(recs.raw_system())[0], None
         res, opt, engine, types = run_master(args, system, observe)
         values, labels = (res.values, res.labels) if args.system == "balloon" else \
             recs.finish(res.values, res.labels, types)

@@ -204,6 +204,7 @@ class _Tree:
                 ctypes.c_void_p(self.y.ctypes.data))
         self._rhs_args = head + (ctypes.c_void_p(self.ydot.ctypes.data), ctypes.c_void_p(None))
         self._out_args = head + (ctypes.c_void_p(None), ctypes.c_void_p(self.out.ctypes.data))
+        self._both_args = head + (ctypes.c_void_p(self.ydot.ctypes.data), ctypes.c_void_p(self.out.ctypes.data))
         # titop_step: dopri5's tableau, its scratch, the step-size guess in and out
         self._step = lib["titop_step"]
         self._step.restype = ctypes.c_int
@@ -235,6 +236,12 @@ class _Tree:
         np.copyto(self.y, y)
         code = self._fn(*self._out_args)
         return self.out.copy(), code
+
+    def derivatives_and_outputs(self, y):
+        """``(ydot, outputs, code)`` at the states ``y``, in one call."""
+        np.copyto(self.y, y)
+        code = self._fn(*self._both_args)
+        return self.ydot.copy(), self.out.copy(), code
 
 
 def plan_entries(plan) -> list:
@@ -277,6 +284,10 @@ class CompiledRHS:
         """``(outputs, code)``: every block's outputs (blocks in the plan's order, each one's in
         its ``outputs_spec`` order) at the states ``y``; code as :meth:`__call__`'s."""
         return self._tree.outputs(y)
+
+    def derivatives_and_outputs(self, y):
+        """``(ydot, outputs, code)``: :meth:`__call__` and :meth:`outputs` in one call."""
+        return self._tree.derivatives_and_outputs(y)
 
 
 def block_entry(block, view: dict) -> _Entry:

@@ -149,8 +149,9 @@ class Target:
             from .titop.records import Records
             units = units or TitopUnits("fmu", getattr(args, "fmu_dir", None),
                                         getattr(args, "fmu_kind", None) or DEFAULT_FMU_KIND)
+            from .titop.checks import wired
             records = None if self.file is None else Records(self.system(overrides, check=False))
-            system = balloon.system(overrides) if records is None else records.raw_system()
+            system = balloon.system(overrides) if records is None else wired(records.raw_system())[0]
             master = build(system, units, master_options(args, **(self.observed(overrides) or {})))
             try:
                 res = master.simulate(args.stop, args.dt, progress=progress)

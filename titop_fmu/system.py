@@ -210,13 +210,7 @@ class System:
         kernel (``"c"``), on the NumPy blocks (``"numpy"``), or on the kernel when it
         can run this system here (``"auto"``; :attr:`Trajectory.kernel` says which ran).
         """
-        if not (t_stop > 0 and dt > 0):
-            raise ValueError(f"need t_stop > 0 and dt > 0, got {t_stop}, {dt}")
-        n = int(round(t_stop / dt))
-        n -= n * dt > t_stop * (1 + 1e-12)                  # the grid stops at t_stop ...
-        t_eval = np.linspace(0.0, n * dt, n + 1)
-        if t_stop - n * dt > 1e-9 * dt:                     # ... and includes it
-            t_eval = np.append(t_eval, t_stop)
+        t_eval = output_grid(t_stop, dt)
         y0 = self.initial_state() if y0 is None else np.asarray(y0, dtype=float)
         fun = self._on_kernel(kernel, self.compiled_rhs)
         fun, used = (self.rhs, "numpy") if fun is None else (fun, "c")
@@ -247,6 +241,19 @@ class System:
         if sol.status != 0:
             raise SolverError(f"integration failed at t={sol.t[-1] if sol.t.size else 0.0}: {sol.message}")
         return Trajectory(self, sol.t, sol.y.T, nfev=sol.nfev, wall=time.perf_counter() - start, kernel=used)
+
+
+def output_grid(t_stop: float, dt: float) -> np.ndarray:
+    """The output rows' times: every ``dt`` from 0, and ``t_stop`` (the last row even when
+    ``t_stop`` is not a multiple of ``dt``)."""
+    if not (t_stop > 0 and dt > 0):
+        raise ValueError(f"need t_stop > 0 and dt > 0, got {t_stop}, {dt}")
+    n = int(round(t_stop / dt))
+    n -= n * dt > t_stop * (1 + 1e-12)                  # the grid stops at t_stop ...
+    t_eval = np.linspace(0.0, n * dt, n + 1)
+    if t_stop - n * dt > 1e-9 * dt:                     # ... and includes it
+        t_eval = np.append(t_eval, t_stop)
+    return t_eval
 
 
 @dataclass

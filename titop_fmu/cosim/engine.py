@@ -7,9 +7,9 @@ import dataclasses
 from pathlib import Path
 
 from ..errors import ConnectionError_
+from .control_unit import CONTROL_MODELS, control_spec
 from .fmpy_unit import FMUUnit, fmu_unit_type
-from .function_unit import FunctionSpec, FunctionUnit
-from .graph import CoSystem
+from .graph import CoSystem, is_spec
 from .master import Master, Result
 from .options import Options
 from .protocol import UnitFactory
@@ -23,24 +23,29 @@ def is_fmu_path(model) -> bool:
 
 
 class FileUnits(UnitFactory):
-    """Units of FMU files (through FMPy) and of :class:`FunctionSpec` s; the base of
-    factories that know more model names."""
+    """Units of FMU files (through FMPy), of unit specs (:func:`~.graph.is_spec`: a
+    :class:`~.function_unit.FunctionSpec`, ...) and of the control blocks (``model = "pid"``,
+    ..., :mod:`.control_unit`); the base of factories that know more model names."""
 
     def unit_types(self, system: CoSystem) -> dict:
-        return {name: self.unit_type(name, spec.model) for name, spec in system.units.items()}
+        return {name: control_spec(name, spec.model, spec.parameters).unit_type(name)
+                if spec.model in CONTROL_MODELS else self.unit_type(name, spec.model)
+                for name, spec in system.units.items()}
 
     def unit_type(self, name, model):
-        if isinstance(model, FunctionSpec):
+        if is_spec(model):
             return model.unit_type(name)
         if is_fmu_path(model):
             if not Path(model).is_file():
                 raise ConnectionError_(f"unit {name!r}: no FMU file {model}")
             return fmu_unit_type(model)
-        raise ConnectionError_(f"unit {name!r}: unknown model {model!r} (expected an .fmu file or a FunctionSpec)")
+        raise ConnectionError_(f"unit {name!r}: unknown model {model!r} (expected an .fmu file or a unit spec)")
 
     def make_unit(self, name, model, parameters, instance=0):
-        if isinstance(model, FunctionSpec):
-            return FunctionUnit(name, model, parameters)
+        if is_spec(model):
+            return model.make_unit(name, parameters)
+        if model in CONTROL_MODELS:
+            return control_spec(name, model, parameters).make_unit(name)
         return FMUUnit(f"{name}#{instance}", model, parameters)
 
 

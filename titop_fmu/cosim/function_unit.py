@@ -35,6 +35,9 @@ class FunctionSpec:
         return UnitType(name, variables, list(self.inputs), list(self.outputs),
                         [np.asarray(d, dtype=int) for d in deps], frozenset(self.required))
 
+    def make_unit(self, name, parameters=None):
+        return FunctionUnit(name, self, parameters)
+
 
 class FunctionUnit(Unit):
     """A :class:`FunctionSpec` in process; ``do_step`` integrates the derivatives with the

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConnectionError_
-from .function_unit import FunctionSpec
 from .names import expand_parameters
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -17,11 +16,18 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MOTION, WRENCH = "m", "w"
 
 
+def is_spec(model) -> bool:
+    """``model`` is a unit spec: an object that gives its unit's type and makes its units
+    (:class:`~.function_unit.FunctionSpec`, :class:`~.signal_unit.SignalSpec`,
+    :class:`~.control_unit.ControlSpec`, ...)."""
+    return hasattr(model, "unit_type") and hasattr(model, "make_unit")
+
+
 @dataclass
 class UnitSpec:
     """One unit of a system: ``model`` is a model name that the unit factory resolves
     (a TITOP model identifier such as ``"revolute_c1"``), the path of an ``.fmu`` file, or
-    a :class:`FunctionSpec`."""
+    a unit spec (:func:`is_spec`)."""
 
     name: str
     model: object
@@ -57,9 +63,9 @@ class CoSystem:
             raise ConnectionError_(f"unit name {name!r} must be an identifier (letters, digits, _)")
         if name in self.units:
             raise ConnectionError_(f"unit name {name!r} is already used")
-        if not isinstance(model, (str, FunctionSpec)) and not hasattr(model, "__fspath__"):
+        if not isinstance(model, str) and not hasattr(model, "__fspath__") and not is_spec(model):
             raise ConnectionError_(f"unit {name!r}: model must be a model name (e.g. a TITOP model identifier), "
-                                   f"an .fmu path or a FunctionSpec, got {model!r}")
+                                   f"an .fmu path or a unit spec (a FunctionSpec, ...), got {model!r}")
         params = dict(parameters or {})
         params.update(kw)
         try:

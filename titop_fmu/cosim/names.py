@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import ConnectionError_
 
 _INDEXED = re.compile(r"^(.*)\[(\d+)\]$")
+_STRUCTURED = re.compile(r"^(.*)\[([\d,]+)\]$")
 
 
 def structured_names(name: str, shape: tuple) -> list[str]:
@@ -46,4 +47,25 @@ def expand_parameters(params: dict) -> dict:
             out[name] = value.item() if hasattr(value, "item") else value
         else:
             out.update(zip(structured_names(name, a.shape), (x.item() for x in a.reshape(-1))))
+    return out
+
+
+def grouped(scalars: dict) -> dict:
+    """``{"com[1]": a, "com[2]": b, "com[3]": c, "mass": m}`` -> ``{"com": [a, b, c], "mass": m}``
+    (FMI structured names, 1-based, row-major)."""
+    out, shapes = {}, {}
+    for n, v in scalars.items():
+        m = _STRUCTURED.match(n)
+        if not m:
+            out[n] = v
+            continue
+        out.setdefault(m.group(1), None)            # in the order of the first element
+        index = tuple(int(i) - 1 for i in m.group(2).split(","))
+        shapes.setdefault(m.group(1), {})[index] = v
+    for base, items in shapes.items():
+        shape = tuple(max(ix[k] for ix in items) + 1 for k in range(len(next(iter(items)))))
+        a = np.zeros(shape)
+        for ix, v in items.items():
+            a[ix] = v
+        out[base] = a.tolist()
     return out

@@ -58,7 +58,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConnectionError_, did_you_mean
+from .control_unit import is_control_model
 from .graph import MOTION, WRENCH, CoSystem
+from .signals import parse_input
 
 TOP_KEYS = {"connections", "links", "record", "simulation", "units", "inputs", "modelica"}
 SIMULATION_KEYS = {"stop": float, "output_interval": float, "tolerance": float, "start": float}
@@ -95,19 +97,24 @@ def _load(path: Path) -> dict:
         raise ConnectionError_(f"{path}: not valid TOML: {e}") from None
 
 
+def _number(text: str) -> float:
+    """A number written as a string with its unit: ``"30 deg"`` in radians; ``ValueError`` else."""
+    text = text.strip()
+    if text.endswith("deg"):
+        return math.radians(float(text[:-3]))
+    raise ValueError(text)
+
+
 def _value(where, v):
     """Numbers (``true``/``false`` as they are: a unit may have Boolean parameters), nested lists
     of numbers; ``"<x> deg"`` strings in radians."""
     if isinstance(v, (int, float)):
         return v
     if isinstance(v, str):
-        text = v.strip()
-        if text.endswith("deg"):
-            try:
-                return math.radians(float(text[:-3]))
-            except ValueError:
-                pass
-        raise ConnectionError_(f"{where}: cannot read {v!r} (a number, a list, or '<number> deg')")
+        try:
+            return _number(v)
+        except ValueError:
+            raise ConnectionError_(f"{where}: cannot read {v!r} (a number, a list, or '<number> deg')") from None
     if isinstance(v, list):
         return [_value(where, x) for x in v]
     raise ConnectionError_(f"{where}: unsupported value {v!r}")
@@ -163,7 +170,8 @@ def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
             model = str(fmu_path if fmu_path.is_absolute() else (Path(base) / fmu_path).resolve())
         elif not isinstance(model, str):
             raise ConnectionError_(f"{path}: units.{name}.model must be a string")
-        params = {k: _value(f"{path}: units.{name}.{k}", v) for k, v in spec.items()}
+        params = {k: _control_text(k, v, Path(base)) if is_control_model(model) and k in CONTROL_TEXT
+                  else _value(f"{path}: units.{name}.{k}", v) for k, v in spec.items()}
         s.add(name, model, params)
     for a, b in _pairs(path, d, "connections"):
         s.connect(a, b)
@@ -174,7 +182,7 @@ def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
         raise ConnectionError_(f"{path}: [inputs] must be a table of \"unit.input\" = value")
     misplaced(path, "inputs", inputs)
     for ref, v in inputs.items():
-        s.set_input(ref, _value(f"{path}: inputs.{ref}", v))
+        s.set_input(ref, parse_input(ref, v, f"{path}: inputs.{ref}", Path(base), number=_number))
     record = d.get("record", [])
     if not isinstance(record, list) or not all(isinstance(r, str) for r in record):
         raise ConnectionError_(f'{path}: "record" must be a list of "unit.output" strings')
@@ -195,6 +203,20 @@ def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
         raise ConnectionError_(f"{path}: simulation.start = {sim['start']:g}: every run starts at t = 0 "
                                "(leave start out, or write 0)")
     return s, sim
+
+
+#: the parameters of a control unit that are strings: a file (relative to the system file), a
+#: recorded quantity
+CONTROL_TEXT = ("file", "of")
+
+
+def _control_text(key, value, base: Path):
+    if not isinstance(value, str):
+        return value
+    if key == "file":
+        f = Path(value)
+        return str(f if f.is_absolute() else (base / f).resolve())
+    return value
 
 
 def misplaced(path, table: str, content: dict):

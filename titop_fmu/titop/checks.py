@@ -12,16 +12,13 @@ import dataclasses
 import numpy as np
 
 from ..cosim import CoSystem
-from ..cosim.engine import is_fmu_path
+from ..cosim.signals import with_signal_units
 from ..cosim.structure import analyse
 from ..errors import ConnectionError_, did_you_mean
 from ..fmu import catalog
 from .records import Records, recording
-from .units import TitopUnits, declared_unit_type, model_interface
-
-
-def is_titop(model) -> bool:
-    return isinstance(model, str) and not is_fmu_path(model)
+from .sensors import master_view
+from .units import TitopUnits, declared_unit_type, is_titop, model_interface
 
 
 def check(cs: CoSystem, stated: bool = False, exported: bool = False) -> Records:
@@ -45,13 +42,11 @@ def check(cs: CoSystem, stated: bool = False, exported: bool = False) -> Records
         if stated:
             missing_data(name, iface, spec.parameters)
     # the wiring first (a wrong link shows in the record entries too), then the record entries
-    files = TitopUnits("inprocess")
-    types = {name: declared_unit_type(spec.model) if is_titop(spec.model) else files.unit_type(name, spec.model)
-             for name, spec in cs.units.items()}
+    view, types = wired(cs)
     if exported:
         types = {name: dataclasses.replace(t, required=frozenset()) for name, t in types.items()}
-    analyse(recording(cs, []), types)
-    records = Records(cs)
+    analyse(recording(view, []), types)
+    records = Records(cs, types)
     for name, spec in cs.units.items():
         if is_titop(spec.model):
             records.block(name)                    # the values a block accepts, errors naming unit.parameter
@@ -61,6 +56,24 @@ def check(cs: CoSystem, stated: bool = False, exported: bool = False) -> Records
             raise ConnectionError_(f"record {e.ref!r}: {e.unit!r} ({types[e.unit].name}) has no output {e.port!r}"
                                    f"{did_you_mean(e.port, outputs)}; outputs: {', '.join(outputs)}")
     return records
+
+
+def declared_types(cs: CoSystem) -> dict:
+    """``{unit: UnitType}`` of every unit of ``cs`` as declared, nothing instantiated or built:
+    a TITOP model's from the catalog, the others' from :class:`TitopUnits` (FMUs, control
+    units, unit specs)."""
+    titop = {n: declared_unit_type(s.model) for n, s in cs.units.items() if is_titop(s.model)}
+    rest = CoSystem()
+    rest.units = {n: s for n, s in cs.units.items() if n not in titop}
+    return {**titop, **TitopUnits("inprocess").unit_types(rest)}
+
+
+def wired(cs: CoSystem) -> tuple:
+    """``(system, types)``: ``cs`` as the master runs it, its sensors wired and its time signals
+    units of their own (:func:`~.sensors.master_view`), and its units' declared types."""
+    view = master_view(cs)
+    view = with_signal_units(view, declared_types(view))
+    return view, declared_types(view)
 
 
 def _shape(shape) -> str:

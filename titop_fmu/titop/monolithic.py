@@ -13,51 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..cosim import CoSystem
-from ..errors import ConnectionError_, ParameterError
-from ..fmu import catalog
 from ..system import System
 from .records import Records
+from .twin import build_titop_unit, twin, twin_and_warnings
 
-
-def twin(cs: CoSystem, solver: str = "recursive") -> System:
-    """The :class:`System` of ``cs`` (TITOP models, links and constant inputs only)."""
-    return twin_and_warnings(cs, solver)[0]
-
-
-def twin_and_warnings(cs: CoSystem, solver: str = "recursive") -> tuple:
-    """``(System, [parameter warnings, each naming its unit])``: :func:`twin` and what its
-    units' parameters are warned of (e.g. principal moments violating the triangle
-    inequality), as a block FMU logs them."""
-    s = System(solver)
-    messages = []
-    for name, spec in cs.units.items():
-        if not isinstance(spec.model, str) or spec.model.endswith(".fmu"):
-            raise ConnectionError_(f"unit {name!r}: only TITOP model identifiers have a monolithic twin")
-        unit, warned = build_titop_unit(name, spec)
-        messages += [f"{name}: {w}" for w in warned]
-        s.add(name, unit.block)
-    linked = set()
-    for child_port, parent_port in cs.links:
-        s.link(child_port, parent_port)
-        linked.add((f"{child_port}.m", f"{parent_port}.m"))
-        linked.add((f"{parent_port}.w", f"{child_port}.w"))
-    extra = [c for c in cs.connections if tuple(c) not in linked]
-    if extra:
-        raise ConnectionError_(f"connections other than TITOP links have no monolithic twin: {extra[:3]}")
-    for ref, value in cs.inputs.items():
-        s.set_input(ref, value)
-    return s, messages
-
-
-def build_titop_unit(name: str, spec) -> tuple:
-    """``(BlockUnit, [warnings])`` of the unit ``name`` (a :class:`~titop_fmu.cosim.graph.UnitSpec`
-    of a TITOP model); errors name the unit: ``parameter 'arm.mass': ...``."""
-    try:
-        return catalog.build_unit(spec.model, spec.parameters)
-    except KeyError as e:
-        raise ConnectionError_(f"unit {name!r}: {e.args[0]}") from None
-    except ParameterError as e:
-        raise e.renamed(f"{name}.{e.parameter}") from None
+__all__ = ["build_titop_unit", "is_closed_loop", "recorded", "run", "simulate", "twin", "twin_and_warnings"]
 
 
 def recorded(cs: CoSystem, system: System, y, records: Records | None = None, kernel="auto") -> np.ndarray:
@@ -70,9 +30,23 @@ def recorded(cs: CoSystem, system: System, y, records: Records | None = None, ke
     return records.table(system.outputs_at(y, records.needs(), kernel), len(y), system.values)
 
 
+def is_closed_loop(cs: CoSystem) -> bool:
+    """``cs`` has time signals on its inputs or control units: its in-process engine is
+    :class:`~.closedloop.ClosedLoop`."""
+    from ..cosim.control_unit import is_control_model
+    from ..cosim.signals import has_signals
+    return has_signals(cs) or any(is_control_model(s.model) for s in cs.units.values())
+
+
 def run(cs: CoSystem, stop: float, dt: float, rtol=1e-12, atol=1e-12, progress=False, kernel="auto"):
     """``(trajectory, recorded outputs)`` of the monolithic twin every ``dt`` from 0 to ``stop``
-    (``kernel``: as :meth:`System.simulate`'s, for the right-hand side and the outputs)."""
+    (``kernel``: as :meth:`System.simulate`'s, for the right-hand side and the outputs); a
+    system with time signals or control units runs as a :class:`~.closedloop.ClosedLoop`."""
+    if is_closed_loop(cs):
+        from .closedloop import ClosedLoop
+        loop = ClosedLoop(cs)
+        tr = loop.simulate(stop, dt, rtol=rtol, atol=atol, progress=progress, kernel=kernel)
+        return tr, loop.recorded(tr, Records(cs, loop.types))
     records = Records(cs)
     s = twin(cs)
     tr = s.simulate(stop, dt, rtol=rtol, atol=atol, progress=progress, kernel=kernel)

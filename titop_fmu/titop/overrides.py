@@ -13,46 +13,37 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
-from ..cosim import CoSystem, FileUnits
-from ..cosim.names import expand_parameters
+from ..control.build import PARAMETERS as CONTROL_PARAMETERS
+from ..cosim import CoSystem, FileUnits, Variable
+from ..cosim.control_unit import control_spec, is_control_model
+from ..cosim.names import expand_parameters, grouped
 from ..fmu import catalog
-from .monolithic import build_titop_unit
+from .twin import build_titop_unit
+from .units import is_titop
 
 _INDEXED = re.compile(r"^(.*)\[([\d,]+)\]$")
 
 
-def _variables(name, model) -> list:
+def _variables(name, spec) -> list:
     """The unit's variables (``.name``, ``.causality``, ``.start``): a TITOP model's from the
-    catalog, an FMU's from its model description."""
-    if isinstance(model, str) and not model.endswith(".fmu"):
+    catalog, a control unit's from its parameters (those given, and the defaults of the
+    others) and its block's inputs (a sensor has none: it measures), an FMU's from its model
+    description."""
+    model = spec.model
+    if is_titop(model):
         try:
             return list(catalog.interface_of(model).variables)
         except KeyError:
             pass
+    if is_control_model(model):
+        defaults = {k: v for k, v in CONTROL_PARAMETERS[model].items() if v is not None and not isinstance(v, str)}
+        given = {k: v for k, v in grouped(spec.parameters).items() if not isinstance(v, str)}
+        params = expand_parameters({**defaults, **given})
+        out = [Variable(n, "parameter", start=v) for n, v in params.items()]
+        if model != "sensor":
+            out += [Variable(n, "input", start=0.0) for n in control_spec(name, model, spec.parameters).unit_type().input_names]
+        return out
     return list(FileUnits().unit_type(name, model).variables.values())
-
-
-def _grouped(scalars: dict) -> dict:
-    """``{"com[1]": a, "com[2]": b, "com[3]": c, "mass": m}`` -> ``{"com": [a, b, c], "mass": m}``
-    (FMI structured names, 1-based, row-major)."""
-    out, shapes = {}, {}
-    for n, v in scalars.items():
-        m = _INDEXED.match(n)
-        if not m:
-            out[n] = v
-            continue
-        out.setdefault(m.group(1), None)            # in the order of the first element
-        index = tuple(int(i) - 1 for i in m.group(2).split(","))
-        shapes.setdefault(m.group(1), {})[index] = v
-    for base, items in shapes.items():
-        shape = tuple(max(ix[k] for ix in items) + 1 for k in range(len(next(iter(items)))))
-        a = np.zeros(shape)
-        for ix, v in items.items():
-            a[ix] = v
-        out[base] = a.tolist()
-    return out
 
 
 def _fed(cs: CoSystem) -> set:
@@ -71,16 +62,16 @@ def settable(cs: CoSystem) -> dict:
     out = {}
     fed = _fed(cs)
     for name, spec in cs.units.items():
-        variables = _variables(name, spec.model)
+        variables = _variables(name, spec)
         params = {v.name: spec.parameters.get(v.name, v.start) for v in variables if v.causality == "parameter"}
-        for p, v in _grouped(params).items():
+        for p, v in grouped(params).items():
             out[f"{name}.{p}"] = v
         inputs = {v.name: 0.0 if v.start is None else v.start for v in variables if v.causality == "input"}
         for ref, value in cs.inputs.items():
             unit, _, var = ref.partition(".")
             if unit == name:
                 inputs.update(expand_parameters({var: value}))
-        for port, v in _grouped(inputs).items():
+        for port, v in grouped(inputs).items():
             if (name, port) not in fed:
                 out[f"{name}.{port}"] = v
     return out
@@ -98,7 +89,7 @@ def apply(cs: CoSystem, overrides: dict, check: bool = True) -> CoSystem:
         unit, _, var = ref.partition(".")
         if unit not in units:
             raise KeyError(ref)
-        if any(v.name == var or v.name.startswith(var + "[") for v in _variables(unit, cs.units[unit].model)
+        if any(v.name == var or v.name.startswith(var + "[") for v in _variables(unit, cs.units[unit])
                if v.causality == "parameter"):
             params.setdefault(unit, {}).update(expand_parameters({var: value}))
         else:
@@ -107,8 +98,10 @@ def apply(cs: CoSystem, overrides: dict, check: bool = True) -> CoSystem:
             inputs[ref] = value
     for name, spec in cs.units.items():
         out.add(name, spec.model, {**spec.parameters, **params.get(name, {})})
-        if check and isinstance(spec.model, str) and not spec.model.endswith(".fmu"):
+        if check and is_titop(spec.model):
             build_titop_unit(name, out.units[name])
+        elif check and is_control_model(spec.model) and spec.model != "sensor":
+            control_spec(name, spec.model, out.units[name].parameters)
     out.connections, out.links = list(cs.connections), list(cs.links)
     out.inputs, out.recorded = inputs, list(cs.recorded)
     return out

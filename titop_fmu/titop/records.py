@@ -225,8 +225,9 @@ class Records:
     """The ``record`` list of the system ``cs`` resolved against its TITOP units (a
     :class:`ConnectionError_` with the nearest valid names for a wrong entry)."""
 
-    def __init__(self, cs: CoSystem):
+    def __init__(self, cs: CoSystem, types: dict | None = None):
         self.cs = cs
+        self.types = types or {}          # {unit: UnitType} of units that are not TITOP models, to size them
         self._blocks = {}
         self.entries = [self._entry(ref) for ref in cs.recorded]
 
@@ -271,7 +272,7 @@ class Records:
         if entry is not None:
             return replace(entry, motion=self.motion(ref, unit, block))
         if block is None:
-            return Entry(ref, unit, var)
+            return self._other(ref, unit, var)
         port, k = port_of(var)
         size = block.outputs_spec.get(port)
         if size is None:
@@ -289,6 +290,22 @@ class Records:
         variables = catalog.port_variables(kind, port, size, "output")
         return Entry(ref, unit, port, select, tuple(f"{unit}.{variables[i].name}" for i in select),
                      tuple(variables[i].unit for i in select), description=variables[select[0]].description)
+
+    def _other(self, ref, unit, var) -> Entry:
+        """The entry of an output of a unit that is not a TITOP model: sized by its type when
+        :attr:`types` has it (a control unit's ``y``), else as written (the master sizes it)."""
+        t = self.types.get(unit)
+        if t is None:
+            return Entry(ref, unit, var)
+        scalars = t.scalars(var, "output")
+        if not scalars:
+            outputs = t.ports("output")
+            raise ConnectionError_(f"record {ref!r}: {unit!r} ({t.name}) has no output {var!r}"
+                                   f"{did_you_mean(var, outputs)}; outputs: {', '.join(outputs)}")
+        port = port_of(scalars[0])[0]
+        everything = t.ports("output")[port]
+        return Entry(ref, unit, port, tuple(everything.index(s) for s in scalars),
+                     tuple(f"{unit}.{s}" for s in scalars), ("",) * len(scalars))
 
     def names(self, unit: str) -> list:
         """What ``unit`` can record: its output ports and its inertial quantities."""

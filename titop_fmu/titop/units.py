@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..cosim import FileUnits, UnitType, Variable
+from ..cosim.control_unit import is_control_model
 from ..cosim.engine import is_fmu_path
 from ..cosim.fmpy_unit import model_description
 from ..errors import ConnectionError_, ParameterError
@@ -40,6 +41,12 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 _PARENT_PORT = re.compile(r"^(p|l|r)\.m\[\d+\]$")
 _CHILD_WRENCH = re.compile(r"^c\d+\.w\[\d+\]$")
 _EULER = re.compile(r"^[\w.]+\.m\[(16|17|18)\]$")
+
+
+def is_titop(model) -> bool:
+    """``model`` names a TITOP model (``"revolute_c1"``): a string that is neither an FMU file
+    nor a control model (``"pid"``, ``"sensor"``, ...)."""
+    return isinstance(model, str) and not is_fmu_path(model) and not is_control_model(model)
 
 
 def titop_required(input_names) -> frozenset:
@@ -147,15 +154,15 @@ class TitopUnits(FileUnits):
 
     def unit_types(self, system) -> dict:
         for name, spec in system.units.items():
-            if isinstance(spec.model, str) and not is_fmu_path(spec.model):
+            if is_titop(spec.model):
                 model_interface(name, spec.model)
-        titop = sorted({s.model for s in system.units.values() if isinstance(s.model, str) and not is_fmu_path(s.model)})
+        titop = sorted({s.model for s in system.units.values() if is_titop(s.model)})
         if self.engine == "fmu" and titop:
             self.paths = ensure_fmus(titop, self.fmu_dir or default_fmu_dir(self.fmu_kind), self.fmu_kind)
         return super().unit_types(system)
 
     def unit_type(self, name, model):
-        if isinstance(model, str) and not is_fmu_path(model):
+        if is_titop(model):
             if self.engine == "fmu":
                 path = self.paths[model]
                 found = fmu_kind(path)
@@ -170,7 +177,7 @@ class TitopUnits(FileUnits):
         return with_titop_ports(super().unit_type(name, model))
 
     def make_unit(self, name, model, parameters, instance=0):
-        if isinstance(model, str) and not is_fmu_path(model):
+        if is_titop(model):
             if self.engine == "fmu":
                 return super().make_unit(name, self.paths[model], parameters, instance)
             return block_unit(name, model, parameters)
@@ -182,7 +189,7 @@ def titop_model(model) -> str | None:
     block FMU file (an SSP package's) of either kind: its model identifier and variables those of
     the catalog's; None for any other unit."""
     from ..fmu import catalog
-    if isinstance(model, str) and not is_fmu_path(model):
+    if is_titop(model):
         return model
     if not is_fmu_path(model) or not Path(model).is_file():
         return None

@@ -1,0 +1,180 @@
+"""Time signals on a system's inputs: how a system file gives them, how they are resolved
+against the units' ports, and the units that carry them through the master.
+
+An input in ``[inputs]`` takes a constant or a :class:`~titop_fmu.control.signals.Signal`:
+an expression in ``t`` (a string), a table (``{table = "f.csv", ...}``), a standard source
+(``{source = "step", ...}``), or a list mixing numbers and signals (one per scalar of a
+port). :func:`parse_input` reads that value; :func:`resolve` gives every signal its scalar
+once the ports are known (a whole port from a table takes the columns ``<port>[k]``).
+
+Through the master a port's signals are one unit of their own (:func:`with_signal_units`,
+:mod:`.signal_unit`), its outputs connected to the port.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..control.expressions import ExpressionError
+from ..control.signals import ExpressionSignal, Signal, SignalError, TableSignal, read_table, source
+from ..errors import ConnectionError_, did_you_mean
+from .graph import CoSystem
+from .names import port_of
+from .signal_unit import SignalSpec
+
+TABLE_KEYS = ("table", "column", "interpolation", "extrapolation")
+
+
+@dataclass
+class TableSpec:
+    """A table given to a whole port or a scalar: the file's columns are matched to scalars
+    when the port is known (:func:`resolve`)."""
+
+    path: Path
+    interpolation: str = "linear"
+    extrapolation: str = "hold"
+    column: str | None = None
+    where: str = "table"
+
+    def signals(self, scalars: list, port: str) -> list:
+        """One :class:`TableSignal` per scalar name (``"ext.w[2]"`` of the port ``"ext.w"``):
+        the column ``column`` for a lone scalar, else the column named as the scalar, as its
+        last part (``w[2]``), or, for a scalar port, the table's only column."""
+        times, columns = read_table(self.path, self.where)
+        out = []
+        for s in scalars:
+            name = self.column
+            if name is None:
+                last = s.rpartition(".")[2]
+                name = next((c for c in (s, last, f"{port}.{s}") if c in columns), None)
+                if name is None and len(scalars) == 1 and len(columns) == 1:
+                    name = next(iter(columns))
+            elif len(scalars) > 1:
+                raise SignalError(f"{self.where}: column = {self.column!r} gives one scalar; {port} has "
+                                  f"{len(scalars)}: name the columns {scalars[0].rpartition('.')[2]} ... instead")
+            if name not in columns:
+                wanted = self.column or s.rpartition(".")[2]
+                raise SignalError(f"{self.where}: {self.path.name} has no column {wanted!r}"
+                                  f"{did_you_mean(wanted, columns)}; its columns: t, {', '.join(columns)}")
+            out.append(TableSignal(times, columns[name], self.interpolation, self.extrapolation,
+                                   f"table {self.path.name}:{name}"))
+        return out
+
+
+def parse_input(ref: str, value, where: str, base: Path, parameters: dict | None = None, number=None):
+    """The value of an ``[inputs]`` entry: a number or list of numbers as it is (``number``
+    reads a string constant such as ``"3 deg"``, or raises ``ValueError``), a
+    :class:`Signal`, a :class:`TableSpec`, or a list of numbers and signals."""
+    parameters = parameters or {}
+    if isinstance(value, bool):
+        raise ConnectionError_(f"{where}: a number or a signal is expected, got {str(value).lower()}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        if number is not None:
+            try:
+                return number(value)
+            except ValueError:
+                pass
+        try:
+            signal = ExpressionSignal(value, parameters, where)
+        except (ExpressionError, SignalError) as e:
+            raise ConnectionError_(str(e)) from None
+        if signal.expression.is_constant:
+            return signal.value(0.0)
+        return signal
+    if isinstance(value, dict):
+        return _table_or_source(value, where, Path(base), number)
+    if isinstance(value, list):
+        items = [parse_input(ref, v, f"{where}[{k + 1}]", base, parameters, number) for k, v in enumerate(value)]
+        if any(isinstance(v, list) or isinstance(v, TableSpec) for v in items):
+            raise ConnectionError_(f"{where}: a port's value is a list of numbers or signals, one per scalar")
+        return items if any(isinstance(v, Signal) for v in items) else [float(v) for v in items]
+    raise ConnectionError_(f"{where}: a number, a list, an expression in t, a table or a source is expected, "
+                           f"got {value!r}")
+
+
+def _table_or_source(value: dict, where, base, number):
+    if ("table" in value) == ("source" in value):
+        raise ConnectionError_(f"{where}: a signal table holds table = \"file.csv\" or source = \"step\" "
+                               f"(sources: step, ramp, sine, pulse, bangbang), got keys {', '.join(value)}")
+    try:
+        if "source" in value:
+            return source(value, where, number or float)
+        for k in value:
+            if k not in TABLE_KEYS:
+                raise SignalError(f"{where}: a table takes {', '.join(TABLE_KEYS)}; not {k!r}{did_you_mean(k, TABLE_KEYS)}")
+        path = Path(value["table"])
+        spec = TableSpec(path if path.is_absolute() else (base / path).resolve(),
+                         value.get("interpolation", "linear"), value.get("extrapolation", "hold"),
+                         value.get("column"), where)
+        TableSignal([0, 1], [0, 0], spec.interpolation, spec.extrapolation, where)     # the names checked now
+        read_table(spec.path, where)                                                   # and the file
+        return spec
+    except SignalError as e:
+        raise ConnectionError_(str(e)) from None
+
+
+def has_signals(cs: CoSystem) -> bool:
+    """Some input of ``cs`` is a time signal."""
+    return any(_is_signal(v) for v in cs.inputs.values())
+
+
+def _is_signal(v) -> bool:
+    return isinstance(v, (Signal, TableSpec)) or (isinstance(v, list) and any(isinstance(x, Signal) for x in v))
+
+
+def resolve(cs: CoSystem, types: dict) -> tuple:
+    """``(constants, signals)``: the system's inputs with their scalars known from the unit
+    ``types``: ``{ref: value}`` of the constant ones (as :attr:`CoSystem.inputs` holds them) and
+    ``{(unit, input scalar): Signal}`` of the time signals."""
+    constants, signals = {}, {}
+    for ref, value in cs.inputs.items():
+        if not _is_signal(value):
+            constants[ref] = value
+            continue
+        unit, _, var = ref.partition(".")
+        if unit not in types:
+            raise ConnectionError_(f"input {ref}: unknown unit {unit!r}{did_you_mean(unit, types)}")
+        scalars = types[unit].scalars(var, "input")
+        if not scalars:
+            inputs = types[unit].ports("input")
+            raise ConnectionError_(f"input {ref}: {unit!r} has no input {var!r}{did_you_mean(var, inputs)}; "
+                                   f"inputs: {', '.join(inputs)}")
+        try:
+            items = value.signals(scalars, var) if isinstance(value, TableSpec) else \
+                value if isinstance(value, list) else [value]
+        except SignalError as e:
+            raise ConnectionError_(str(e)) from None
+        if len(items) != len(scalars):
+            raise ConnectionError_(f"input {ref} takes {len(scalars)} value(s), got {len(items)}")
+        for s, v in zip(scalars, items):
+            if isinstance(v, Signal):
+                signals[(unit, s)] = v
+            else:
+                constants[f"{unit}.{s}"] = v
+    return constants, signals
+
+
+def with_signal_units(cs: CoSystem, types: dict) -> CoSystem:
+    """``cs`` with each port's time signals as a :class:`SignalSpec` unit connected to it
+    (``<unit>_<port>_signal``), the constant inputs as they are: what the master runs."""
+    constants, signals = resolve(cs, types)
+    out = CoSystem()
+    out.units, out.links = dict(cs.units), list(cs.links)
+    out.connections, out.recorded = list(cs.connections), list(cs.recorded)
+    out.inputs = constants
+    ports = {}
+    for (unit, scalar), signal in signals.items():
+        ports.setdefault((unit, port_of(scalar)[0]), []).append((scalar, signal))
+    for (unit, port), items in ports.items():
+        name = f"{unit}_{port.replace('.', '_')}_signal"
+        while name in out.units:
+            name += "_"
+        out.add(name, SignalSpec([s for _, s in items]))
+        for k, (scalar, _) in enumerate(items):
+            out.connect(f"{name}.{SignalSpec([s for _, s in items]).output_names[k]}", f"{unit}.{scalar}")
+    return out
