@@ -30,7 +30,7 @@ import numpy as np
 
 from ..control.signals import within
 from ..cosim import CoSystem
-from ..cosim.control_unit import ControlSpec, is_control_model
+from ..cosim.control_unit import ControlSpec, control_spec, is_control_model
 from ..cosim.engine import FileUnits
 from ..cosim.names import port_of
 from ..cosim.signals import resolve
@@ -134,7 +134,8 @@ class ClosedLoop:
         for name, spec in view.units.items():
             if name in titop:
                 continue
-            block = spec.model.block
+            block = spec.model.block if isinstance(spec.model, (ControlSpec, SensorSpec)) else \
+                control_spec(name, spec.model, spec.parameters).block
             t = self.types[name]
             y = np.array([slot(("out", name, o)) for o in t.output_names], dtype=int)
             measure = spec.model.measure if isinstance(spec.model, SensorSpec) else None

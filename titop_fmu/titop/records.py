@@ -125,7 +125,7 @@ class BodyMotion:
         if self.is_base:
             return np.asarray(outs[self.unit]["p.m"], dtype=float)
         m_parent = outs[self.parent[0]][self.parent[1]] if self.parent else inputs[(self.unit, "p.m")]
-        q = outs[self.unit].get("joint.q")
+        q = outs.get(self.unit, {}).get("joint.q")              # a welded body: no joint, no output read
         x = np.zeros(0) if q is None else np.array([q[2], q[1]], dtype=float)    # [q, qd] of [qdd, qd, q]
         return self.block.kinematics(x, {"p": np.asarray(m_parent, dtype=float)}).m_A
 

@@ -67,6 +67,14 @@ class SensorSpec:
     def inputs(self) -> dict:
         return {f"m{i + 1}": size for i, (_, _, size) in enumerate(self.sources)}
 
+    def measure(self, raw) -> np.ndarray:
+        """The quantity from the outputs it is computed from (``raw``: the inputs, in order)."""
+        outs, k = {}, 0
+        for unit, port, size in self.sources:
+            outs.setdefault(unit, {})[port] = raw[k:k + size]
+            k += size
+        return self.entry.value(outs, {}, {})
+
     def unit_type(self, name="sensor") -> UnitType:
         ins, outs = port_names(self.inputs()), port_names(self.block.outputs)
         variables = {n: Variable(n, "input") for n in ins}
@@ -97,11 +105,7 @@ class SensorUnit(ControlUnit):
         self._measure()
 
     def _measure(self):
-        outs, k = {}, 0
-        for unit, port, size in self.sensor.sources:
-            outs.setdefault(unit, {})[port] = self.raw[k:k + size]
-            k += size
-        self.u[:] = self.sensor.entry.value(outs, {}, {})
+        self.u[:] = self.sensor.measure(self.raw)
 
     def _set_inputs(self, idx, values):
         self.raw[idx] = values

@@ -1,0 +1,212 @@
+"""The in-process engine with time signals and control units, against independent
+references: closed-form kinematics, and the same systems' equations of motion written out
+here and integrated by scipy piece by piece, driven by the same profiles."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from titop_fmu.cosim import systemfile
+from titop_fmu.errors import ConnectionError_
+from titop_fmu.titop import monolithic
+from titop_fmu.titop.closedloop import ClosedLoop
+
+SYSTEMS = Path(__file__).resolve().parent / "systems"
+TIGHT = dict(method="DOP853", rtol=1e-13, atol=1e-13)
+
+
+def run(path, stop, dt=0.01):
+    cs = systemfile.read(path).system
+    tr, values = monolithic.run(cs, stop, dt)
+    return tr, values
+
+
+def spin_profile(t, omega=6.0, ts=15.0):
+    """The hub's angle, rate and acceleration of the spin-up (Simo & Vu-Quoc)."""
+    if t < ts:
+        c = 2 * np.pi / ts
+        return ((omega / ts) * (t ** 2 / 2 + (ts / (2 * np.pi)) ** 2 * (np.cos(c * t) - 1)),
+                (omega / ts) * (t - np.sin(c * t) / c), (omega / ts) * (1 - np.cos(c * t)))
+    return omega * (t - ts / 2), omega, 0.0
+
+
+def test_a_commanded_spin_up_drives_the_hub_and_its_pendulum_exactly():
+    """The hub's angle is the profile's (closed form); the pendulum on it follows its Lagrange
+    equation with the prescribed hub angle, (m l^2 + I)(th'' + phi'') + m R l (th'' cos phi +
+    th'^2 sin phi) = -k phi - d phi', integrated here by scipy in the two pieces of the profile."""
+    tr, values = run(SYSTEMS / "spinup_pendulum.toml", 20.0)
+    m, l, I, R, k, d = 2.0, 0.5, 0.06, 1.0, 40.0, 0.2
+
+    def f(t, x):
+        _, w, a = spin_profile(t)
+        phi, dphi = x
+        J = m * l ** 2 + I
+        return [dphi, (-k * phi - d * dphi - m * R * l * (a * np.cos(phi) + w ** 2 * np.sin(phi))) / J - a]
+    t = tr.t
+    first = solve_ivp(f, (0, 15), [0, 0], dense_output=True, **TIGHT)
+    second = solve_ivp(f, (15, 20), first.sol(15.0), dense_output=True, **TIGHT)
+    ref = np.array([first.sol(s) if s < 15 else second.sol(s) for s in t])
+    assert ref.shape == (2001, 2) and len(t) == 2001
+    np.testing.assert_allclose(values[:, 0], ref[:, 0], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(values[:, 1], ref[:, 1], rtol=0, atol=1e-8)
+    theta = np.array([spin_profile(s)[0] for s in t])
+    np.testing.assert_allclose(np.unwrap(values[:, 2]), theta, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(values[:, 3:5], 2.0 * np.column_stack([-np.sin(theta), np.cos(theta)]), atol=1e-9)
+    assert 15.0 in [b for _, b in tr.pieces]                 # the integrator stopped at the breakpoint
+    assert np.max(np.abs(values[:, 0])) > 0.02                # the pendulum did swing
+
+
+def euler_equations(inertia, torque):
+    inv = np.linalg.inv(inertia)
+    return lambda t, w: inv @ (torque(t) - np.cross(w, inertia @ w))
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "hold"])
+def test_a_table_driven_torque_on_a_free_body(tmp_path, interpolation):
+    """Euler's equations I w' + w x I w = T(t) with the table's own interpolation, integrated
+    by scipy between its rows: the body's rate within 1e-8 at every 0.01 s; the integrator
+    met every row (hold: a jump at each) exactly."""
+    text = (SYSTEMS / "table_torque.toml").read_text().replace('"linear"', f'"{interpolation}"')
+    (tmp_path / "torque.csv").write_text((SYSTEMS / "torque.csv").read_text())
+    (tmp_path / "s.toml").write_text(text)
+    tr, values = run(tmp_path / "s.toml", 3.0)
+    rows = np.loadtxt(SYSTEMS / "torque.csv", delimiter=",", skiprows=1)
+    times, torques = rows[:, 0], rows[:, 4:7]
+    inertia = np.array([[2.0, 0.3, -0.2], [0.3, 1.5, 0.1], [-0.2, 0.1, 1.1]])
+
+    def torque(t):
+        if interpolation == "hold":
+            i = max(np.searchsorted(times, t, side="right") - 1, 0)
+            return torques[min(i, len(times) - 1)]
+        return np.array([np.interp(t, times, torques[:, j]) for j in range(3)])
+    edges = [0.0, *times[1:], 3.0]
+    w, pieces = np.array([0.1, -0.2, 0.3]), []
+    for a, b in zip(edges[:-1], edges[1:]):
+        mid = 0.5 * (a + b)
+        sol = solve_ivp(euler_equations(inertia, lambda t, m=mid: torque(m if interpolation == "hold" else t)),
+                        (a, b), w, dense_output=True, **TIGHT)
+        pieces.append((a, b, sol.sol))
+        w = sol.y[:, -1]
+    ref = np.array([next(s(t) for a, b, s in pieces if a <= t <= b) for t in tr.t])
+    np.testing.assert_allclose(values[:, :3], ref, rtol=0, atol=1e-8)
+    assert set(times[1:-1]) <= {b for _, b in tr.pieces}
+
+
+PENDULUM = """
+links = [["base.c1", "link.p"]]
+record = ["link.joint.q[3]", "link.joint.q[2]", "ctrl.y"]
+{connections}
+
+[units.base]
+model = "imposed_motion_base_c1"
+mass = 5.0
+inertia = [[0.05, 0, 0], [0, 0.05, 0], [0, 0, 0.05]]
+com = [0, 0, 0]
+"c1.r" = [0, 0, 0]
+
+[units.link]
+model = "revolute_c0"
+mass = 2.0
+inertia = [[0.17, 0, 0], [0, 0.01, 0], [0, 0, 0.17]]
+com = [0, -0.5, 0]
+axis = [0, 0, 1]
+q0 = "40 deg"
+
+{controller}
+
+[inputs]
+"base.p.a" = [0, 0, 0, 0, 0, 0]
+"""
+J, MGL = 0.17 + 2.0 * 0.25, 2.0 * 9.81 * 0.5      # the pendulum about its hinge: J q'' = tau - m g l sin q
+
+
+def pendulum(tmp_path, controller, connections):
+    path = tmp_path / "p.toml"
+    path.write_text(PENDULUM.format(controller=controller, connections=connections))
+    return path
+
+
+DISCRETE = """
+[units.ctrl]
+model = "state_space"
+A = [[1.0]]
+B = [[0.01, 0.0]]
+C = [[-3.0]]
+D = [[-12.0, -2.5]]
+sample_time = 0.01
+"""
+
+
+@pytest.mark.parametrize("measured", ["outputs", "sensors", "mat"])
+def test_a_discrete_controller_updates_at_its_samples_and_matches_the_discrete_loop(tmp_path, measured):
+    """x[k+1] = x[k] + 0.01 q_k, tau_k = -3 x[k] - 12 q_k - 2.5 qd_k held on [k/100, (k+1)/100):
+    the pendulum integrated by scipy sample period by sample period, the controller stepped
+    here, equal to 1e-8; the held torque changes exactly at the samples."""
+    controller, connections = DISCRETE, ('connections = [["link.joint.q[3]", "ctrl.u[1]"], '
+                                         '["link.joint.q[2]", "ctrl.u[2]"], ["ctrl.y", "link.joint.tau"]]')
+    if measured != "outputs":
+        controller += """
+[units.angle]
+model = "sensor"
+of = "link.joint.q[3]"
+
+[units.rate]
+model = "sensor"
+of = "link.joint.q[2]"
+"""
+        connections = ('connections = [["angle.y", "ctrl.u[1]"], ["rate.y", "ctrl.u[2]"], '
+                       '["ctrl.y", "link.joint.tau"]]')
+    if measured == "mat":
+        from scipy.io import savemat
+        savemat(tmp_path / "ctrl.mat", {"A": [[1.0]], "B": [[0.01, 0.0]], "C": [[-3.0]], "D": [[-12.0, -2.5]]})
+        controller = controller.replace(DISCRETE, '\n[units.ctrl]\nmodel = "state_space"\nfile = "ctrl.mat"\n'
+                                        'sample_time = 0.01\n')
+    tr, values = run(pendulum(tmp_path, controller, connections), 2.0, 0.0025)
+    x, q = 0.0, np.array([np.radians(40), 0.0])
+    ref, held = [], []
+    for k in range(200):
+        tau = -3.0 * x - 12.0 * q[0] - 2.5 * q[1]
+        x += 0.01 * q[0]
+        ts = tr.t[(tr.t >= k / 100) & (tr.t < (k + 1) / 100)]
+        sol = solve_ivp(lambda t, s: [s[1], (tau - MGL * np.sin(s[0])) / J], (k / 100, (k + 1) / 100), q,
+                        t_eval=np.append(ts, (k + 1) / 100), **TIGHT)
+        ref += list(sol.y[0, :-1])
+        held += [tau] * len(ts)
+        q = sol.y[:, -1]
+    np.testing.assert_allclose(values[:-1, 0], ref, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(values[:-1, 2], held, rtol=0, atol=1e-8)
+    jumps = tr.t[1:][np.abs(np.diff(values[:, 2])) > 0]
+    np.testing.assert_allclose(jumps * 100, np.round(jumps * 100), atol=1e-9)    # only at t = k / 100
+
+
+def test_an_algebraic_loop_through_controllers_is_refused(tmp_path):
+    path = pendulum(tmp_path, '[units.ctrl]\nmodel = "gain"\nK = [[-0.5]]\n',
+                    'connections = [["link.joint.q[1]", "ctrl.u"], ["ctrl.y", "link.joint.tau"]]')
+    with pytest.raises(ConnectionError_, match="algebraic loop through control units: .*ctrl.*plant|plant.*ctrl"):
+        ClosedLoop(systemfile.read(path).system)
+
+
+def test_a_pid_with_limits_and_anti_windup_against_its_equations(tmp_path):
+    """A saturated PID holding the pendulum at 10 deg: the law written out here (filtered
+    derivative, back-calculation) with the pendulum, integrated by scipy, equal to 1e-8."""
+    path = pendulum(tmp_path, '[units.err]\nmodel = "sum"\nsigns = [1, -1]\n\n'
+                    '[units.ctrl]\nmodel = "pid"\nkp = 20\nki = 15\nkd = 3\ntf = 0.05\nlimits = [-6, 6]\n',
+                    'connections = [["err.y", "ctrl.u"], ["link.joint.q[3]", "err.u2"], ["ctrl.y", "link.joint.tau"]]')
+    text = path.read_text().replace('[inputs]\n', '[inputs]\n"err.u1" = "10*deg"\n')
+    path.write_text(text)
+    tr, values = run(path, 4.0)
+    kp, ki, kd, tf, lo, hi = 20, 15, 3, 0.05, -6, 6
+    tt = np.sqrt(kd / ki)
+
+    def f(t, s):
+        q, qd, xi, xf = s
+        e = np.radians(10) - q
+        v = kp * e + xi + kd * (e - xf) / tf
+        y = min(max(v, lo), hi)
+        return [qd, (y - MGL * np.sin(q)) / J, ki * e + (y - v) / tt, (e - xf) / tf]
+    sol = solve_ivp(f, (0, 4), [np.radians(40), 0, 0, 0], t_eval=tr.t, **TIGHT)
+    np.testing.assert_allclose(values[:, 0], sol.y[0], rtol=0, atol=1e-8)
+    assert np.any(np.abs(values[:, 2]) == 6.0)                 # it did saturate
+    assert abs(values[-1, 0] - np.radians(10)) < 1e-2          # and come back near 10 deg, unwound
