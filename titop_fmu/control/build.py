@@ -75,7 +75,7 @@ def build(model: str, parameters: dict, where: str) -> blocks.ControlBlock:
         from_file = read_matrices(values.pop("file"), FILE_KEYS[model], where)
         for k, v in from_file.items():
             if k in parameters:
-                raise ParameterError(f"{where}.{k}", f"given twice: in the file and in the unit")
+                raise ParameterError(f"{where}.{k}", "given twice: in the file and in the unit")
             values[k] = v
     values.pop("file", None)
     values.pop("of", None)

@@ -50,6 +50,7 @@ class ControlSpec:
         ins, outs = port_names(self.block.inputs), port_names(self.block.outputs)
         variables = {n: Variable(n, "input") for n in ins}
         variables.update({n: Variable(n, "output") for n in outs})
+        variables.update({n: Variable(n, "parameter", start=v) for n, v in self.parameters.items()})
         deps = np.arange(len(ins)) if self.block.feedthrough else np.zeros(0, dtype=int)
         return UnitType(self.model, variables, ins, outs, [deps] * len(outs), required=frozenset(ins),
                         time_events=self.block.discrete)

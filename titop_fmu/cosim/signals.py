@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 
 from ..control.expressions import ExpressionError
 from ..control.signals import ExpressionSignal, Signal, SignalError, TableSignal, read_table, source

@@ -27,10 +27,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..blocks import FloatingBase
+from ..cosim import CoSystem
 from ..errors import ConnectionError_, SolverError, TitopError
 from ..spatial import dcm_from_quat, left_jacobian, quat_exp, quat_multiply
+from ..titop.monolithic import is_closed_loop
+from .closedloop import ClosedLoop, ClosedLoopLinearizer, linearize_closed_loop
 from .coordinates import MINIMAL_BASE_STATES, Coordinates, resolve_inputs
-from .linearize import Linearizer, as_system
+from .linearizer import Linearizer, as_system
 
 #: the largest change of an unknown in one Newton step (rad, m, m/s, or the input's unit): far
 #: from an equilibrium a full step of a pendulum-like problem jumps by radians, past it
@@ -159,6 +162,10 @@ def trim(system, state=None, free=None, fixed=None, tol: float = 1e-10, max_iter
     gives, ``{name: value}`` of minimal coordinates (``"pendulum1.q"``, ``"hub.w_y"``; not an
     attitude) and of inputs (a free one starts there).
     :class:`~titop_fmu.errors.SolverError` when there is none or it is under-determined."""
+    if isinstance(system, CoSystem) and is_closed_loop(system):
+        if fixed:
+            raise TitopError("trim: fixed values are for a plant alone; a closed loop's blocks set its inputs")
+        return trim_closed_loop(system, state, free, tol, max_iter)
     system, _ = as_system(system)
     fixed = dict(fixed or {})
     coords = Coordinates(system)
@@ -195,11 +202,20 @@ def trim(system, state=None, free=None, fixed=None, tol: float = 1e-10, max_iter
         lin.set_inputs(u)
         r = lin.at(y, outputs=False)
         return y, r["xdot"][rows], np.hstack([r["A"], r["B"]])[rows]
+    y, names, held, norm, it = solve(evaluate, unknowns, row_names, [b for b, _, _ in lin.coords.bases], free,
+                                     tol, max_iter)
+    return Equilibrium(y, lin, names, held, norm, it)
 
+
+def solve(evaluate, unknowns, row_names, bases, free, tol, max_iter) -> tuple:
+    """``(state, names of the active unknowns, held, residual, iterations)``: Newton's method
+    with a line search on ``evaluate(z) -> (state, conditions, d conditions / d(minimal
+    coordinates, inputs))`` over the ``unknowns`` (:class:`_Unknowns`), the attitudes' neutral
+    directions held; the errors of :func:`trim`."""
     # the neutral attitude directions: the turns about inertial axes that change no condition
     z = np.zeros(unknowns.size)
     y, R, J = evaluate(z)
-    held = [f"{b}.r (position)" for b, _, _ in lin.coords.bases if f"{b}.r" not in free]
+    held = [f"{b}.r (position)" for b in bases if f"{b}.r" not in free]
     scale = max(1.0, float(np.max(np.abs(J), initial=0.0)))
     E = unknowns.columns(z, y)
     inactive = set()
@@ -235,8 +251,7 @@ def trim(system, state=None, free=None, fixed=None, tol: float = 1e-10, max_iter
             break
         z, y, R, J = trial, y_new, R_new, J_new
         norm = float(np.max(np.abs(R)))
-    _, u = unknowns.state(z)
-    lin.set_inputs(u)
+    evaluate(z)                                     # the system left at the solution's inputs
     Jz = J.dot(unknowns.columns(z, y)[:, active])
     if Jz.shape[1]:
         _, sv, Vt = np.linalg.svd(Jz, full_matrices=False)
@@ -250,4 +265,81 @@ def trim(system, state=None, free=None, fixed=None, tol: float = 1e-10, max_iter
         raise SolverError(f"no equilibrium found with the free unknowns {names}: after {it} Newton steps the "
                           f"accelerations stay at {norm:.3g} ({', '.join(worst)}); free what balances them (an "
                           "input, a position) or start closer")
-    return Equilibrium(y, lin, names, held, norm, it)
+    return y, names, held, norm, it
+
+
+class _ClosedUnknowns:
+    """The free unknowns of a closed loop's equilibrium: the plant's (:class:`~.trim._Unknowns`)
+    then every block's continuous states (additive from where they start)."""
+
+    def __init__(self, plant, lin: ClosedLoopLinearizer, Y0):
+        self.plant, self.lin = plant, lin
+        self.n_plant = lin.loop.plan.n_states
+        self.xc0 = np.array(Y0[self.n_plant:], dtype=float)
+        self.size = plant.size + lin.nc
+        self.names = plant.names + lin.state_names[lin.lin.coords.n:]
+        self.attitude = plant.attitude
+
+    def state(self, z) -> tuple:
+        y, u = self.plant.state(z[:self.plant.size])
+        return np.concatenate([y, self.xc0 + z[self.plant.size:]]), u
+
+    def columns(self, z, Y) -> np.ndarray:
+        """d(the closed loop's minimal coordinates, kept inputs)/dz."""
+        lin, n = self.lin, self.lin.lin.coords.n
+        Ep = self.plant.columns(z[:self.plant.size], Y[:self.n_plant])
+        E = np.zeros((n + lin.nc + len(lin.input_names), self.size))
+        E[:n, :self.plant.size] = Ep[:n]
+        E[n + lin.nc:n + lin.nc + len(lin.lin.input_names) - lin.n_fed, :self.plant.size] = Ep[n + lin.n_fed:]
+        E[n:n + lin.nc, self.plant.size:] = np.eye(lin.nc)
+        return E
+
+
+def trim_closed_loop(cs, state=None, free=None, tol: float = 1e-10, max_iter: int = 50):
+    """An equilibrium of the closed loop of ``cs``: the plant's accelerations and every block's
+    state derivative zero, the plant's ``free`` unknowns (default: as :func:`~.trim.trim`'s)
+    and every block's states solved for, the blocks driving the plant's inputs they feed."""
+    loop = ClosedLoop(cs)
+    lin = ClosedLoopLinearizer(loop, [], ())
+    plant = lin.lin
+    free = default_free(plant.coords) if free is None else list(free)
+    fed = {name for name, _ in lin.fed}
+    for name in free:
+        if name in fed or name.partition(".")[0] in loop._node:
+            raise TitopError(f"--trim {name}: the control units set it; a closed loop's free unknowns are the "
+                             "plant's states (its blocks' states are solved for too)")
+    Y0 = loop.initial_state() if state is None else np.array(state, dtype=float)
+    plant_unknowns = _Unknowns(plant, free, Y0[:loop.plan.n_states])
+    unknowns = _ClosedUnknowns(plant_unknowns, lin, Y0)
+    rows, names = _rows(plant)
+    n = plant.coords.n
+    rows = np.concatenate([rows, n + np.arange(lin.nc)]).astype(int)
+    names = names + [f"d({x})/dt" for x in lin.state_names[n:]]
+
+    def evaluate(z):
+        Y, u = unknowns.state(z)
+        plant.set_inputs(u)
+        r = lin.at(Y, outputs=False)
+        return Y, r["xdot"][rows], np.hstack([r["A"], r["B"]])[rows]
+    Y, active, held, norm, it = solve(evaluate, unknowns, names, [b for b, _, _ in plant.coords.bases], free,
+                                      tol, max_iter)
+    return ClosedLoopEquilibrium(Y, plant, active, held, norm, it, cs)
+
+
+@dataclass
+class ClosedLoopEquilibrium(Equilibrium):
+    """An equilibrium of a closed loop: its states (the plant's, then its blocks'); its system
+    is the closed loop's :class:`~titop_fmu.cosim.CoSystem`."""
+
+    cosystem: object = None
+
+    @property
+    def system(self):
+        return self.cosystem
+
+    @property
+    def inputs(self) -> dict:
+        return {}
+
+    def linearize(self, inputs=None, outputs=()):
+        return linearize_closed_loop(self.cosystem, self.state, inputs, outputs)

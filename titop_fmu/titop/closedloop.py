@@ -35,7 +35,6 @@ from ..cosim.engine import FileUnits
 from ..cosim.names import port_of
 from ..cosim.signals import resolve
 from ..errors import ConnectionError_, SolverError
-from ..system import System
 from ..topology import tree_order
 from .twin import twin_and_warnings
 from .records import Records
@@ -65,7 +64,7 @@ class _Node:
     y: np.ndarray
     x: slice
     d: slice
-    measure: object = None          # a sensor of an inertial quantity: raw plant outputs -> quantity
+    sensor: SensorSpec | None = None      # a sensor of an inertial quantity: raw plant outputs -> quantity
 
 
 class ClosedLoop:
@@ -105,7 +104,12 @@ class ClosedLoop:
         self._layout()
         self._wire(view, titop, constants)
         self._order()
-        self.records = None
+        self._kernel = None
+
+    def use_kernel(self, kernel: str = "auto"):
+        """Evaluate the plant on the C kernel (``"c"``), the NumPy blocks (``"numpy"``) or the
+        kernel where it can run (``"auto"``), as :meth:`~titop_fmu.system.System.simulate`."""
+        self._kernel = self.plant._on_kernel(kernel, self.plan.kernel)
 
     # -- structure ----------------------------------------------------------------------------
     def _layout(self):
@@ -138,10 +142,10 @@ class ClosedLoop:
                 control_spec(name, spec.model, spec.parameters).block
             t = self.types[name]
             y = np.array([slot(("out", name, o)) for o in t.output_names], dtype=int)
-            measure = spec.model.measure if isinstance(spec.model, SensorSpec) else None
+            sensor = spec.model if isinstance(spec.model, SensorSpec) else None
             u = np.zeros(len(t.input_names), dtype=int)
             self.nodes.append(_Node(name, block, u, y, slice(nx, nx + block.n_x), slice(nd, nd + len(block.d0())),
-                                    measure))
+                                    sensor))
             nx, nd = nx + block.n_x, nd + len(block.d0())
         self.n_x, self.n_d = nx, nd
         node = {n.name: n for n in self.nodes}
@@ -270,7 +274,7 @@ class ClosedLoop:
 
     def _inputs(self, n, V):
         u = V[n.u]
-        return n.measure(u) if n.measure is not None else u
+        return n.sensor.measure(u) if n.sensor is not None else u
 
     def _output(self, n, t, Y, d, V):
         return n.block.output(t, Y[n.x], d[n.d], self._inputs(n, V))
@@ -334,7 +338,7 @@ class ClosedLoop:
         from scipy.integrate import solve_ivp
         from ..cosim.numerics import single_threaded_blas
         from ..system import output_grid
-        self._kernel = self.plant._on_kernel(kernel, self.plan.kernel)
+        self.use_kernel(kernel)
         grid = output_grid(t_stop, dt)
         Y = self.initial_state()
         d = self.update(0.0, Y, self.initial_discrete())

@@ -22,7 +22,6 @@ from ..cosim import CoSystem
 from ..cosim.control_unit import ControlSpec, ControlUnit
 from ..cosim.names import grouped, port_names
 from ..cosim.protocol import UnitType, Variable
-from ..cosim.signals import with_signal_units
 from ..errors import ConnectionError_, ParameterError
 from .records import Entry, Records, recording
 
@@ -79,6 +78,7 @@ class SensorSpec:
         ins, outs = port_names(self.inputs()), port_names(self.block.outputs)
         variables = {n: Variable(n, "input") for n in ins}
         variables.update({n: Variable(n, "output") for n in outs})
+        variables.update({n: Variable(n, "parameter", start=v) for n, v in self.parameters.items()})
         deps = np.arange(len(ins)) if self.block.feedthrough else np.zeros(0, dtype=int)
         return UnitType("sensor", variables, ins, outs, [deps] * len(outs), required=frozenset(ins),
                         time_events=self.block.discrete)
