@@ -31,6 +31,21 @@ from ..errors import TitopError
 ZERO = 1e-7
 
 
+def python_control():
+    """The ``control`` module (python-control, the ``linear`` extra), or a one-line error."""
+    try:
+        import control
+    except ImportError:
+        raise TitopError("python-control is not installed: pip install 'titop-fmu[linear]'") from None
+    return control
+
+
+def control_names(names) -> list:
+    """Signal names as python-control takes them: ``.`` written ``_`` (python-control reserves
+    ``.`` for ``subsystem.signal``): ``balloon.ext.w[2]`` is ``balloon_ext_w[2]``."""
+    return [n.replace(".", "_") for n in names]
+
+
 @dataclass
 class Mode:
     """One eigenvalue of ``A`` (of a complex pair, the one with ``Im >= 0``)."""
@@ -128,14 +143,9 @@ class LinearModel:
     def to_control(self):
         """A ``control.StateSpace`` with the names, ``.`` written ``_`` (python-control reserves
         ``.`` for ``subsystem.signal``): ``balloon_ext_w[2]`` (the ``linear`` extra)."""
-        try:
-            import control
-        except ImportError:
-            raise TitopError("python-control is not installed: pip install 'titop-fmu[linear]'") from None
-        def names(v):                       # python-control reserves '.' (subsystem.signal): '_' instead
-            return [n.replace(".", "_") for n in v]
-        return control.ss(self.A, self.B, self.C, self.D, states=names(self.states), inputs=names(self.inputs),
-                          outputs=names(self.outputs))
+        control = python_control()
+        return control.ss(self.A, self.B, self.C, self.D, states=control_names(self.states),
+                          inputs=control_names(self.inputs), outputs=control_names(self.outputs))
 
     # -- files ---------------------------------------------------------------------------------
     def arrays(self) -> dict:

@@ -377,23 +377,59 @@ class ClosedLoop:
     def recorded(self, tr, records: Records | None = None) -> np.ndarray:
         """The recorded outputs of the system (its ``record`` list) at the rows of ``tr``: the
         plant's outputs and inertial quantities, the control units' outputs."""
-        records = records or Records(self.cs)
-        values = []
-        for t, Y, d, piece in zip(tr.t, tr.y, tr.d, tr.pieces):
-            _, V, out = self.evaluate(t, Y, d, piece, derivatives=False)
-            outs = {}
-            for n in self.plan.order:
-                start = self._block_start[n]
-                for port, size in self.plant.blocks[n].outputs_spec.items():
-                    outs.setdefault(n, {})[port] = out[start:start + size].reshape(1, -1)
-                    start += size
-            for node in self.nodes:
-                t_out = self.types[node.name]
-                for port, names in t_out.ports("output").items():
-                    idx = [t_out.output_index[o] for o in names]
-                    outs.setdefault(node.name, {})[port] = V[node.y[idx]].reshape(1, -1)
-            values.append(records.table(outs, 1, self.plant.values)[0])
-        return np.array(values).reshape(len(tr.t), -1)
+        records = records or Records(self.cs, self.types)
+        rows = [self.outputs_of(t, Y, d, records, piece) for t, Y, d, piece in zip(tr.t, tr.y, tr.d, tr.pieces)]
+        return np.array(rows).reshape(len(tr.t), -1)
+
+    def outputs_of(self, t, Y, d, records: Records, piece=(-np.inf, np.inf)) -> np.ndarray:
+        """The values of the entries of ``records`` at ``t``, the states ``Y`` and ``d``."""
+        _, V, out = self.evaluate(t, Y, d, piece, derivatives=False)
+        outs = {}
+        for n in self.plan.order:
+            start = self._block_start[n]
+            for port, size in self.plant.blocks[n].outputs_spec.items():
+                outs.setdefault(n, {})[port] = out[start:start + size].reshape(1, -1)
+                start += size
+        for node in self.nodes:
+            t_out = self.types[node.name]
+            for port, names in t_out.ports("output").items():
+                idx = [t_out.output_index[o] for o in names]
+                outs.setdefault(node.name, {})[port] = V[node.y[idx]].reshape(1, -1)
+        return records.table(outs, 1, self.plant.values)[0]
+
+    @property
+    def state_names(self) -> list:
+        """The names of the states: the plant's (``block.state``), then the blocks'
+        (``ctrl.x[1]``)."""
+        plant = [f"{n}.{x}" for n in self.plan.order for x in self.plant.blocks[n].state_names]
+        return plant + [f"{n.name}.x[{i + 1}]" for n in self.nodes for i in range(n.block.n_x)]
+
+    def input_setters(self, ref: str) -> list:
+        """``[(scalar name, set(value))]`` of the free input ``ref`` (a scalar or a port): an input
+        of the plant that no signal or block feeds, or a control unit's constant input."""
+        unit, _, var = ref.partition(".")
+        if unit not in self.types:
+            raise ConnectionError_(f"input {ref}: unknown unit {unit!r}")
+        scalars = self.types[unit].scalars(var, "input")
+        if not scalars:
+            raise ConnectionError_(f"input {ref}: {unit!r} has no input {var!r}; inputs: "
+                                   + ", ".join(self.types[unit].ports("input")))
+        out = []
+        for s in scalars:
+            if unit in self._node:
+                slot = self._node[unit].u[self.types[unit].input_index[s]]
+                k = next((i for i, (c, _) in enumerate(self.constant_slots) if c == slot), None)
+                if k is None:
+                    raise ConnectionError_(f"input {unit}.{s} is fed by a connection or a signal: not a free input")
+                out.append((f"{unit}.{s}", lambda v, k=k, slot=slot: self.constant_slots.__setitem__(k, (slot, v))))
+                continue
+            port, c = port_of(s)
+            array = self.plant.values.get((unit, port))
+            if array is None or any(a is array and i == max(c - 1, 0) for a, i, _ in self.plant_feeds):
+                raise ConnectionError_(f"input {unit}.{s}: not a free input of the plant (fed, or not given a "
+                                       "value in [inputs]: give it one, 0 say)")
+            out.append((f"{unit}.{s}", lambda v, a=array, i=max(c - 1, 0): a.__setitem__(i, v)))
+        return out
 
 
 @dataclass
