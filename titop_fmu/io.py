@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .control.signals import Signal
 from .errors import ParameterError, TitopError, did_you_mean
 
 _INDEXED = re.compile(r"^(.+?)\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]$")
@@ -44,8 +45,10 @@ def resolve(name: str, defaults: dict) -> tuple:
     raise unknown(name, defaults)
 
 
-def parse_value(name: str, text: str) -> np.ndarray:
-    """``"170deg"`` -> radians, ``"[1,0,-1]"`` -> an array; SI units otherwise."""
+def parse_value(name: str, text: str):
+    """``"170deg"`` -> radians, ``"[1,0,-1]"`` -> an array; SI units otherwise; an expression in
+    ``t`` (``"where(t < 1, 2, 0)"``) -> a time signal
+    (:class:`~titop_fmu.control.signals.ExpressionSignal`), for an input."""
     text = text.strip()
     scale = 1.0
     if text.endswith("deg"):
@@ -53,13 +56,31 @@ def parse_value(name: str, text: str) -> np.ndarray:
     try:
         return np.asarray(ast.literal_eval(text), dtype=float) * scale
     except Exception:
-        raise ParameterError(name, f"cannot read the value {text!r}") from None
+        pass
+    from .control.expressions import ExpressionError
+    from .control.signals import ExpressionSignal, SignalError
+    try:
+        signal = ExpressionSignal(text, where=name)
+    except (ExpressionError, SignalError) as e:
+        raise ParameterError(name, f"cannot read the value {text!r} (a number, a list, or an expression in t: "
+                             f"{str(e).partition(': ')[2]})") from None
+    return np.asarray(signal.value(0.0)) * scale if signal.expression.is_constant else signal
 
 
 def assign(out: dict, defaults: dict, name: str, value) -> dict:
     """``out[base] = value`` for ``name`` a key of ``defaults`` (same shape), or one element
     of it for ``name = "base[i,j]"`` (the others from ``out``, else ``defaults``)."""
     base, index = resolve(name, defaults)
+    if isinstance(value, Signal):                      # a time signal: for an input scalar
+        if index is None and np.shape(defaults[base]) == ():
+            out[base] = value
+        elif index is not None and len(index) == 1:
+            whole = list(out.get(base, defaults[base]))
+            whole[index[0]] = value
+            out[base] = whole
+        else:
+            raise ParameterError(name, f"a time signal gives one scalar: {base}[k] = ...")
+        return out
     value = np.asarray(value, dtype=float)
     if index is None:
         if np.shape(value) != np.shape(defaults[base]):
@@ -68,7 +89,13 @@ def assign(out: dict, defaults: dict, name: str, value) -> dict:
         return out
     if value.ndim:
         raise ParameterError(name, f"an element takes one number, got shape {value.shape}")
-    whole = np.array(out.get(base, defaults[base]), dtype=float)
+    whole = out.get(base, defaults[base])
+    if any(isinstance(x, Signal) for x in np.ravel(np.asarray(whole, dtype=object))):
+        whole = list(whole)                           # a port with signals: element by element
+        whole[index[0]] = float(value)
+        out[base] = whole
+        return out
+    whole = np.array(whole, dtype=float)
     whole[index] = value
     out[base] = whole.tolist()
     return out

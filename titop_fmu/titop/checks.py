@@ -16,6 +16,8 @@ from ..cosim.signals import with_signal_units
 from ..cosim.structure import analyse
 from ..errors import ConnectionError_, did_you_mean
 from ..fmu import catalog
+from .closedloop import ClosedLoop
+from .monolithic import is_closed_loop
 from .records import Records, recording
 from .sensors import master_view
 from .units import TitopUnits, declared_unit_type, is_titop, model_interface
@@ -55,6 +57,8 @@ def check(cs: CoSystem, stated: bool = False, exported: bool = False) -> Records
         if e.labels is None and not types[e.unit].scalars(e.port, "output"):
             raise ConnectionError_(f"record {e.ref!r}: {e.unit!r} ({types[e.unit].name}) has no output {e.port!r}"
                                    f"{did_you_mean(e.port, outputs)}; outputs: {', '.join(outputs)}")
+    if is_closed_loop(cs) and not exported:
+        ClosedLoop(cs)                             # the order of its blocks: an algebraic loop among them refused
     return records
 
 
