@@ -210,3 +210,28 @@ def test_a_pid_with_limits_and_anti_windup_against_its_equations(tmp_path):
     np.testing.assert_allclose(values[:, 0], sol.y[0], rtol=0, atol=1e-8)
     assert np.any(np.abs(values[:, 2]) == 6.0)                 # it did saturate
     assert abs(values[-1, 0] - np.radians(10)) < 1e-2          # and come back near 10 deg, unwound
+
+
+def test_a_campaign_varies_a_sensors_seed_and_a_gain(tmp_path):
+    """``sweep`` of a noisy sensor's seed and a gain: each run equals ``simulate`` with the same
+    values set; two seeds measure differently, one seed twice the same."""
+    pytest.importorskip("pyarrow")
+    from titop_fmu import campaign
+    from titop_fmu.cli import main
+    path = pendulum(tmp_path, '[units.s]\nmodel = "sensor"\nof = "link.joint.q[3]"\nnoise = 0.01\n'
+                    'sample_time = 0.01\n\n[units.ctrl]\nmodel = "gain"\nK = [[-12.0, -2.5]]\n',
+                    'connections = [["s.y", "ctrl.u[1]"], ["link.joint.q[2]", "ctrl.u[2]"], '
+                    '["ctrl.y", "link.joint.tau"]]')
+    store = tmp_path / "store"
+    assert main(["sweep", str(path), "--vary", "s.seed=[1,2,1]", "--vary", "ctrl.K[1,1]=[-12,-12,-12]",
+                 "--sampling", "grid", "--stop", "0.5", "--workers", "0", "--quiet", "--out", str(store)]) == 0
+    c = campaign.open(store)
+    runs = [c.trajectory(i).to_numpy() for i in range(len(c.samples))]
+    seeds = list(c.samples["s.seed"])
+    assert set(c.samples.status) == {"ok"}
+    same = [i for i, s in enumerate(seeds) if s == 1]
+    other = seeds.index(2)
+    assert np.array_equal(runs[same[0]], runs[same[1]]) and not np.array_equal(runs[same[0]], runs[other])
+    out = tmp_path / "one.csv"
+    assert main(["simulate", str(path), "--stop", "0.5", "--quiet", "--out", str(out), "--set", "s.seed=2"]) == 0
+    assert np.array_equal(np.loadtxt(out, delimiter=",", skiprows=1), runs[other])
