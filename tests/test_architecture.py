@@ -20,7 +20,8 @@ LAYERS = [
      "titop_fmu.dual"},                               # and its forward-mode derivatives
     {"titop_fmu.unit"},                               # a block as a co-simulation unit
     {"titop_fmu.fmu"},                                # FMU adapters, catalog, build
-    {"titop_fmu.system", "titop_fmu.invariants"},     # the monolithic engine
+    {"titop_fmu.system", "titop_fmu.loop_solve",      # the monolithic engine, its loop solve,
+     "titop_fmu.invariants"},                         # momenta and energy
     {"titop_fmu.titop"},                              # TITOP units for the master, monolithic twins
     {"titop_fmu.linear"},                             # equilibria, linear models, LPV families
     {"titop_fmu.scenarios"},                          # reference systems
