@@ -39,9 +39,7 @@ def balloon_undamped_run():
 def no_run(monkeypatch):
     """Fail if a simulation starts (the master's or the in-process one): every check of the
     command line must come before."""
-    from titop_fmu import cli
-
     def refuse(*a, **kw):
         raise AssertionError("a simulation started")
-    monkeypatch.setattr(cli, "run_master", refuse)
+    monkeypatch.setattr("titop_fmu.cli.simulate.run_master", refuse)
     monkeypatch.setattr("titop_fmu.system.System.simulate", refuse)

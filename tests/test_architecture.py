@@ -1,6 +1,6 @@
 """The package's layers, read from its imports (ast, nothing executed): every import points
 down the layers, no module imports itself back through others, and the co-simulation
-package imports nothing TITOP."""
+package imports nothing TITOP. And no module is longer than a reader can hold."""
 
 import ast
 from pathlib import Path
@@ -20,7 +20,8 @@ LAYERS = [
      "titop_fmu.dual"},                               # and its forward-mode derivatives
     {"titop_fmu.unit"},                               # a block as a co-simulation unit
     {"titop_fmu.fmu"},                                # FMU adapters, catalog, build
-    {"titop_fmu.system", "titop_fmu.invariants"},     # the monolithic engine
+    {"titop_fmu.system", "titop_fmu.loop_solve",      # the monolithic engine, its loop solve,
+     "titop_fmu.invariants"},                         # momenta and energy
     {"titop_fmu.titop"},                              # TITOP units for the master, monolithic twins
     {"titop_fmu.linear"},                             # equilibria, linear models, LPV families
     {"titop_fmu.scenarios"},                          # reference systems
@@ -33,6 +34,9 @@ COSIM_MAY_IMPORT = {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "tito
                     "titop_fmu.spatial", "titop_fmu.archive", "titop_fmu.cbuild"}
 #: ... and these packages, whole: time signals and control blocks, generic as the master is
 COSIM_MAY_IMPORT_PACKAGES = ("titop_fmu.control",)
+
+#: the most lines a module of titop_fmu may have: a longer one is split by concern
+MAX_LINES = 600
 
 
 def module_name(path: Path) -> str:
@@ -84,6 +88,12 @@ def layer(module: str) -> int:
 def test_every_module_has_a_layer():
     for m in MODULES:
         layer(m)
+
+
+def test_no_module_is_over_600_lines():
+    long = sorted(f"{p.relative_to(PACKAGE.parent)}: {n} lines" for p in MODULES.values()
+                  if (n := len(p.read_text().splitlines())) > MAX_LINES)
+    assert not long, f"over {MAX_LINES} lines (split by concern): " + ", ".join(long)
 
 
 def test_imports_point_down_the_layers():

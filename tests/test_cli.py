@@ -16,6 +16,7 @@ import pytest
 from titop_fmu import cli
 from titop_fmu.cli import main
 from titop_fmu.cosim import systemfile
+from titop_fmu.simulation import resolve_options
 from titop_fmu.titop import monolithic
 from titop_fmu.titop.records import Records
 
@@ -104,10 +105,10 @@ def test_explicit_options_win_over_the_system_file(tmp_path):
     _, a = read(out)
     assert np.allclose(a[:, 0], [0.0, 0.05, 0.1, 0.15, 0.2])
     args = cli.parser().parse_args(["simulate", str(TWO_BRANCH), "--stop", "20"])
-    cli.resolve_options(args, systemfile.read(TWO_BRANCH).simulation)
+    resolve_options(args, systemfile.read(TWO_BRANCH).simulation)
     assert (args.stop, args.dt) == (20.0, 0.01)
     args = cli.parser().parse_args(["simulate", str(TWO_BRANCH)])
-    cli.resolve_options(args, systemfile.read(TWO_BRANCH).simulation)
+    resolve_options(args, systemfile.read(TWO_BRANCH).simulation)
     assert (args.stop, args.dt, args.tol) == (10.0, 0.01, 3e-5)
 
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from arm_system import arm
 
-from titop_fmu import cli
 from titop_fmu.cli import main
+from titop_fmu.cli.options import writable_folder
 from titop_fmu.cosim import systemfile
 from titop_fmu.fmu import catalog
 
@@ -169,7 +169,7 @@ def test_an_option_the_engine_does_not_take_is_an_error(argv, message, tmp_path,
 
 
 def test_a_new_folder_is_created_one_level_deep(tmp_path, capsys):
-    assert cli.writable_folder("--out", tmp_path / "new") == tmp_path / "new"
+    assert writable_folder("--out", tmp_path / "new") == tmp_path / "new"
     assert main(["build", "--out", str(tmp_path / "a" / "b")]) == 2
     assert f"no folder {tmp_path / 'a'}" in one_line_error(capsys)
     assert not (tmp_path / "a").exists()

@@ -3,7 +3,7 @@ right-hand side (:meth:`titop_fmu.system.System.simulate`) and of a block unit's
 derivatives and outputs (:class:`~titop_fmu.unit.BlockUnit`, and so the FMUs).
 
 The NumPy blocks stay the reference: the kernel follows them equation by equation
-(the recursive loop solve of :mod:`titop_fmu.system` included) and is tested equal
+(the recursive loop solve of :mod:`titop_fmu.loop_solve` included) and is tested equal
 to them to rounding. It covers every block of :mod:`titop_fmu.blocks` (floating and
 imposed-motion bases, welded bodies, revolute and prismatic bodies forward and inverse,
 loop closures); a system with another block runs on the NumPy blocks.

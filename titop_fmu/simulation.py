@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 from .cosim import Options
-from .errors import ParameterError, TitopError
+from .errors import ParameterError, TitopError, did_you_mean
 from .io import parse_set
 from .scenarios import balloon
 from .titop.units import DEFAULT_FMU_KIND
@@ -82,7 +82,9 @@ class Target:
     by name) or a system file / SSP package (its units' parameters and free inputs settable,
     :mod:`titop_fmu.titop.overrides`). Read once; every :meth:`run` starts from it."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, recorded: bool = True):
+        """``recorded``: a system file must have a record list (False: a run that writes only
+        its 3-D view needs none)."""
         from .cosim import ssp, systemfile
         self.name = str(name)
         self._settable = None
@@ -92,11 +94,12 @@ class Target:
             return
         path = Path(name)
         if not path.is_file():
-            raise TitopError(f"unknown system {name!r}: not 'balloon' and no such system file")
+            raise TitopError(f"unknown system {name!r}: not 'balloon'{did_you_mean(name, ['balloon'])} "
+                             "and no such system file")
         from .titop.checks import check
         self.ssp = path.suffix == ".ssp"
         self.file = (ssp.read if self.ssp else systemfile.read)(path)
-        if not self.file.system.recorded:
+        if recorded and not self.file.system.recorded:
             raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
         self.simulation = self.file.simulation
         self.header = ["t"] + check(self.file.system, stated=not self.ssp).labels
@@ -144,20 +147,14 @@ class Target:
         the TITOP FMUs of ``args.fmu_dir`` and ``args.fmu_kind``) for ``engine="fmu"``. ``info``: the trajectory
         (in-process) or the master's result."""
         if engine == "fmu":
-            from .cosim import build
             from .titop import TitopUnits
             from .titop.records import Records
+            from .titop.checks import wired
             units = units or TitopUnits("fmu", getattr(args, "fmu_dir", None),
                                         getattr(args, "fmu_kind", None) or DEFAULT_FMU_KIND)
-            from .titop.checks import wired
             records = None if self.file is None else Records(self.system(overrides, check=False))
             system = balloon.system(overrides) if records is None else wired(records.raw_system())[0]
-            master = build(system, units, master_options(args, **(self.observed(overrides) or {})))
-            try:
-                res = master.simulate(args.stop, args.dt, progress=progress)
-                types = dict(zip(master.st.unit_names, master.st.types))
-            finally:
-                master.terminate()
+            res, types = run_master(system, units, args, self.observed(overrides), progress)
             values = res.values if records is None else records.finish(res.values, res.labels, types)[0]
             return res.t, values, res
         from .titop import monolithic
@@ -169,3 +166,20 @@ class Target:
         tr, values = monolithic.run(self.system(overrides, check=False), args.stop, args.dt, args.rtol, args.rtol,
                                     progress=progress, kernel=kernel)
         return tr.t, values, tr
+
+
+def run_master(system, units, args, observe=None, progress=False, stop_requested=None) -> tuple:
+    """The co-simulation master on ``system`` (its units made by ``units``, the options from the
+    resolved ``args``, ``observe``: more :class:`Options`): ``(result, {unit: UnitType})``, the
+    units terminated whatever happens. A Ctrl-C, or ``stop_requested()`` at the end of a macro
+    step, ends the run with :class:`KeyboardInterrupt`; its ``t`` is the time reached."""
+    from .cosim import build
+    master = build(system, units, master_options(args, **(observe or {})))
+    try:
+        res = master.simulate(args.stop, args.dt, progress=progress, stop_requested=stop_requested)
+    except KeyboardInterrupt as e:
+        e.t = master.t
+        raise
+    finally:
+        master.terminate()
+    return res, dict(zip(master.st.unit_names, master.st.types))

@@ -10,6 +10,7 @@ import scipy.io
 from scipy.optimize import brentq
 
 from titop_fmu.cli import main
+from titop_fmu.cli.linearize import _grid
 from titop_fmu.errors import TitopError
 from titop_fmu.linear.lpv import Family, family
 from titop_fmu.linear.trim import trim
@@ -91,6 +92,14 @@ def test_errors(tmp_path):
         family(balloon.system(TILTED), "pendulum1.q", [0.0, 0.1], free=["pendulum1.q"])
     assert main(["linearize", "balloon", "--grid", "m_P2=1:3:3", "--out", str(tmp_path / "f.mat")]) == 2
     assert main(["linearize", "balloon", "--trim", "--grid", "m_P2=1:x:3", "--out", str(tmp_path / "f.mat")]) == 2
+
+
+def test_a_grid_in_degrees():
+    """``--grid NAME=START:STOP:Ndeg`` (its help's example): the values in radians (a NameError
+    traceback, before)."""
+    name, grid = _grid("pendulum1.q=0:20:5deg")
+    assert name == "pendulum1.q" and np.allclose(grid, np.radians([0, 5, 10, 15, 20]))
+    assert np.allclose(_grid("pendulum1.q=-5,5deg")[1], np.radians([-5, 5]))
 
 
 def test_a_system_files_parameter_on_the_command_line(tmp_path):

@@ -23,8 +23,7 @@ logged with status ``fmi2Error`` during a call into the return status
 FMU state. ``fmi2GetFMUstate`` returns a snapshot of everything that
 determines the future: mode, parameter values, the host's tolerance, the
 unit's time, states, inputs and integrator step-size guess (pythonfmu's
-default only saves registered variables). The snapshot serializes to JSON
-(floats written with ``repr``, so the round trip is exact).
+default only saves registered variables): :mod:`.state`, serialized to JSON.
 
 Directional derivatives. pythonfmu has no ``fmi2GetDirectionalDerivative``: the
 FMU's entry points (``shim.c``) answer it by calling
@@ -55,7 +54,6 @@ computation alone, instead of several FMI calls per step tried or per column
 from __future__ import annotations
 
 import ctypes
-import json
 import math
 import os
 import sys
@@ -68,6 +66,7 @@ from .. import dual, kernel
 from ..errors import ParameterError
 from ..unit import check_finite
 from .catalog import interface
+from .state import InvalidState, Snapshot, from_bytes, to_bytes
 
 INSTANTIATED, INITIALIZATION, STEP, TERMINATED = "instantiated", "initialization", "step", "terminated"
 
@@ -115,50 +114,6 @@ def _bind_to_entry_points(slave) -> bool:
                 bind.argtypes, bind.restype = [ctypes.py_object], ctypes.c_int
         _SHIMS[path] = bind
     return bool(bind is not None and bind(slave))
-
-_STATE_FORMAT = "titop-fmu-state-1"
-
-
-class _Snapshot:
-    """An FMU state (opaque to the host)."""
-
-    __slots__ = ("model", "mode", "params", "t0", "inputs", "unit", "tolerance")
-
-    def __init__(self, model, mode, params, t0, inputs, unit, tolerance=None):
-        self.model, self.mode, self.params, self.t0 = model, mode, tuple(params), t0
-        self.inputs = None if inputs is None else np.array(inputs, dtype=float)
-        self.unit = unit        # BlockUnit.get_state() or None
-        self.tolerance = tolerance      # the host's (fmi2SetupExperiment) or None
-
-    def to_json(self) -> dict:
-        unit = None
-        if self.unit is not None:
-            t, x, u, h = self.unit
-            unit = [t, x.tolist(), u.tolist(), h]
-        return {"format": _STATE_FORMAT, "model": self.model, "mode": self.mode,
-                "params": list(self.params), "t0": self.t0,
-                "inputs": None if self.inputs is None else self.inputs.tolist(), "unit": unit,
-                "tolerance": self.tolerance}
-
-    @classmethod
-    def from_json(cls, d):
-        if d.get("format") != _STATE_FORMAT:
-            raise ValueError("not a serialized TITOP FMU state")
-        unit = d["unit"]
-        if unit is not None:
-            t, x, u, h = unit
-            unit = (float(t), np.array(x, dtype=float), np.array(u, dtype=float),
-                    None if h is None else float(h))
-        tolerance = d.get("tolerance")
-        return cls(d["model"], d["mode"], d["params"], d["t0"], d["inputs"], unit,
-                   None if tolerance is None else float(tolerance))
-
-
-class _InvalidState:
-    """What deserializing bad bytes gives; setting it is an error with this message."""
-
-    def __init__(self, message):
-        self.message = message
 
 
 def forget_resources(resources: str):
@@ -563,17 +518,17 @@ class TitopSlave(Fmi2Slave):
             unit = None
             if self._unit is not None and self._unit_settings == self._settings():
                 unit = self._unit.get_state()
-            return _Snapshot(self.iface.model_identifier, self._mode, self._params, self._t0,
+            return Snapshot(self.iface.model_identifier, self._mode, self._params, self._t0,
                              None if unit is not None else self._inputs().copy(), unit, self._tolerance)
         except Exception as e:
             self._error("fmi2GetFMUstate", e)
-            return _InvalidState(f"the state could not be saved ({type(e).__name__}: {e})")
+            return InvalidState(f"the state could not be saved ({type(e).__name__}: {e})")
 
     def _set_fmu_state(self, state):
         try:
-            if isinstance(state, _InvalidState):
+            if isinstance(state, InvalidState):
                 raise _FmiUsageError(state.message)
-            if not isinstance(state, _Snapshot) or state.model != self.iface.model_identifier:
+            if not isinstance(state, Snapshot) or state.model != self.iface.model_identifier:
                 raise _FmiUsageError("the FMU state belongs to another FMU")
             self._params, self._t0, self._tolerance = list(state.params), state.t0, state.tolerance
             if state.unit is not None:
@@ -589,21 +544,8 @@ class TitopSlave(Fmi2Slave):
         except Exception as e:
             self._error("fmi2SetFMUstate", e)
 
-    @staticmethod
-    def _fmu_state_to_bytes(state) -> bytes:
-        if isinstance(state, _Snapshot):
-            return json.dumps(state.to_json()).encode("utf-8")
-        return json.dumps({"format": "invalid", "message": getattr(state, "message", "")}).encode("utf-8")
-
-    @staticmethod
-    def _fmu_state_from_bytes(data: bytes):
-        try:
-            d = json.loads(bytes(data).decode("utf-8"))
-            if d.get("format") == "invalid":
-                return _InvalidState(d.get("message") or "invalid FMU state")
-            return _Snapshot.from_json(d)
-        except Exception as e:
-            return _InvalidState(f"the bytes are not a serialized TITOP FMU state ({type(e).__name__}: {e})")
+    _fmu_state_to_bytes = staticmethod(to_bytes)
+    _fmu_state_from_bytes = staticmethod(from_bytes)
 
 
 def _c_array(ctype, addr, n) -> list:

@@ -1,0 +1,56 @@
+"""Command line: ``titop-fmu simulate | sweep | report | animate | plot | build | export | models |
+linearize | validate``.
+
+Every option is checked before any work (a one-line error, exit code 2); a
+result file is written whole at the end or not at all; Ctrl-C stops a run
+with one line and exit code 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from ..errors import Interrupted, ParameterWarning, TitopError
+from . import animate, build, export, linearize, models, plot, report, simulate, sweep, validate
+
+#: the commands, in the order of ``titop-fmu --help``; each module adds its subcommand (``add``)
+COMMANDS = (simulate, sweep, report, build, export, animate, plot, models, linearize, validate)
+
+
+def parser() -> argparse.ArgumentParser:
+    from .. import __version__
+    top = argparse.ArgumentParser(
+        prog="titop-fmu", description="Multibody systems built one TITOP block per body: simulate them (in "
+        "process or as FMI co-simulation units), export them as FMUs, linearize them, run campaigns.",
+        epilog="'titop-fmu COMMAND --help' gives a command's options. A first run: 'titop-fmu simulate balloon "
+        "--out run.csv', then 'titop-fmu plot run.csv --out run.png'. The guide: README.md and docs/.")
+    top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = top.add_subparsers(dest="command", required=True)
+    for module in COMMANDS:
+        module.add(sub)
+    return top
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    if args.command == "build" and args.all_counts is None:
+        args.all_counts = "--children" not in (argv if argv is not None else sys.argv)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default", ParameterWarning)
+            args.func(args)
+    except Interrupted as e:
+        print(f"titop-fmu: {e}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("titop-fmu: interrupted; nothing written", file=sys.stderr)
+        return 130
+    except TitopError as e:
+        print(f"titop-fmu: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:                            # a file or folder the system refuses, as it says
+        print(f"titop-fmu: error: {f'{e.filename}: ' if e.filename else ''}{e.strerror or e}", file=sys.stderr)
+        return 2
+    return 0

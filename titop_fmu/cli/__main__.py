@@ -1,0 +1,7 @@
+"""``python -m titop_fmu.cli``: the ``titop-fmu`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,73 @@
+"""``titop-fmu animate SYSTEM [RUN.csv]``: a 3-D view of a result CSV, or of an in-process run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import TitopError
+from ..io import read_result
+from ..scenarios import balloon
+from ..simulation import DEFAULTS
+from . import simulate
+from .options import VIEW, animation_options, command, named_file, system_of
+
+
+def run(args):
+    """``titop-fmu animate SYSTEM [RUN.csv] --out VIEW.html``: the view of a result CSV that has
+    the outputs placing every body, or of an in-process run of the system."""
+    named_file("--out", args.out, *VIEW)
+    if args.run is None:
+        sim = simulate.defaults(args.system)
+        sim.out, sim.animate, sim.trace, sim.title = None, args.out, args.trace, args.title
+        sim.stop, sim.dt, sim.set, sim.quiet = args.stop, args.dt, args.set, args.quiet
+        return simulate.run(sim)
+    from ..viewer import Animation
+    if args.stop is not None or args.dt is not None:
+        raise TitopError("--stop and --dt apply to a run: the CSV given is shown as it is")
+    if Path(args.system).suffix == ".ssp":
+        raise TitopError(f"{args.system}: the units of an SSP package are FMU files, which the view cannot "
+                         "draw; animate the system file it was exported from")
+    system = system_of(args)
+    anim = Animation(named_file("--out", args.out, *VIEW), system, args.title or
+                     f"{Path(args.system).stem}: {Path(args.run).name}", args.trace)
+    t, columns = read_result(args.run)
+    if args.system == "balloon":
+        if list(columns) != list(balloon.COLUMNS[1:]):
+            raise TitopError(f"{args.run}: not a run of the balloon (columns {','.join(balloon.COLUMNS)})")
+        anim.write_balloon(t, np.column_stack(list(columns.values())))
+    else:
+        try:
+            anim.write(t, columns)
+        except TitopError as e:
+            raise TitopError(f"{args.run}: {e}; record them in {args.system}, or leave out {args.run} "
+                             "to run the system") from None
+    if not args.quiet:
+        print(f"wrote {anim.path}", file=sys.stderr)
+
+
+def add(sub):
+    """The subcommand and its options."""
+    p = command(
+        sub, "animate", help="write a 3-D view of a run: one HTML file that opens offline in a browser",
+        description="Write a 3-D view of a system's motion: bodies, joints and frames, a time slider, "
+                    "play/pause, speed and loop; drag to orbit, wheel to zoom. One HTML file, nothing "
+                    "fetched: it opens offline. With RUN.csv, the CSV is shown as it is: it must hold the "
+                    "outputs that place every body (a base's p.m[13..18] or any body's c<i>.m[13..18], and "
+                    "joint.q[3] of the joints below; the balloon's columns x..theta2), as written by "
+                    "'titop-fmu simulate'. Without RUN.csv, the system is run by the in-process monolithic "
+                    "engine; 'titop-fmu simulate SYSTEM --engine fmu --animate VIEW.html' shows a "
+                    "co-simulation run. The time shown can be set in the address: VIEW.html#t=3.5.")
+    p.add_argument("system", help="'balloon' or a system file (TOML or JSON)")
+    p.add_argument("run", nargs="?", metavar="RUN.csv", help="a result CSV of this system (default: run it)")
+    p.add_argument("--out", default="view.html", help="the HTML file to write (default view.html)")
+    p.add_argument("--stop", type=float, help="stop time of the run [s] (default: the file's, else "
+                                              f"{DEFAULTS['stop']:g})")
+    p.add_argument("--dt", type=float, help="output interval of the run [s] (default: the file's, else "
+                                            f"{DEFAULTS['dt']:g})")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a balloon value (as simulate)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    animation_options(p)
+    p.set_defaults(func=run)

@@ -1,0 +1,140 @@
+"""``titop-fmu linearize SYSTEM``: the linear model at the initial state or at an equilibrium,
+or a family of them along a scheduling parameter (LPV)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import TitopError
+from ..io import parse_set
+from ..scenarios import balloon
+from .options import command, system_of, writable_file
+
+
+def run(args):
+    """``titop-fmu linearize SYSTEM [--trim [FREE ...]] [--inputs ...] [--outputs ...] --out FILE``:
+    the linear model at the system's initial state or at the equilibrium found from it."""
+    from ..linear import linearize
+    from ..linear.trim import trim
+    out = writable_file("--out", args.out)
+    if out.suffix not in (".mat", ".npz"):
+        raise TitopError(f"--out {out}: write a .mat or a .npz file")
+    cs = system_of(args)
+    outputs = cs.recorded if args.outputs is None else args.outputs
+    if args.grid:
+        return _linearize_family(args, cs, outputs, out)
+    state, system = None, cs
+    if args.trim is not None:
+        eq = trim(cs, free=args.trim or None)
+        if not args.quiet:
+            print(f"equilibrium: {len(eq.free)} free unknown(s) {', '.join(eq.free)}; held: "
+                  f"{'; '.join(eq.held) or 'nothing'}; accelerations <= {eq.residual:.2g} after "
+                  f"{eq.iterations} Newton step(s)")
+            found = eq.inputs
+            for name in eq.free:
+                if name in found:
+                    print(f"  {name} = {found[name]:.12g}")
+        state, system = eq.state, eq.system
+    model = linearize(system, state, args.inputs, outputs)
+    model.save(out)
+    if not args.quiet:
+        print(model.modes_table())
+        print(f"wrote {out}: A {model.A.shape[0]}x{model.A.shape[1]}, B {model.B.shape[0]}x{model.B.shape[1]}, "
+              f"C {model.C.shape[0]}x{model.C.shape[1]}, D {model.D.shape[0]}x{model.D.shape[1]}, with the names "
+              "of states, inputs and outputs")
+
+
+def _grid(text) -> tuple:
+    """``NAME=START:STOP:N`` or ``NAME=V1,V2,...`` (a ``deg`` suffix on the values converts
+    degrees) -> ``(name, values)``."""
+    name, sep, values = text.partition("=")
+    scale = 1.0
+    if values.endswith("deg"):
+        values, scale = values[:-3], math.pi / 180.0
+    try:
+        if ":" in values:
+            lo, hi, n = values.split(":")
+            grid = np.linspace(float(lo), float(hi), int(n))
+        else:
+            grid = np.array([float(v) for v in values.split(",")])
+    except ValueError:
+        grid = None
+    if not sep or not name or grid is None or len(grid) < 2 or not np.all(np.diff(grid) > 0) \
+            or not np.all(np.isfinite(grid)):
+        raise TitopError(f"--grid {text}: expected NAME=START:STOP:N or NAME=V1,V2,... with at least two "
+                         "increasing values")
+    return name.strip(), grid * scale
+
+
+def _is_parameter(cs, name) -> bool:
+    """``name`` is a scalar parameter of a unit of ``cs`` (``link1.mass``), not an input."""
+    from ..fmu import catalog
+    unit, _, var = name.partition(".")
+    spec = cs.units.get(unit)
+    try:
+        params = catalog.interface_of(spec.model).params if spec is not None else ()
+    except KeyError:
+        return False
+    return any(p.name == var and not p.shape for p in params)
+
+
+def _linearize_family(args, cs, outputs, out):
+    """``--grid``: the family of linear models along a scheduling parameter (a balloon scenario
+    value, or a state or input name), its equilibria continued along the grid."""
+    from ..linear.lpv import family
+    name, grid = _grid(args.grid)
+    if args.trim is None:
+        raise TitopError("--grid needs --trim: the family's models are at equilibria")
+    system = cs
+    if args.system == "balloon" and name in balloon.DEFAULTS:
+        overrides = parse_set(args.set, balloon.DEFAULTS)
+        if np.shape(balloon.DEFAULTS[name]):
+            raise TitopError(f"--grid {name}: a scalar scenario value is needed")
+        for value in (grid[0], grid[-1]):
+            balloon.checked({**overrides, name: float(value)})
+
+        def system(value):
+            return balloon.system({**overrides, name: float(value)})
+    elif args.system != "balloon" and _is_parameter(cs, name):       # a unit parameter of the file
+        from ..titop import overrides as ov
+        for value in (grid[0], grid[-1]):
+            ov.apply(cs, {name: float(value)})
+
+        def system(value):
+            return ov.apply(cs, {name: float(value)}, check=False)
+    fam = family(system, name, grid, free=args.trim or None, inputs=args.inputs, outputs=outputs)
+    fam.save(out)
+    if not args.quiet:
+        print(f"{len(grid)} linear models along {name} in [{grid[0]:g}, {grid[-1]:g}], {len(fam.states)} states; "
+              "the linear interpolation against the exact model at each mid-point:")
+        print(fam.errors_table())
+        print(f"wrote {out}")
+
+
+def add(sub):
+    """The subcommand and its options."""
+    p = command(sub, "linearize", help="the linear model (A, B, C, D with names, and its modes) at the initial "
+                                       "state or at an equilibrium; writes .mat or .npz")
+    p.add_argument("system", help="'balloon' (with --set) or a system file (TOML or JSON, see examples/)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override a value as for simulate: a balloon scenario value, or a system file's unit "
+                        "parameter or free input, e.g. link1.mass=1.2 (repeatable)")
+    p.add_argument("--trim", nargs="*", metavar="FREE",
+                   help="first find an equilibrium near the initial state; FREE: the unknowns (a state such as "
+                        "slider.q, a base's v, w, r or attitude, an input such as balloon.ext.w[2]); none given: "
+                        "every joint position and base attitude, the neutral directions held")
+    p.add_argument("--inputs", nargs="+", metavar="NAME",
+                   help="the inputs (columns of B and D): scalars or ports, e.g. balloon.ext.w slider.joint.tau "
+                        "(default: every free input)")
+    p.add_argument("--outputs", nargs="*", metavar="NAME",
+                   help="the outputs (rows of C and D): block outputs, e.g. pendulum1.joint.q[3] balloon.c1.m "
+                        "(default: the system's record list)")
+    p.add_argument("--grid", metavar="NAME=START:STOP:N",
+                   help="a family of models (LPV) along a scheduling parameter: a balloon scenario value "
+                        "(m_P2=1:5:5), a unit parameter of a system file (link1.mass=0.5:2:4), a state held "
+                        "(pendulum1.q=0:20:5deg) or an input; needs --trim; also NAME=V1,V2,...")
+    p.add_argument("--out", required=True, help="the file to write: FILE.mat (MATLAB) or FILE.npz")
+    p.add_argument("--quiet", action="store_true", help="print nothing")
+    p.set_defaults(func=run)
