@@ -235,3 +235,19 @@ def test_a_campaign_varies_a_sensors_seed_and_a_gain(tmp_path):
     out = tmp_path / "one.csv"
     assert main(["simulate", str(path), "--stop", "0.5", "--quiet", "--out", str(out), "--set", "s.seed=2"]) == 0
     assert np.array_equal(np.loadtxt(out, delimiter=",", skiprows=1), runs[other])
+
+
+def test_a_continuous_sensor_of_an_inertial_quantity_closes_no_algebraic_loop(tmp_path):
+    """A PD on the pendulum's inertial yaw (``link.euler[3]``, which reads no acceleration)
+    and on its joint rate: the same run as the PD on the joint angle itself (for a pendulum
+    about z from a fixed base the yaw is the joint angle), to 1e-10."""
+    controller = '[units.ctrl]\nmodel = "gain"\nK = [[-12.0, -2.5]]\n'
+    by_joint = pendulum(tmp_path, controller, 'connections = [["link.joint.q[3]", "ctrl.u[1]"], '
+                        '["link.joint.q[2]", "ctrl.u[2]"], ["ctrl.y", "link.joint.tau"]]')
+    _, joint = run(by_joint, 2.0)
+    by_yaw = tmp_path / "yaw.toml"
+    by_yaw.write_text(PENDULUM.format(controller=controller + '\n[units.yaw]\nmodel = "sensor"\nof = "link.euler[3]"\n',
+                                      connections='connections = [["yaw.y", "ctrl.u[1]"], ["link.joint.q[2]", '
+                                                  '"ctrl.u[2]"], ["ctrl.y", "link.joint.tau"]]'))
+    _, yaw = run(by_yaw, 2.0)
+    np.testing.assert_allclose(yaw, joint, rtol=0, atol=1e-10)

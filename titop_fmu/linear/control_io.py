@@ -12,7 +12,6 @@ block has no place in a continuous nonlinear system: it is refused.
 
 from __future__ import annotations
 
-import numpy as np
 
 from ..cosim import CoSystem
 from ..errors import TitopError

@@ -211,8 +211,8 @@ class ClosedLoop:
                 for s in n.u:
                     if s in producer:
                         needs[n.name].add(producer[s])
-                    elif s in self.acceleration_slots:
-                        needs[n.name].add("plant")
+                    elif s in self.acceleration_slots and n.sensor is None:   # an inertial quantity
+                        needs[n.name].add("plant")                            # reads no acceleration
         # the plant stage runs once its feeders are done: every block feeding it must come first,
         # whatever its feedthrough; and a loop through it is algebraic only through feedthrough
         children = {k: [] for k in needs}
@@ -227,7 +227,8 @@ class ClosedLoop:
                                    "'plant' is the plant's accelerations: put in the loop a block without direct "
                                    "feedthrough, such as a sampled sensor or a filter)") from None
         self._node = {n.name: n for n in self.nodes}
-        self.reads_accelerations = any(s in self.acceleration_slots for n in self.nodes for s in n.u)
+        self.reads_accelerations = any(s in self.acceleration_slots for n in self.nodes if n.sensor is None
+                                       for s in n.u)
         self._block_start, k = {}, 0
         for n in self.plan.order:
             self._block_start[n] = k
