@@ -62,6 +62,14 @@ def test_sources():
     assert abs(v[-1]) < 1e-9 and x[-1] == pytest.approx(0.8 * 16 / 8, rel=1e-8)
 
 
+def test_a_source_reads_numbers_and_unit_strings():
+    """Numbers as they are, a string through the reader given (a system file's ``"30 deg"``)."""
+    def degrees(text):
+        return np.radians(float(text.replace("deg", "")))
+    ramp = source({"source": "ramp", "height": "30 deg", "duration": 2, "start": 1.0}, "x", degrees)
+    assert ramp.value(2.0) == pytest.approx(np.radians(15)) and ramp.value(5) == pytest.approx(np.radians(30))
+
+
 @pytest.mark.parametrize("spec,says", [
     ({"source": "stepp"}, "did you mean 'step'"),
     ({"source": "sine"}, "needs frequency"),

@@ -387,7 +387,7 @@ def source(spec: dict, where: str, number=float) -> Signal:
             raise SignalError(f"{where}: the {name} source has no parameter {key!r}{did_you_mean(key, params)}; "
                               f"parameters: {', '.join(params)}")
         try:
-            values[key] = float(number(v))
+            values[key] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float(number(v))
         except (TypeError, ValueError):
             raise SignalError(f"{where}: {name}.{key} = {v!r}: not a number") from None
         if not math.isfinite(values[key]):
