@@ -335,8 +335,9 @@ class ClosedLoop:
     def simulate(self, t_stop: float, dt: float = 0.01, rtol: float = 1e-11, atol: float = 1e-11,
                  method: str = "DOP853", progress: bool = False, kernel: str = "auto"):
         """Integrate from event to event (see the module docstring) and sample every ``dt`` and
-        at ``t_stop``: a :class:`ClosedLoopTrajectory`."""
-        from scipy.integrate import solve_ivp
+        at ``t_stop``: a :class:`ClosedLoopTrajectory`. A piece starts with the step size the
+        last one ended with (no new step-size search at every sample of a discrete block)."""
+        from scipy.integrate._ivp.ivp import METHODS
         from ..cosim.numerics import single_threaded_blas
         from ..system import output_grid
         self.use_kernel(kernel)
@@ -344,23 +345,34 @@ class ClosedLoop:
         Y = self.initial_state()
         d = self.update(0.0, Y, self.initial_discrete())
         bounds = np.unique(np.concatenate([[0.0], self.events(grid[-1]), [grid[-1]]]))
-        rows, nfev, start = [], 0, time.perf_counter()
+        rows, nfev, h, start = [], 0, None, time.perf_counter()
         bar = _bar(progress, grid[-1])
         try:
             with single_threaded_blas():
                 for a, b in zip(bounds[:-1], bounds[1:]):
                     last = b == bounds[-1]
                     here = grid[(grid >= a) & ((grid < b) | (last & (grid <= b)))]
-                    t_eval = np.union1d(here, [b])
 
                     def f(t, Y, d=d, piece=(a, b)):
                         return self.evaluate(t, Y, d, piece)[0]
-                    sol = solve_ivp(f, (a, b), Y, method=method, t_eval=t_eval, rtol=rtol, atol=atol)
-                    nfev += sol.nfev
-                    if sol.status != 0:
-                        raise SolverError(f"integration failed at t={sol.t[-1] if sol.t.size else a}: {sol.message}")
-                    rows += [(t, row, d, (a, b)) for t, row in zip(sol.t, sol.y.T) if t in here]
-                    Y = sol.y[:, -1]
+                    solver = METHODS[method](f, a, Y, b, rtol=rtol, atol=atol,
+                                             first_step=None if h is None else min(h, b - a))
+                    k = 0
+                    while k < len(here) and here[k] == a:           # a row at the piece's start
+                        rows.append((a, Y.copy(), d, (a, b)))
+                        k += 1
+                    while solver.status == "running":
+                        message = solver.step()
+                        if solver.status == "failed":
+                            raise SolverError(f"integration failed at t={solver.t}: {message}")
+                        if k < len(here) and here[k] <= solver.t:
+                            dense = solver.dense_output()
+                            while k < len(here) and here[k] <= solver.t:
+                                rows.append((here[k], Y if here[k] == a else dense(here[k]), d, (a, b)))
+                                k += 1
+                    nfev += solver.nfev
+                    h = solver.h_abs if solver.h_abs > 0 else h
+                    Y = solver.y
                     if not np.all(np.isfinite(Y)):
                         raise SolverError(f"the states are not finite at t = {b:g}")
                     if not last:
