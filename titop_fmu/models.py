@@ -140,7 +140,8 @@ def _kind_markdown(kind: str) -> list:
     if getattr(block, "body", None) is not None:
         points = ", ".join(f"`{p}`" for p in ("p", "com", "c<i>" if k.has_children else None) if p)
         lines += ["", f"Recordable in `R_i` (see [Recording outputs](#recording-outputs)): "
-                      f"`<point>.position`, `<point>.velocity` for the points {points}; `dcm`, `euler`."]
+                      + ", ".join(f"`<point>.{q}`" for q in POINT_QUANTITIES) + f" for the points {points}; "
+                      "`dcm`, `euler`."]
     return lines + [""]
 
 

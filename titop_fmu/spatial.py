@@ -449,6 +449,21 @@ def inertial_twist(m_P, PX=None):
     return np.concatenate([P.dot(v), P.dot(w)])
 
 
+def inertial_acceleration(m_P, PX=None):
+    """``[a_X; omega_dot]_Ri``: the acceleration of the point ``X`` of a body and its angular
+    acceleration, projected in ``R_i``, from its motion vector ``m_P`` at ``P`` (its spatial
+    acceleration ``[v'_P; omega']_Rb``, components 1-6, derivatives in the body frame, and its
+    twist, components 7-12): ``a_P = v'_P + omega x v_P`` (the derivative in ``R_i`` of a
+    vector given in ``R_b``), ``a_X = a_P + omega' x PX + omega x (omega x PX)``, both turned
+    by ``P_b/i``."""
+    dv, dw, v, w = m_P[0:3], m_P[3:6], m_P[6:9], m_P[9:12]
+    a = dv + np.cross(w, v)
+    if PX is not None:
+        a = a + np.cross(dw, PX) + np.cross(w, np.cross(w, PX))
+    P = dcm_from_euler(m_P[15:18])
+    return np.concatenate([P.dot(a), P.dot(dw)])
+
+
 # --- local attitude charts (linear models) -------------------------------------
 
 def quat_multiply(a, b):

@@ -14,6 +14,7 @@ from titop_fmu.titop import monolithic
 from titop_fmu.titop.closedloop import ClosedLoop
 
 SYSTEMS = Path(__file__).resolve().parent / "systems"
+ROOT = Path(__file__).resolve().parents[2]
 TIGHT = dict(method="DOP853", rtol=1e-13, atol=1e-13)
 
 
@@ -251,3 +252,49 @@ def test_a_continuous_sensor_of_an_inertial_quantity_closes_no_algebraic_loop(tm
                                                   '"ctrl.u[2]"], ["ctrl.y", "link.joint.tau"]]'))
     _, yaw = run(by_yaw, 2.0)
     np.testing.assert_allclose(yaw, joint, rtol=0, atol=1e-10)
+
+
+def test_a_points_acceleration_is_the_derivative_of_its_velocity(tmp_path):
+    """``<point>.acceleration`` ([a_X; omega_dot] in R_i) of a floating base, a prismatic and
+    two revolute bodies of the balloon (motion in every direction, a torque signal on the
+    first pendulum) against the fourth-order central differences of ``<point>.velocity``."""
+    text = (ROOT / "examples" / "balloon.toml").read_text()
+    points = ["balloon.c1", "slider.com", "pendulum1.c1", "pendulum2.com"]
+    text = text[:text.index("record = [")] + "record = [" + ", ".join(
+        f'"{p}.velocity", "{p}.acceleration"' for p in points) + "]\n" + text[text.index("[simulation]"):]
+    text += '"pendulum1.joint.tau" = "3*sin(2*t)"\n'
+    (tmp_path / "b.toml").write_text(text)
+    h = 2.5e-4                                   # the differences' error: h^4 f^(5) / 30, under 1e-6 here
+    _, values = run(tmp_path / "b.toml", 0.6, h)
+    v, a = values.reshape(len(values), len(points), 2, 6)[:, :, 0], values.reshape(len(values), len(points), 2, 6)[:, :, 1]
+    dv = (-v[4:] + 8 * v[3:-1] - 8 * v[1:-3] + v[:-4]) / (12 * h)
+    scale = np.abs(a).max()
+    assert scale > 1.0
+    np.testing.assert_allclose(a[2:-2], dv, rtol=0, atol=1e-7 * scale)
+
+
+def test_an_accelerometer_in_a_loop(tmp_path):
+    """A continuous sensor of the pendulum's centre-of-mass acceleration feeding its own joint's
+    torque through a gain is an algebraic loop, refused; sampled (no feedthrough), it runs. The
+    closed form of the acceleration, a_x = l (q'' cos q - q'^2 sin q) with J q'' = tau - m g l
+    sin q: each sample is it with the torque held before the sample (the sensor samples before
+    the gain it feeds updates), each row's recorded acceleration with the torque after it."""
+    def system(sample):
+        return pendulum(tmp_path, '[units.acc]\nmodel = "sensor"\nof = "link.com.acceleration[1]"\n' + sample
+                        + '\n[units.ctrl]\nmodel = "gain"\nK = [[-0.3]]\n',
+                        'connections = [["acc.y", "ctrl.u"], ["ctrl.y", "link.joint.tau"]]')
+    with pytest.raises(ConnectionError_, match="algebraic loop through control units: .*acc"):
+        ClosedLoop(systemfile.read(system("")).system)
+    path = system("sample_time = 0.05")
+    path.write_text(path.read_text().replace(
+        'record = ["link.joint.q[3]", "link.joint.q[2]", "ctrl.y"]',
+        'record = ["acc.y", "link.com.acceleration[1]", "ctrl.y", "link.joint.q[3]", "link.joint.q[2]"]'))
+    _, values = run(path, 1.0, 0.05)
+    sample, recorded, tau, q, qd = values.T
+
+    def a_x(tau, q, qd):
+        return 0.5 * ((tau - MGL * np.sin(q)) / J * np.cos(q) - qd ** 2 * np.sin(q))
+    np.testing.assert_allclose(sample[1:], a_x(tau[:-1], q[1:], qd[1:]), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(recorded, a_x(tau, q, qd), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(tau, -0.3 * sample, atol=1e-12)
+    assert np.abs(recorded).max() > 1.0

@@ -41,7 +41,7 @@ from ..cosim.names import port_names, port_of
 from ..errors import ConnectionError_
 from ..spatial import chart_rate_jacobian, dcm_from_quat, quat_chart, quat_exp, quat_multiply
 from ..system import System
-from ..titop.records import inertial_entry
+from ..titop.records import ACCELERATION_QUANTITIES, inertial_entry
 
 MINIMAL_BASE_STATES = ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y", "r_z",
                        "rotvec_x", "rotvec_y", "rotvec_z")
@@ -210,6 +210,9 @@ def resolve_outputs(system: System, names) -> list:
         block = system.blocks.get(ref.partition(".")[0])
         entry = inertial_entry(ref, ref.partition(".")[0], block, type(block).__name__, "output") if block else None
         if entry is not None:
+            if entry.quantity in ACCELERATION_QUANTITIES:
+                raise ConnectionError_(f"output {ref!r}: a point's acceleration is not an output of a linear model "
+                                       "(it reads the accelerations: take the joint's q[1] or a base's p.m[1..6])")
             out += [(label, (entry, i)) for label, i in zip(entry.labels, entry.select)]
             continue
         try:

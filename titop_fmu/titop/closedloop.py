@@ -211,8 +211,8 @@ class ClosedLoop:
                 for s in n.u:
                     if s in producer:
                         needs[n.name].add(producer[s])
-                    elif s in self.acceleration_slots and n.sensor is None:   # an inertial quantity
-                        needs[n.name].add("plant")                            # reads no acceleration
+                    elif s in self.acceleration_slots and _reads_accelerations(n):
+                        needs[n.name].add("plant")
         # the plant stage runs once its feeders are done: every block feeding it must come first,
         # whatever its feedthrough; and a loop through it is algebraic only through feedthrough
         children = {k: [] for k in needs}
@@ -227,7 +227,7 @@ class ClosedLoop:
                                    "'plant' is the plant's accelerations: put in the loop a block without direct "
                                    "feedthrough, such as a sampled sensor or a filter)") from None
         self._node = {n.name: n for n in self.nodes}
-        self.reads_accelerations = any(s in self.acceleration_slots for n in self.nodes if n.sensor is None
+        self.reads_accelerations = any(s in self.acceleration_slots for n in self.nodes if _reads_accelerations(n)
                                        for s in n.u)
         self._block_start, k = {}, 0
         for n in self.plan.order:
@@ -351,7 +351,7 @@ class ClosedLoop:
             with single_threaded_blas():
                 for a, b in zip(bounds[:-1], bounds[1:]):
                     last = b == bounds[-1]
-                    here = grid[(grid >= a) & ((grid < b) | (last & (grid <= b)))]
+                    here = grid[(grid >= a) & (grid < b)]
 
                     def f(t, Y, d=d, piece=(a, b)):
                         return self.evaluate(t, Y, d, piece)[0]
@@ -375,8 +375,9 @@ class ClosedLoop:
                     Y = solver.y
                     if not np.all(np.isfinite(Y)):
                         raise SolverError(f"the states are not finite at t = {b:g}")
-                    if not last:
-                        d = self.update(b, Y, d)
+                    d = self.update(b, Y, d)
+                    if last:                                         # the last row, after its events
+                        rows.append((b, Y.copy(), d, (b, np.inf)))
                     if bar is not None:
                         bar.update(b - bar.n)
         finally:
@@ -458,6 +459,13 @@ class ClosedLoopTrajectory:
     nfev: int
     wall: float
     kernel: str = "numpy"
+
+
+def _reads_accelerations(node) -> bool:
+    """The block reads the plant's acceleration-level outputs: any block reading them, but a
+    sensor of a position, velocity or attitude, whose motion-vector inputs carry accelerations
+    it does not use."""
+    return node.sensor is None or node.sensor.reads_accelerations
 
 
 def _bar(progress, total):

@@ -31,21 +31,26 @@ from ..cosim import CoSystem, build
 from ..cosim.names import port_of
 from ..errors import ConnectionError_, ParameterError, did_you_mean
 from ..fmu import catalog
-from ..spatial import dcm_euler_partials, dcm_from_euler, inertial_position, inertial_twist, skew
+from ..spatial import (dcm_euler_partials, dcm_from_euler, inertial_acceleration, inertial_position,
+                       inertial_twist, skew)
 from .units import TitopUnits, titop_model
 
 #: inertial quantities: their size and the SI unit of each component
 QUANTITIES = {
     "position": ("m",) * 3,
     "velocity": ("m/s",) * 3 + ("rad/s",) * 3,
+    "acceleration": ("m/s2",) * 3 + ("rad/s2",) * 3,
     "dcm": ("1",) * 9,
     "euler": ("rad",) * 3,
 }
 #: the quantities of a point (the others are the body's)
-POINT_QUANTITIES = ("position", "velocity")
+POINT_QUANTITIES = ("position", "velocity", "acceleration")
+#: the quantities that depend on the accelerations (and so on the inputs): not state-level
+ACCELERATION_QUANTITIES = ("acceleration",)
 DESCRIPTIONS = {
     "position": "position of the point {X} in R_i",
     "velocity": "velocity of the point {X} [v; omega] in R_i",
+    "acceleration": "acceleration of the point {X} and angular acceleration [a; omega_dot] in R_i",
     "dcm": "DCM P_b/i of the body frame, row by row (columns: body axes in R_i)",
     "euler": "3-2-1 Euler angles [phi, theta, psi] of the body frame w.r.t. R_i",
 }
@@ -67,6 +72,8 @@ def inertial(quantity: str, m_P, PX=None) -> np.ndarray:
         return inertial_position(m_P, PX)
     if quantity == "velocity":
         return inertial_twist(m_P, PX)
+    if quantity == "acceleration":
+        return inertial_acceleration(m_P, PX)
     if quantity == "dcm":
         return dcm_from_euler(m_P[15:18]).reshape(9)
     return np.array(m_P[15:18], dtype=float)
@@ -127,7 +134,14 @@ class BodyMotion:
         m_parent = outs[self.parent[0]][self.parent[1]] if self.parent else inputs[(self.unit, "p.m")]
         q = outs.get(self.unit, {}).get("joint.q")              # a welded body: no joint, no output read
         x = np.zeros(0) if q is None else np.array([q[2], q[1]], dtype=float)    # [q, qd] of [qdd, qd, q]
-        return self.block.kinematics(x, {"p": np.asarray(m_parent, dtype=float)}).m_A
+        kin = self.block.kinematics(x, {"p": np.asarray(m_parent, dtype=float)})
+        if q is None:
+            return kin.m_A
+        m = kin.m_A.copy()                           # the body's acceleration: the parent's (at P0 moved
+        if hasattr(kin, "T"):                        # to P on a prismatic joint), then the joint's share
+            m[0:6] = kin.T.dot(m[0:6])
+        m[0:6] += kin.e.ravel() + kin.s * q[0]       # eq. (17) / eq. (24): e + r qdd (t xdd)
+        return m
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from ..cosim.control_unit import ControlSpec, ControlUnit
 from ..cosim.names import grouped, port_names
 from ..cosim.protocol import UnitType, Variable
 from ..errors import ConnectionError_, ParameterError
-from .records import Entry, Records, recording
+from .records import ACCELERATION_QUANTITIES, Entry, Records, recording
 
 
 def sensor_entry(cs: CoSystem, name: str) -> Entry:
@@ -65,6 +65,12 @@ class SensorSpec:
 
     def inputs(self) -> dict:
         return {f"m{i + 1}": size for i, (_, _, size) in enumerate(self.sources)}
+
+    @property
+    def reads_accelerations(self) -> bool:
+        """It measures an acceleration (its value depends on the plant's inputs at once); a
+        position, velocity or attitude reads the states alone."""
+        return self.entry.quantity in ACCELERATION_QUANTITIES
 
     def measure(self, raw) -> np.ndarray:
         """The quantity from the outputs it is computed from (``raw``: the inputs, in order)."""

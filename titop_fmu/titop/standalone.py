@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import TitopError
 from ..fmu import catalog
 from ..fmu.build import describe, validate
 from ..fmu.model_description import N_PARAMETER_SETS, add_model_exchange, measure_dependencies
@@ -89,6 +90,11 @@ def assembly_table(iface: AssemblyInterface, guid: str) -> str:
             source[(n, port)] = k
             k += size
     entries = {e.ref: e for e in Records(iface.cosystem(iface.defaults())).entries}
+    missing = [e.ref for e in entries.values() if e.quantity is not None and e.quantity not in OUTPUT_QUANTITIES]
+    if missing:
+        raise TitopError(f"record {missing[0]!r}: a point's acceleration is not an output of the standalone "
+                         "assembly FMU yet (export the pythonfmu kind, --fmu-kind pythonfmu, or record the "
+                         "accelerations of the motion vectors, p.m[1..6])")
     outputs = []                                  # TitopOutput (model.h)
     for p in iface.outputs:
         components = range(p.size) if p.component is None else [p.component]
