@@ -139,7 +139,7 @@ def _kind_markdown(kind: str) -> list:
     block = catalog.build_unit(catalog.model_identifier(kind, 1), {})[0].block
     if getattr(block, "body", None) is not None:
         points = ", ".join(f"`{p}`" for p in ("p", "com", "c<i>" if k.has_children else None) if p)
-        lines += ["", f"Recordable in `R_i` (see [Recording outputs](#recording-outputs)): "
+        lines += ["", "Recordable in `R_i` (see [Recording outputs](#recording-outputs)): "
                       + ", ".join(f"`<point>.{q}`" for q in POINT_QUANTITIES) + f" for the points {points}; "
                       "`dcm`, `euler`."]
     return lines + [""]
