@@ -188,3 +188,19 @@ def test_a_continuous_sensor_of_an_inertial_quantity_closes_no_algebraic_loop(tm
                                                   '"ctrl.u[2]"], ["ctrl.y", "link.joint.tau"]]'))
     _, yaw = run(by_yaw, 2.0)
     np.testing.assert_allclose(yaw, joint, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("given", ['"body.ext.w" = [0, 0, 0, 0.2, 0, "0.1*t"]',
+                                   '"body.ext.w[4]" = 0.2\n"body.ext.w[6]" = "0.1*t"'])
+def test_a_port_with_numbers_and_a_signal_keeps_its_numbers(tmp_path, given):
+    """A torque 0.2 about x and 0.1 t about z on a body of isotropic inertia I (Euler's coupling
+    w x I w vanishes): w_x = 0.2 t / I, w_z = 0.05 t^2 / I (the constant was lost: zeros filled the
+    port the signal feeds)."""
+    path = tmp_path / "b.toml"
+    path.write_text((SYSTEMS / "table_torque.toml").read_text()
+                    .replace("[[2.0, 0.3, -0.2], [0.3, 1.5, 0.1], [-0.2, 0.1, 1.1]]", "[[2, 0, 0], [0, 2, 0], [0, 0, 2]]")
+                    .replace("twist0 = [0, 0, 0, 0.1, -0.2, 0.3]", "")
+                    .replace('"body.ext.w" = { table = "torque.csv", interpolation = "linear" }', given))
+    tr, values = run(path, 1.0)
+    np.testing.assert_allclose(values[:, 0], 0.2 * tr.t / 2, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(values[:, 2], 0.05 * tr.t ** 2 / 2, rtol=0, atol=1e-12)
