@@ -26,14 +26,17 @@ _A = np.array([
 ])
 _B = np.array([35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0.0])
 _E = _B - np.array([5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40])
+#: the stages' times within a step (fractions of it)
+_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
 
 
 #: most internal steps in one call
 MAX_STEPS = 100_000
 
 
-def dopri5(f, x, h, rtol=1e-10, atol=1e-10, h_guess=None, max_steps=MAX_STEPS):
-    """Integrate ``xdot = f(x)`` (autonomous over the step) over a duration ``h``.
+def dopri5(f, x, h, rtol=1e-10, atol=1e-10, h_guess=None, max_steps=MAX_STEPS, t0=None):
+    """Integrate ``xdot = f(x)`` (autonomous over the step) over a duration ``h``; with a time
+    ``t0``, ``xdot = f(t, x)`` from ``t = t0`` (each stage at its own time).
 
     Returns ``(x_end, h_next, n_evals)``; ``h_next`` is the step-size guess to
     pass to the next call. Raises :class:`SolverError` if the step size
@@ -42,8 +45,12 @@ def dopri5(f, x, h, rtol=1e-10, atol=1e-10, h_guess=None, max_steps=MAX_STEPS):
     x = np.asarray(x, dtype=float)
     if h <= 0 or x.size == 0:
         return x.copy(), h_guess, 0
+    if t0 is not None:
+        g, f = f, lambda x, c: g(t0 + (t + c * hs), x)
+    else:
+        g, f = f, lambda x, c: g(x)
     t, hs = 0.0, min(h, h_guess) if h_guess else h
-    k1 = f(x)
+    k1 = f(x, 0.0)
     n = 1
     K = np.empty((7, x.size))                         # the stages' derivatives
     for _ in range(max_steps):
@@ -52,7 +59,7 @@ def dopri5(f, x, h, rtol=1e-10, atol=1e-10, h_guess=None, max_steps=MAX_STEPS):
         K[0] = k1
         for i in range(1, 7):
             xi = x + hs * _A[i - 1, :i].dot(K[:i])
-            K[i] = f(xi)
+            K[i] = f(xi, _C[i])
         n += 6
         x_new = xi                                    # stage 7 is the 5th-order solution (FSAL)
         q = hs * _E.dot(K) / (atol + rtol * np.maximum(np.abs(x), np.abs(x_new)))

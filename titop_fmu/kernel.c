@@ -712,21 +712,21 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
     return isfinite(check) ? 0 : 2;
 }
 
-/* Dormand-Prince 5(4) over a communication step h with the inputs held: the states y (n of
- * them) advanced in place, step for step as titop_fmu/integrators.py's dopri5, whose tableau
- * it is given (A: 6x6 row-major, E: 7) so that it has one source. *h_guess (0: none) is
- * read and replaced by the next step's guess; K is 7n, xi and x_new n doubles of scratch.
- * Returns 0, 1 or 2 as titop_evaluate does, 3: a non-finite error estimate, 4: the step
- * size fell below 1e-14 h, 5: more than max_steps steps. */
-int titop_step(int nb, const int *I, const double *par, const double *const *ptr, double *ws, int n,
-               double *y, double h, double rtol, double atol, double *h_guess, int max_steps,
-               const double *A, const double *E, double *K, double *xi)
+/* Dormand-Prince 5(4) over a duration h of ydot = f(ctx, t, y) from the time t0 (each stage at
+ * t + c_i hs; c NULL: autonomous, t is 0): the states y (n of them) advanced in place, step for
+ * step as titop_fmu/integrators.py's dopri5, whose tableau it is given (A: 6x6 row-major, E: 7,
+ * c: 7) so that it has one source. *h_guess (0: none) is read and replaced by the next step's
+ * guess; K is 7n, xi n doubles of scratch. Returns 0, or f's non-zero code, 3: a non-finite
+ * error estimate, 4: the step size fell below 1e-14 h, 5: more than max_steps steps. */
+int titop_dopri5(int n, double *y, double t0, double h, double rtol, double atol, double *h_guess, int max_steps,
+                 const double *A, const double *E, const double *c, double *K, double *xi,
+                 int (*f)(void *ctx, double t, const double *y, double *ydot), void *ctx)
 {
     if (h <= 0 || n == 0)
         return 0;
     double t = 0.0, hs = (*h_guess > 0 && *h_guess < h) ? *h_guess : h, h_last = 0.0;
     double k1[n];
-    int code = titop_evaluate(nb, I, par, ptr, ws, y, k1, NULL);
+    int code = f(ctx, c ? t0 : 0.0, y, k1);
     if (code)
         return code;
     for (int step = 0; step < max_steps; step++) {
@@ -734,21 +734,21 @@ int titop_step(int nb, const int *I, const double *par, const double *const *ptr
             hs = h - t;
         memcpy(K, k1, n * sizeof(double));
         for (int i = 1; i < 7; i++) {
-            for (int c = 0; c < n; c++) {
+            for (int k = 0; k < n; k++) {
                 double s = 0.0;
                 for (int j = 0; j < i; j++)
-                    s += A[6 * (i - 1) + j] * K[n * j + c];
-                xi[c] = y[c] + hs * s;
+                    s += A[6 * (i - 1) + j] * K[n * j + k];
+                xi[k] = y[k] + hs * s;
             }
-            if ((code = titop_evaluate(nb, I, par, ptr, ws, xi, K + n * i, NULL)))
+            if ((code = f(ctx, c ? t0 + (t + c[i] * hs) : 0.0, xi, K + n * i)))
                 return code;
         }
         double sum = 0.0;                   /* xi is the 5th-order solution (stage 7, FSAL) */
-        for (int c = 0; c < n; c++) {
+        for (int k = 0; k < n; k++) {
             double e = 0.0;
             for (int j = 0; j < 7; j++)
-                e += E[j] * K[n * j + c];
-            double q = hs * e / (atol + rtol * fmax(fabs(y[c]), fabs(xi[c])));
+                e += E[j] * K[n * j + k];
+            double q = hs * e / (atol + rtol * fmax(fabs(y[k]), fabs(xi[k])));
             sum += q * q;
         }
         double err = sqrt(sum / n);
@@ -772,4 +772,30 @@ int titop_step(int nb, const int *I, const double *par, const double *const *ptr
             return 4;
     }
     return 5;
+}
+
+/* the tree's state derivatives as titop_dopri5 asks them (autonomous) */
+typedef struct {
+    int nb;
+    const int *I;
+    const double *par;
+    const double *const *ptr;
+    double *ws;
+} Tree;
+
+static int tree_derivatives(void *ctx, double t, const double *y, double *ydot)
+{
+    const Tree *tree = (const Tree *)ctx;
+    (void)t;
+    return titop_evaluate(tree->nb, tree->I, tree->par, tree->ptr, tree->ws, y, ydot, NULL);
+}
+
+/* Dormand-Prince 5(4) over a communication step h of the tree with the inputs held
+ * (titop_dopri5; its codes, 1 and 2 as titop_evaluate's) */
+int titop_step(int nb, const int *I, const double *par, const double *const *ptr, double *ws, int n,
+               double *y, double h, double rtol, double atol, double *h_guess, int max_steps,
+               const double *A, const double *E, double *K, double *xi)
+{
+    Tree tree = {nb, I, par, ptr, ws};
+    return titop_dopri5(n, y, 0.0, h, rtol, atol, h_guess, max_steps, A, E, NULL, K, xi, tree_derivatives, &tree);
 }

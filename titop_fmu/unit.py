@@ -153,19 +153,18 @@ class IntegratedUnit(Unit):
 
     def _trial_steps(self, t, h, in_idx, held, end, out_idx):
         """:meth:`~titop_fmu.cosim.protocol.Unit.trial_steps`: each column from the state
-        found, which is then restored (the values checked once, the state swapped in place
-        of a save and restore per step: what :meth:`_set_state`, :meth:`_set_inputs`,
-        :meth:`_do_step`, :meth:`_set_inputs` and :meth:`outputs` give, to the bit)."""
+        found, which is then restored (the values checked once: what :meth:`_set_state`,
+        :meth:`_set_inputs`, :meth:`_do_step`, :meth:`_set_inputs` and :meth:`outputs` give,
+        to the bit)."""
         held = np.asarray(held, dtype=float)
         for column in held.T[~np.isfinite(held).all(axis=0)][:1]:      # the first with a non-finite value
             check_finite(self.input_names, in_idx, column)
         end = check_finite(self.input_names, in_idx, end)
         saved = self._get_state()
-        _, x0, u0, h0 = saved
         Y = np.empty((len(np.arange(len(self.output_names))[out_idx]), held.shape[1]))
         try:
             for j in range(held.shape[1]):
-                self.x, self.u, self.h_guess = x0, u0.copy(), h0
+                self._set_state(saved)
                 self.u[in_idx] = held[:, j]
                 self._y = None
                 self._do_step(t, h)

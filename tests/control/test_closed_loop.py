@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
+from closed_loops import DISCRETE, J, MEASURED, MGL, PENDULUM, SENSED, SENSORS, SYSTEMS, pendulum, system
 from titop_fmu.cosim import systemfile
 from titop_fmu.errors import ConnectionError_
 from titop_fmu.titop import monolithic
 from titop_fmu.titop.closedloop import ClosedLoop
 
-SYSTEMS = Path(__file__).resolve().parent / "systems"
 ROOT = Path(__file__).resolve().parents[2]
 TIGHT = dict(method="DOP853", rtol=1e-13, atol=1e-13)
 
@@ -95,70 +95,14 @@ def test_a_table_driven_torque_on_a_free_body(tmp_path, interpolation):
     assert set(times[1:-1]) <= {b for _, b in tr.pieces}
 
 
-PENDULUM = """
-links = [["base.c1", "link.p"]]
-record = ["link.joint.q[3]", "link.joint.q[2]", "ctrl.y"]
-{connections}
-
-[units.base]
-model = "imposed_motion_base_c1"
-mass = 5.0
-inertia = [[0.05, 0, 0], [0, 0.05, 0], [0, 0, 0.05]]
-com = [0, 0, 0]
-"c1.r" = [0, 0, 0]
-
-[units.link]
-model = "revolute_c0"
-mass = 2.0
-inertia = [[0.17, 0, 0], [0, 0.01, 0], [0, 0, 0.17]]
-com = [0, -0.5, 0]
-axis = [0, 0, 1]
-q0 = "40 deg"
-
-{controller}
-
-[inputs]
-"base.p.a" = [0, 0, 0, 0, 0, 0]
-"""
-J, MGL = 0.17 + 2.0 * 0.25, 2.0 * 9.81 * 0.5      # the pendulum about its hinge: J q'' = tau - m g l sin q
-
-
-def pendulum(tmp_path, controller, connections):
-    path = tmp_path / "p.toml"
-    path.write_text(PENDULUM.format(controller=controller, connections=connections))
-    return path
-
-
-DISCRETE = """
-[units.ctrl]
-model = "state_space"
-A = [[1.0]]
-B = [[0.01, 0.0]]
-C = [[-3.0]]
-D = [[-12.0, -2.5]]
-sample_time = 0.01
-"""
-
-
 @pytest.mark.parametrize("measured", ["outputs", "sensors", "mat"])
 def test_a_discrete_controller_updates_at_its_samples_and_matches_the_discrete_loop(tmp_path, measured):
     """x[k+1] = x[k] + 0.01 q_k, tau_k = -3 x[k] - 12 q_k - 2.5 qd_k held on [k/100, (k+1)/100):
     the pendulum integrated by scipy sample period by sample period, the controller stepped
     here, equal to 1e-8; the held torque changes exactly at the samples."""
-    controller, connections = DISCRETE, ('connections = [["link.joint.q[3]", "ctrl.u[1]"], '
-                                         '["link.joint.q[2]", "ctrl.u[2]"], ["ctrl.y", "link.joint.tau"]]')
+    controller, connections = DISCRETE, MEASURED
     if measured != "outputs":
-        controller += """
-[units.angle]
-model = "sensor"
-of = "link.joint.q[3]"
-
-[units.rate]
-model = "sensor"
-of = "link.joint.q[2]"
-"""
-        connections = ('connections = [["angle.y", "ctrl.u[1]"], ["rate.y", "ctrl.u[2]"], '
-                       '["ctrl.y", "link.joint.tau"]]')
+        controller, connections = DISCRETE + SENSORS, SENSED
     if measured == "mat":
         from scipy.io import savemat
         savemat(tmp_path / "ctrl.mat", {"A": [[1.0]], "B": [[0.01, 0.0]], "C": [[-3.0]], "D": [[-12.0, -2.5]]})
@@ -192,12 +136,7 @@ def test_an_algebraic_loop_through_controllers_is_refused(tmp_path):
 def test_a_pid_with_limits_and_anti_windup_against_its_equations(tmp_path):
     """A saturated PID holding the pendulum at 10 deg: the law written out here (filtered
     derivative, back-calculation) with the pendulum, integrated by scipy, equal to 1e-8."""
-    path = pendulum(tmp_path, '[units.err]\nmodel = "sum"\nsigns = [1, -1]\n\n'
-                    '[units.ctrl]\nmodel = "pid"\nkp = 20\nki = 15\nkd = 3\ntf = 0.05\nlimits = [-6, 6]\n',
-                    'connections = [["err.y", "ctrl.u"], ["link.joint.q[3]", "err.u2"], ["ctrl.y", "link.joint.tau"]]')
-    text = path.read_text().replace('[inputs]\n', '[inputs]\n"err.u1" = "10*deg"\n')
-    path.write_text(text)
-    tr, values = run(path, 4.0)
+    tr, values = run(system(tmp_path, "pid"), 4.0)
     kp, ki, kd, tf, lo, hi = 20, 15, 3, 0.05, -6, 6
     tt = np.sqrt(kd / ki)
 
@@ -298,3 +237,19 @@ def test_an_accelerometer_in_a_loop(tmp_path):
     np.testing.assert_allclose(recorded, a_x(tau, q, qd), rtol=0, atol=1e-10)
     np.testing.assert_allclose(tau, -0.3 * sample, atol=1e-12)
     assert np.abs(recorded).max() > 1.0
+
+
+@pytest.mark.parametrize("given", ['"body.ext.w" = [0, 0, 0, 0.2, 0, "0.1*t"]',
+                                   '"body.ext.w[4]" = 0.2\n"body.ext.w[6]" = "0.1*t"'])
+def test_a_port_with_numbers_and_a_signal_keeps_its_numbers(tmp_path, given):
+    """A torque 0.2 about x and 0.1 t about z on a body of isotropic inertia I (Euler's coupling
+    w x I w vanishes): w_x = 0.2 t / I, w_z = 0.05 t^2 / I (the constant was lost: zeros filled the
+    port the signal feeds)."""
+    path = tmp_path / "b.toml"
+    path.write_text((SYSTEMS / "table_torque.toml").read_text()
+                    .replace("[[2.0, 0.3, -0.2], [0.3, 1.5, 0.1], [-0.2, 0.1, 1.1]]", "[[2, 0, 0], [0, 2, 0], [0, 0, 2]]")
+                    .replace("twist0 = [0, 0, 0, 0.1, -0.2, 0.3]", "")
+                    .replace('"body.ext.w" = { table = "torque.csv", interpolation = "linear" }', given))
+    tr, values = run(path, 1.0)
+    np.testing.assert_allclose(values[:, 0], 0.2 * tr.t / 2, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(values[:, 2], 0.05 * tr.t ** 2 / 2, rtol=0, atol=1e-12)

@@ -9,8 +9,8 @@ import pytest
 from scipy.interpolate import CubicSpline
 
 from titop_fmu.control.expressions import C_HELPERS
-from titop_fmu.control.signals import (C_TABLE, ExpressionSignal, SignalError, TableSignal, read_table, source,
-                                       within)
+from titop_fmu.control.signals import (C_BREAKPOINTS, C_TABLE, ExpressionSignal, SignalError, TableSignal, read_table,
+                                       source, within)
 
 T = np.array([0.0, 0.5, 1.5, 2.0, 3.5])
 V = np.array([1.0, -2.0, 0.5, 4.0, 3.0])
@@ -134,4 +134,67 @@ def test_bad_tables_are_refused_naming_the_line(tmp_path, text, says):
 
 def test_a_table_reads_its_columns(tmp_path):
     t, cols = read_table(write(tmp_path / "d.csv", "# a comment\nt, w[1] ,w[2]\n0,1,2\n1,3,4\n"), "x")
+    assert t.tolist() == [0, 1] and cols["w[2]"].tolist() == [2, 4]
+
+
+def test_every_signals_breakpoints_in_c_are_the_python_ones(tmp_path):
+    """Each signal's C breakpoint function, walked from -0.5 (b = next(b, 9.0) until none), gives
+    the signal's breakpoints in (-0.5, 9.0]: the rows of tables (periodic too) and the sources'
+    instants exactly, an expression's comparisons with t to one float (the first float of the new
+    truth; Python's, where the difference of the two sides changes sign, is one float earlier
+    where that difference is exactly zero)."""
+    signals = [TableSignal(T, V, "hold"), TableSignal(T, V, "linear", "periodic"), TableSignal(T, V, "cubic"),
+               TableSignal(T, V, "cubic", "periodic"), ExpressionSignal("where(t < 1.2, sin(3*t), t**2)"),
+               ExpressionSignal("(t >= 2) * (t < 2*pi) + (sin(t) > 0.5)"), ExpressionSignal("cos(t) + t"),
+               source({"source": "step", "time": 2, "height": 3}, "x"),
+               source({"source": "ramp", "start": 1, "duration": 2, "height": 4}, "x"),
+               source({"source": "sine", "frequency": 0.5, "phase": 0.1, "start": 0.3}, "x"),
+               source({"source": "pulse", "period": 2, "width": 0.5, "start": 1}, "x"),
+               source({"source": "bangbang", "amplitude": 0.8, "duration": 4, "start": 1}, "x")]
+    code = "".join(s.c_code(f"s{i}") + s.c_breakpoints(f"s{i}") for i, s in enumerate(signals))
+    walks = "".join(f'    for (double b = s{i}_next(-0.5, 9.0); isfinite(b); b = s{i}_next(b, 9.0)) '
+                    f'printf("%d %.17g\\n", {i}, b);\n' for i in range(len(signals)))
+    src = tmp_path / "b.c"
+    src.write_text("#include <math.h>\n#include <stdio.h>\n" + C_HELPERS + C_TABLE + C_BREAKPOINTS + code
+                   + f"int main(void) {{\n{walks}    return 0;\n}}\n")
+    subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-Wno-unused-function", "-o", str(tmp_path / "b"), str(src), "-lm"], check=True)
+    out = subprocess.run([str(tmp_path / "b")], capture_output=True, text=True, check=True).stdout.split("\n")
+    found = {i: [float(line.split()[1]) for line in out if line and int(line.split()[0]) == i]
+             for i in range(len(signals))}
+    for i, s in enumerate(signals):
+        want = s.breakpoints(-0.5, 9.0 + 1e-9)
+        if isinstance(s, ExpressionSignal):
+            assert len(found[i]) == len(want) and np.all(np.abs(found[i] - want) <= np.spacing(want)), (i, found[i])
+        else:
+            assert found[i] == want.tolist(), (i, found[i], want)
+    assert found[0] == T.tolist() and found[1][:6] == [0.0, 0.5, 1.5, 2.0, 3.5, 4.0] and found[6] == []
+    assert found[4] == [1.2] and found[5][1] == 2.0
+
+
+def test_signals_write_back_as_a_system_file_gives_them():
+    """An expression as its text, a source as its table: read back, the same signal."""
+    from titop_fmu.cosim.signals import parse_input
+    for value in ["where(t < 15, 0.4*(1 - cos(2*pi*t/15)), 0)",
+                  {"source": "pulse", "amplitude": 5, "period": 2, "width": 0.5, "start": 1},
+                  {"source": "bangbang", "amplitude": 0.8, "duration": 4}]:
+        s = parse_input("a.u", value, "x", ".")
+        back = parse_input("a.u", s.to_input(), "x", ".")
+        assert back.to_input() == s.to_input() and [back.value(t) for t in T] == [s.value(t) for t in T]
+    assert source({"source": "step", "time": 2}, "x").to_input() == {"source": "step", "height": 1.0, "time": 2.0,
+                                                                     "offset": 0.0}
+
+
+@pytest.mark.parametrize("data,says", [
+    ({"w": [1, 2]}, "a column 't'"),
+    ({"t": [0, 1], "w": [1]}, "column 'w': 1 values for 2 times"),
+    ({"t": [0, 1], "w": [1, float("nan")]}, "column 'w': every value must be finite"),
+    ({"t": [0, 2, 1], "w": [1, 2, 3]}, "must increase strictly: t = 2 (row 2) then 1 (row 3)"),
+    ({"t": [0, 1], "w": ["a", 1]}, "column 'w': not a list of numbers"),
+])
+def test_a_table_given_as_its_data_is_checked_as_a_file(data, says):
+    from titop_fmu.control.signals import table_data
+    with pytest.raises(SignalError) as e:
+        table_data(data, "inputs.bus.ext.w")
+    assert says in str(e.value) and str(e.value).startswith("inputs.bus.ext.w")
+    t, cols = table_data({"t": [0, 1], "w[2]": [2, 4]}, "x")
     assert t.tolist() == [0, 1] and cols["w[2]"].tolist() == [2, 4]

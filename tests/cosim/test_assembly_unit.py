@@ -2,10 +2,12 @@
 free parent and child ports, and its run against the monolithic one."""
 
 import copy
+import json
 
 import numpy as np
 import pytest
 
+import closed_loops
 from titop_fmu.cosim import CoSystem, systemfile
 from titop_fmu.errors import ConnectionError_
 from titop_fmu.scenarios import balloon
@@ -80,3 +82,131 @@ def test_what_has_no_assembly_is_an_error():
     cs.record("slider.joint.qq")
     with pytest.raises(ConnectionError_, match="slider.joint.qq"):
         assembly_interface(systemfile.to_dict(cs), "x")
+
+
+MIXED = """
+links = [["base.c1", "link.p"]]
+record = ["link.joint.q[3]", "ctrl.y"]
+connections = [["link.joint.q[3]", "ctrl.u[1]"], ["link.joint.q[2]", "ctrl.u[2]"], ["ctrl.y", "sat.u"]]
+
+[units.base]
+model = "imposed_motion_base_c1"
+mass = 5.0
+inertia = [[0.05, 0, 0], [0, 0.05, 0], [0, 0, 0.05]]
+com = [0, 0, 0]
+"c1.r" = [0, 0, 0]
+
+[units.link]
+model = "revolute_c0"
+mass = 2.0
+inertia = [[0.17, 0, 0], [0, 0.01, 0], [0, 0, 0.17]]
+com = [0, -0.5, 0]
+axis = [0, 0, 1]
+q0 = "40 deg"
+
+[units.ctrl]
+model = "state_space"
+file = "ctrl.mat"
+sample_time = 0.01
+
+[units.sat]
+model = "saturation"
+lower = -2
+upper = 2
+
+[inputs]
+"base.p.a" = [0, 0, 0, 0, 0, {source = "pulse", amplitude = 0.5, period = 0.4, width = 0.1}]
+"link.joint.tau" = {table = "torque.csv", column = "w[5]", interpolation = "hold"}
+"""
+
+
+def test_a_closed_loop_writes_back_as_a_system_file(tmp_path):
+    """Signals and control units written as a system file has them (an expression as its text, a
+    source as its table, a table and a .mat file as their data: the file of the FMU travels
+    alone), read back as the same system: the same run, to the bit."""
+    from scipy.io import savemat
+    savemat(tmp_path / "ctrl.mat", {"A": [[1.0]], "B": [[0.01, 0.0]], "C": [[-3.0]], "D": [[-12.0, -2.5]]})
+    (tmp_path / "torque.csv").write_text((closed_loops.SYSTEMS / "torque.csv").read_text())
+    (tmp_path / "s.toml").write_text(MIXED)
+    cs = systemfile.read(tmp_path / "s.toml").system
+    d = systemfile.to_dict(cs)
+    text = json.dumps(d)
+    assert "ctrl.mat" not in text and "torque.csv" not in text and d["units"]["ctrl"]["D[1,2]"] == -2.5
+    assert d["inputs"]["link.joint.tau"]["table"]["w[5]"] == [0.0, -0.3, 0.6, 0.1, 0.0]
+    back, _ = systemfile.from_dict(json.loads(text))
+    assert systemfile.to_dict(back) == d
+    _, ref = monolithic.run(cs, 1.0, 0.01)
+    for path in tmp_path.iterdir():
+        path.unlink()
+    _, again = monolithic.run(back, 1.0, 0.01)
+    assert np.array_equal(ref, again) and np.ptp(ref[:, 1]) > 0
+
+
+def loop_unit(path, **params):
+    cs = systemfile.read(path).system
+    iface, unit = unit_of(cs, **params)
+    return cs, iface, unit
+
+
+def steps(unit, n, h=0.01):
+    rows = [unit.outputs().copy()]
+    for k in range(n):
+        unit.do_step(k * h, h)
+        rows.append(unit.outputs().copy())
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("name,stop", [("spinup", 3.0), ("table_hold", 3.0), ("discrete", 1.0), ("sensors", 1.0),
+                                       ("pid", 2.0)])
+def test_a_closed_loop_unit_steps_as_the_in_process_run(tmp_path, name, stop):
+    """The unit of a closed loop (what its pythonfmu FMU computes) stepped by 0.01 s: its
+    outputs are the recorded outputs of the in-process run at every row (an event's right
+    limits: a hold table's new row, a discrete controller's new sample, the last row too), its
+    own integrator (Dormand-Prince 5(4), split at the events) at 1e-12 against DOP853."""
+    cs, iface, unit = loop_unit(closed_loops.system(tmp_path, name), rtol=1e-12, atol=1e-12)
+    rows = steps(unit, int(round(stop / 0.01)))
+    _, ref = monolithic.run(cs, stop, 0.01)
+    assert rows.shape == ref.shape                   # the outputs are the recorded ones (no free port here)
+    err = np.abs(rows - ref).max()
+    print(f"\n[closed-loop unit] {name}, {stop:g} s: {err:.2g}")
+    assert err <= 1e-8
+
+
+def test_a_closed_loop_s_free_inputs_are_the_unit_s(tmp_path):
+    """Ports no signal or connection feeds are inputs, start values the file's: the plant's
+    (base.p.a), a control unit's (the PID's setpoint err.u1); those signals and controllers feed
+    are not (link.joint.tau, ctrl.u, err.u2). Set to 20 deg, the setpoint drives the loop as
+    the file with 20 deg does."""
+    path = closed_loops.system(tmp_path, "pid")
+    cs, iface, unit = loop_unit(path)
+    assert iface.input_names == tuple(f"base.p.a[{k}]" for k in range(1, 7)) + ("err.u1",)
+    assert [v.start for v in iface.variables if v.name == "err.u1"] == [np.radians(10)]
+    unit.set_input("err.u1", np.radians(20))
+    rows = steps(unit, 100)
+    path.write_text(path.read_text().replace('"10*deg"', '"20*deg"'))
+    _, ref = monolithic.run(systemfile.read(path).system, 1.0, 0.01)
+    assert np.abs(rows - ref).max() <= 1e-8
+
+
+def test_a_closed_loop_unit_state_restores_exactly(tmp_path):
+    """Saved between samples and restored, the unit steps on as it did, to the bit: the discrete
+    states, the last event and whether the start was sampled are in the state."""
+    _, _, unit = loop_unit(closed_loops.system(tmp_path, "sensors"))
+    fresh = unit.get_state()
+    first = steps(unit, 3, 0.004)
+    saved = unit.get_state()
+    later = steps(unit, 5, 0.004)
+    unit.set_state(saved)
+    assert np.array_equal(steps(unit, 5, 0.004), later)
+    unit.set_state(fresh)
+    assert np.array_equal(steps(unit, 3, 0.004), first)
+
+
+def test_a_long_step_meets_every_sample_inside_it(tmp_path):
+    """One step of 0.05 s over a discrete controller sampled every 0.01 s, the integrator
+    stopped at each sample: the in-process run's values at 0.05 s (the held output its fifth
+    sample's)."""
+    cs, _, unit = loop_unit(closed_loops.system(tmp_path, "discrete"), rtol=1e-12, atol=1e-12)
+    unit.do_step(0.0, 0.05)
+    _, ref = monolithic.run(cs, 0.05, 0.01)
+    assert np.abs(unit.outputs() - ref[-1]).max() <= 1e-10

@@ -81,3 +81,18 @@ def test_empty_state_or_zero_step_is_a_no_op():
     assert x.size == 0 and n == 0
     x, h, n = dopri5(lambda x: x, np.array([2.0]), 0.0, h_guess=0.01)
     assert x[0] == 2.0 and h == 0.01 and n == 0
+
+
+def test_a_non_autonomous_system_from_its_start_time():
+    """x' = t cos(t^2 / 2) - x + sin(t^2 / 2) from t0 = 1.3 over 2 s: x = sin(t^2 / 2) exactly
+    (each stage evaluated at its own time), to the tolerance; and the stages' times are the
+    tableau's nodes (c = A's row sums)."""
+    from titop_fmu.integrators import _A, _C
+    t0, h = 1.3, 2.0
+    f = lambda t, x: t * np.cos(t * t / 2) - x + np.sin(t * t / 2)
+    x, _, _ = dopri5(f, np.array([np.sin(t0 * t0 / 2)]), h, 1e-12, 1e-12, t0=t0)
+    assert abs(x[0] - np.sin((t0 + h) ** 2 / 2)) < 1e-11
+    np.testing.assert_allclose(_C[1:], _A.sum(axis=1), rtol=0, atol=1e-15)
+    seen = []
+    dopri5(lambda t, x: seen.append(t) or x, np.ones(1), 0.5, 1.0, 1.0, t0=t0)        # one step
+    np.testing.assert_allclose(seen, t0 + 0.5 * _C, rtol=0, atol=1e-15)

@@ -114,6 +114,14 @@ class Expression:
         replaced by ``names[name]`` (a C expression)."""
         return _to_c(self.tree.body, names or {}, self.text)
 
+    def c_comparisons(self, variable: str = "t") -> list:
+        """The C expressions (0 or 1) of the comparisons that involve ``variable``, one per
+        pair of a chained comparison: where their truth changes are the breakpoints that
+        :meth:`breakpoints` finds, in C (:data:`~.signals.C_BREAKPOINTS`)."""
+        return [_to_c(ast.Compare(left, [op], [right]), {variable: variable}, self.text)
+                for node in ast.walk(self.tree) if isinstance(node, ast.Compare) and variable in _names(node)
+                for left, op, right in zip([node.left] + node.comparators[:-1], node.ops, node.comparators)]
+
     def breakpoints(self, t0: float, t1: float, variable: str = "t") -> np.ndarray:
         """The sorted times in ``(t0, t1)`` where a comparison involving ``variable`` changes
         its truth: the first time of the new truth value, to the last bit (a time ``b`` with

@@ -20,6 +20,7 @@ its integrator exactly there and evaluates each piece within its own open interv
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import TitopError, did_you_mean
-from .expressions import ExpressionError, parse
+from .expressions import SAMPLES_PER_SECOND, ExpressionError, parse
 
 
 class SignalError(TitopError):
@@ -62,6 +63,16 @@ class Signal:
         (``<math.h>`` and :data:`~.expressions.C_HELPERS` in scope)."""
         raise NotImplementedError
 
+    def c_breakpoints(self, name: str) -> str:
+        """C definitions ending in ``static double <name>_next(double t, double t1)``: the first
+        of its breakpoints in ``(t, t1]``, ``INFINITY`` if none (:data:`C_BREAKPOINTS` and
+        :meth:`c_code`'s definitions in scope)."""
+        return f"static double {name}_next(double t, double t1) {{ (void)t, (void)t1; return INFINITY; }}\n"
+
+    def to_input(self):
+        """The value a system file gives the signal (``[inputs]``): what reads back as it."""
+        raise NotImplementedError
+
 
 @dataclass
 class ExpressionSignal(Signal):
@@ -90,6 +101,21 @@ class ExpressionSignal(Signal):
 
     def c_code(self, name):
         return f"static double {name}(double t) {{ return {self.expression.c_code({'t': 't'})}; }}\n"
+
+    def c_breakpoints(self, name):
+        """Where the truth of a comparison with ``t`` changes: sampled and bisected to the first
+        float of its new truth (:meth:`breakpoints` finds the same times, or one float earlier
+        where the difference of the two sides is exactly zero: it looks for its sign)."""
+        truths = self.expression.c_comparisons()
+        code = "".join(f"static int {name}_c{i}(double t) {{ return {c}; }}\n" for i, c in enumerate(truths))
+        first = "".join(f"    b = fmin(b, titop_first_change({name}_c{i}, t, t1));\n" for i in range(len(truths)))
+        return code + (f"static double {name}_next(double t, double t1)\n{{\n    double b = INFINITY;\n{first}"
+                       f"    return b;\n}}\n" if truths else super().c_breakpoints(name))
+
+    def to_input(self):
+        if self.parameters:
+            raise SignalError(f"{self.where}: {self.text!r} uses named values: it has no system-file form")
+        return self.text
 
 
 INTERPOLATIONS = ("hold", "linear", "cubic")
@@ -169,6 +195,17 @@ class TableSignal(Signal):
                 f"static double {name}(double t) {{ return titop_table(t, {n}, {name}_t, {name}_c, "
                 f"{repr(float(self.values[-1]))}, {periodic}); }}\n")
 
+    def c_breakpoints(self, name):
+        rows = self.times if self.interpolation != "cubic" else self.times[[0, -1]]
+        if self.extrapolation == "periodic":
+            return (f"static const double {name}_b[{len(rows) - 1}] = {_c_list(rows[:-1])};\n"
+                    f"static double {name}_next(double t, double t1) {{ return titop_periodic_next(t, t1, "
+                    f"{len(rows) - 1}, {name}_b, {float(self.times[0])!r}, {self.span!r}); }}\n")
+        return _first_after(name, rows)
+
+    def to_input(self):
+        raise SignalError(f"{self.description}: a table signal is written as its table (TableSpec)")
+
 
 #: the C function the tables' code calls (written once into the C source that holds them)
 C_TABLE = """\
@@ -194,6 +231,70 @@ static double titop_table(double t, int n, const double *ts, const double *c, do
     return k[0] + s * (k[1] + s * (k[2] + s * k[3]));
 }
 """
+
+
+#: the C functions the signals' breakpoint code calls (:meth:`Signal.c_breakpoints`; written once
+#: into the C source that holds them)
+C_BREAKPOINTS = """\
+/* the first of the n increasing times b[] in (t, t1], or INFINITY */
+static double titop_first_after(double t, double t1, int n, const double *b)
+{
+    for (int j = 0; j < n; j++)
+        if (b[j] > t)
+            return b[j] <= t1 ? b[j] : INFINITY;
+    return INFINITY;
+}
+
+/* the first of the times rows[j] + k span (every k) in (t, t1], or INFINITY: a periodic table's
+   rows, the first row at t0 */
+static double titop_periodic_next(double t, double t1, int n, const double *rows, double t0, double span)
+{
+    for (double k = floor((t - t0) / span);; k++)
+        for (int j = 0; j < n; j++) {
+            double b = rows[j] + k * span;
+            if (b > t)
+                return b <= t1 ? b : INFINITY;
+        }
+}
+
+/* the first float in (t0, t1] where truth differs from truth(t0): sampled SAMPLES times a second,
+   then bisected to the last bit; INFINITY if none */
+static double titop_first_change(int (*truth)(double), double t0, double t1)
+{
+    if (!(t1 > t0))
+        return INFINITY;
+    int s = truth(t0);
+    double n = ceil((t1 - t0) * SAMPLES), a = t0;
+    for (double k = 1; k <= n; k++) {
+        double b = k == n ? t1 : t0 + (t1 - t0) * (k / n);
+        if (truth(b) != s) {
+            for (;;) {
+                double m = 0.5 * (a + b);
+                if (m <= a || m >= b)
+                    return b;
+                if (truth(m) == s)
+                    a = m;
+                else
+                    b = m;
+            }
+        }
+        a = b;
+    }
+    return INFINITY;
+}
+""".replace("SAMPLES", f"{float(SAMPLES_PER_SECOND)!r}")
+
+
+def _c_list(values) -> str:
+    return "{" + ", ".join(repr(float(v)) for v in values) + "}"
+
+
+def _first_after(name: str, times) -> str:
+    """The C breakpoint function of a signal whose breakpoints are the increasing ``times``."""
+    times = [float(b) for b in times]
+    return (f"static const double {name}_b[{len(times)}] = {_c_list(times)};\n"
+            f"static double {name}_next(double t, double t1) {{ return titop_first_after(t, t1, {len(times)}, "
+            f"{name}_b); }}\n")
 
 
 def read_table(path: Path, where: str) -> tuple:
@@ -227,19 +328,54 @@ def read_table(path: Path, where: str) -> tuple:
         rows.append(row)
     data = np.array(rows, dtype=float).reshape(-1, len(header))
     times = data[:, header.index("t")]
+    _increasing(times, f"{where}: {path}", "line", 2)
+    return times, {name: data[:, j] for j, name in enumerate(header) if name != "t"}
+
+
+def table_data(data: dict, where: str) -> tuple:
+    """``(times, {column: values})`` of a table given as its data, ``{"t": [...], column: [...]}``
+    (a system file's table written out whole), checked as :func:`read_table` checks a file."""
+    if not isinstance(data, dict) or "t" not in data:
+        raise SignalError(f"{where}: a table's data has a column 't' and one per scalar, got {data!r:.60}")
+    columns = {}
+    for name, values in data.items():
+        try:
+            columns[name] = np.array(values, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise SignalError(f"{where}: table column {name!r}: not a list of numbers") from None
+        if not np.all(np.isfinite(columns[name])):
+            raise SignalError(f"{where}: table column {name!r}: every value must be finite")
+    for name, values in columns.items():
+        if len(values) != len(columns["t"]):
+            raise SignalError(f"{where}: table column {name!r}: {len(values)} values for {len(columns['t'])} times")
+    times = columns.pop("t")
+    _increasing(times, where, "row", 1)
+    return times, columns
+
+
+def _increasing(times, where, row, first):
+    """The times of a table increase strictly; else the error names the rows (numbered from
+    ``first``)."""
     bad = np.nonzero(np.diff(times) <= 0)[0]
     if len(bad):
         k = int(bad[0])
-        raise SignalError(f"{where}: {path}: the times must increase strictly: t = {times[k]:g} (line {k + 2}) "
-                          f"then {times[k + 1]:g} (line {k + 3})")
-    return times, {name: data[:, j] for j, name in enumerate(header) if name != "t"}
+        raise SignalError(f"{where}: the times must increase strictly: t = {times[k]:g} ({row} {k + first}) "
+                          f"then {times[k + 1]:g} ({row} {k + first + 1})")
 
 
 # --- the standard sources ------------------------------------------------------------------
 
 
+class _Source(Signal):
+    """A standard source (:data:`SOURCES`), a dataclass of its parameters."""
+
+    def to_input(self):
+        name = next(n for n, (cls, _) in SOURCES.items() if type(self) is cls)
+        return {"source": name, **dataclasses.asdict(self)}
+
+
 @dataclass
-class Step(Signal):
+class Step(_Source):
     """``offset`` before ``time``, ``offset + height`` from it on."""
 
     height: float = 1.0
@@ -256,9 +392,12 @@ class Step(Signal):
         return (f"static double {name}(double t) {{ return {self.offset!r} + (t >= {self.time!r} ? "
                 f"{self.height!r} : 0.0); }}\n")
 
+    def c_breakpoints(self, name):
+        return _first_after(name, [self.time])
+
 
 @dataclass
-class Ramp(Signal):
+class Ramp(_Source):
     """From ``offset`` at ``start`` to ``offset + height`` at ``start + duration``, linearly;
     held before and after."""
 
@@ -277,9 +416,12 @@ class Ramp(Signal):
         return (f"static double {name}(double t) {{ return {self.offset!r} + {self.height!r} * "
                 f"fmin(fmax((t - {self.start!r}) / {self.duration!r}, 0.0), 1.0); }}\n")
 
+    def c_breakpoints(self, name):
+        return _first_after(name, [self.start, self.start + self.duration])
+
 
 @dataclass
-class Sine(Signal):
+class Sine(_Source):
     """``offset + amplitude sin(2 pi frequency (t - start) + phase)`` from ``start`` on
     (``offset`` before); ``frequency`` in Hz, ``phase`` in rad."""
 
@@ -301,9 +443,12 @@ class Sine(Signal):
         return (f"static double {name}(double t) {{ return t < {self.start!r} ? {self.offset!r} : {self.offset!r} + "
                 f"{self.amplitude!r} * sin({2 * math.pi * self.frequency!r} * (t - {self.start!r}) + {self.phase!r}); }}\n")
 
+    def c_breakpoints(self, name):
+        return _first_after(name, [self.start])
+
 
 @dataclass
-class Pulse(Signal):
+class Pulse(_Source):
     """``offset + amplitude`` during the first ``width`` seconds of every ``period`` from
     ``start`` on, ``offset`` otherwise."""
 
@@ -330,9 +475,17 @@ class Pulse(Signal):
                 f"    double s = titop_mod(t - {self.start!r}, {self.period!r});\n"
                 f"    return {self.offset!r} + (s < {self.width!r} ? {self.amplitude!r} : 0.0); }}\n")
 
+    def c_breakpoints(self, name):
+        return (f"static double {name}_next(double t, double t1)\n{{\n"
+                f"    for (double k = fmax(0.0, floor((t - {self.start!r}) / {self.period!r}));; k++) {{\n"
+                f"        double b = {self.start!r} + k * {self.period!r};\n"
+                f"        if (b + {self.width!r} > t) {{\n"
+                f"            b = b > t ? b : b + {self.width!r};\n"
+                f"            return b <= t1 ? b : INFINITY;\n        }}\n    }}\n}}\n")
+
 
 @dataclass
-class BangBang(Signal):
+class BangBang(_Source):
     """A smooth rest-to-rest acceleration profile from ``start`` over ``duration`` ``T``:
     ``amplitude sin^2(2 pi s / T)`` for the first half (``s = t - start``), its negative for
     the second, zero outside; continuous with its first derivative. Integrated twice from
@@ -358,6 +511,9 @@ class BangBang(Signal):
                 f"    if (s <= 0.0 || s >= {self.duration!r}) return 0.0;\n"
                 f"    double v = sin({2 * math.pi / self.duration!r} * s);\n"
                 f"    return (s < {0.5 * self.duration!r} ? 1.0 : -1.0) * {self.amplitude!r} * v * v; }}\n")
+
+    def c_breakpoints(self, name):
+        return _first_after(name, [self.start, self.start + self.duration])
 
 
 #: ``source = "<name>"`` -> (class, {parameter: (default or None when required, must be > 0)})

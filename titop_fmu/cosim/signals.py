@@ -18,7 +18,7 @@ from pathlib import Path
 
 
 from ..control.expressions import ExpressionError
-from ..control.signals import ExpressionSignal, Signal, SignalError, TableSignal, read_table, source
+from ..control.signals import ExpressionSignal, Signal, SignalError, TableSignal, read_table, source, table_data
 from ..errors import ConnectionError_, did_you_mean
 from .graph import CoSystem
 from .names import port_of
@@ -29,20 +29,37 @@ TABLE_KEYS = ("table", "column", "interpolation", "extrapolation")
 
 @dataclass
 class TableSpec:
-    """A table given to a whole port or a scalar: the file's columns are matched to scalars
-    when the port is known (:func:`resolve`)."""
+    """A table given to a whole port or a scalar, a CSV file (``path``) or its columns
+    (``data``, ``{"t": [...], column: [...]}``): its columns are matched to scalars when the
+    port is known (:func:`resolve`)."""
 
-    path: Path
+    path: Path | None
     interpolation: str = "linear"
     extrapolation: str = "hold"
     column: str | None = None
     where: str = "table"
+    data: dict | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.name if self.data is None else "the table"
+
+    def read(self) -> tuple:
+        """``(times, {column: values})``, checked."""
+        return read_table(self.path, self.where) if self.data is None else table_data(self.data, self.where)
+
+    def to_input(self) -> dict:
+        """The table as a system file gives it, its data written out (the file needs not travel)."""
+        times, columns = self.read()
+        out = {"table": {"t": times.tolist(), **{c: v.tolist() for c, v in columns.items()}},
+               "interpolation": self.interpolation, "extrapolation": self.extrapolation}
+        return out if self.column is None else dict(out, column=self.column)
 
     def signals(self, scalars: list, port: str) -> list:
         """One :class:`TableSignal` per scalar name (``"ext.w[2]"`` of the port ``"ext.w"``):
         the column ``column`` for a lone scalar, else the column named as the scalar, as its
         last part (``w[2]``), or, for a scalar port, the table's only column."""
-        times, columns = read_table(self.path, self.where)
+        times, columns = self.read()
         out = []
         for s in scalars:
             name = self.column
@@ -56,10 +73,10 @@ class TableSpec:
                                   f"{len(scalars)}: name the columns {scalars[0].rpartition('.')[2]} ... instead")
             if name not in columns:
                 wanted = self.column or s.rpartition(".")[2]
-                raise SignalError(f"{self.where}: {self.path.name} has no column {wanted!r}"
+                raise SignalError(f"{self.where}: {self.name} has no column {wanted!r}"
                                   f"{did_you_mean(wanted, columns)}; its columns: t, {', '.join(columns)}")
             out.append(TableSignal(times, columns[name], self.interpolation, self.extrapolation,
-                                   f"table {self.path.name}:{name}"))
+                                   f"table {self.name}:{name}"))
         return out
 
 
@@ -106,12 +123,15 @@ def _table_or_source(value: dict, where, base, number):
         for k in value:
             if k not in TABLE_KEYS:
                 raise SignalError(f"{where}: a table takes {', '.join(TABLE_KEYS)}; not {k!r}{did_you_mean(k, TABLE_KEYS)}")
-        path = Path(value["table"])
-        spec = TableSpec(path if path.is_absolute() else (base / path).resolve(),
+        table = value["table"]
+        if not isinstance(table, (str, dict)):
+            raise SignalError(f"{where}: table = \"file.csv\" (a CSV file), or its columns {{t = [...], ...}}")
+        path = None if isinstance(table, dict) else Path(table)
+        spec = TableSpec(path if path is None or path.is_absolute() else (base / path).resolve(),
                          value.get("interpolation", "linear"), value.get("extrapolation", "hold"),
-                         value.get("column"), where)
+                         value.get("column"), where, table if path is None else None)
         TableSignal([0, 1], [0, 0], spec.interpolation, spec.extrapolation, where)     # the names checked now
-        read_table(spec.path, where)                                                   # and the file
+        spec.read()                                                                    # and the file
         return spec
     except SignalError as e:
         raise ConnectionError_(str(e)) from None

@@ -58,9 +58,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConnectionError_, did_you_mean
+from ..control.build import FILE_KEYS, read_matrices
+from ..control.signals import Signal, SignalError
 from .control_unit import is_control_model
 from .graph import MOTION, WRENCH, CoSystem
-from .signals import parse_input
+from .names import expand_parameters
+from .signals import TableSpec, parse_input
 
 TOP_KEYS = {"connections", "links", "record", "simulation", "units", "inputs", "modelica"}
 SIMULATION_KEYS = {"stop": float, "output_interval": float, "tolerance": float, "start": float}
@@ -241,6 +244,8 @@ def to_dict(system: CoSystem, simulation: dict | None = None) -> dict:
         else:
             raise ConnectionError_(f"unit {name!r}: a {type(spec.model).__name__} cannot be written to a system file")
         entry.update({k: _plain(v) for k, v in spec.parameters.items()})
+        if is_control_model(spec.model) and entry.get("file"):          # its matrices, not a path
+            entry.update(expand_parameters(read_matrices(entry.pop("file"), FILE_KEYS[spec.model], name)))
         units[name] = entry
     linked = set()
     for child_port, parent_port in system.links:
@@ -249,11 +254,24 @@ def to_dict(system: CoSystem, simulation: dict | None = None) -> dict:
     out = {"units": units,
            "connections": [list(c) for c in system.connections if tuple(c) not in linked],
            "links": [list(link) for link in system.links],
-           "inputs": {ref: _plain(v) for ref, v in system.inputs.items()},
+           "inputs": {ref: _input(v) for ref, v in system.inputs.items()},
            "record": list(system.recorded)}
     if simulation:
         out["simulation"] = {k: float(v) for k, v in simulation.items()}
     return out
+
+
+def _input(v):
+    """An input's value as a system file gives it: a number, a list, a time signal's own form
+    (an expression's text, a source's table, a table's data)."""
+    if isinstance(v, (Signal, TableSpec)):
+        try:
+            return v.to_input()
+        except SignalError as e:
+            raise ConnectionError_(str(e)) from None
+    if isinstance(v, list):
+        return [_input(x) for x in v]
+    return _plain(v)
 
 
 def _plain(v):

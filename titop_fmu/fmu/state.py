@@ -21,14 +21,14 @@ class Snapshot:
     def __init__(self, model, mode, params, t0, inputs, unit, tolerance=None):
         self.model, self.mode, self.params, self.t0 = model, mode, tuple(params), t0
         self.inputs = None if inputs is None else np.array(inputs, dtype=float)
-        self.unit = unit        # BlockUnit.get_state() or None
+        self.unit = unit        # the unit's get_state() or None
         self.tolerance = tolerance      # the host's (fmi2SetupExperiment) or None
 
     def to_json(self) -> dict:
         unit = None
-        if self.unit is not None:
-            t, x, u, h = self.unit
-            unit = [t, x.tolist(), u.tolist(), h]
+        if self.unit is not None:                    # (t, x, u, h_guess, more arrays of the unit's)
+            t, x, u, h, *more = self.unit
+            unit = [t, x.tolist(), u.tolist(), h, *(m.tolist() for m in more)]
         return {"format": FORMAT, "model": self.model, "mode": self.mode,
                 "params": list(self.params), "t0": self.t0,
                 "inputs": None if self.inputs is None else self.inputs.tolist(), "unit": unit,
@@ -40,9 +40,9 @@ class Snapshot:
             raise ValueError("not a serialized TITOP FMU state")
         unit = d["unit"]
         if unit is not None:
-            t, x, u, h = unit
+            t, x, u, h, *more = unit
             unit = (float(t), np.array(x, dtype=float), np.array(u, dtype=float),
-                    None if h is None else float(h))
+                    None if h is None else float(h), *(np.array(m, dtype=float) for m in more))
         tolerance = d.get("tolerance")
         return cls(d["model"], d["mode"], d["params"], d["t0"], d["inputs"], unit,
                    None if tolerance is None else float(tolerance))

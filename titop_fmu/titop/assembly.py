@@ -36,9 +36,10 @@ from ..cosim.systemfile import from_dict
 from ..errors import ConnectionError_
 from ..fmu import catalog
 from ..fmu.catalog import Interface, Param, ScalarVar
-from ..unit import IntegratedUnit
-from .monolithic import twin, twin_and_warnings
-from .records import Entry, Records, inertial
+from .assembly_unit import AssemblyUnit, ClosedLoopUnit
+from .closedloop import ClosedLoop
+from .monolithic import is_closed_loop, twin, twin_and_warnings
+from .records import Records
 
 #: the parent port of a sub-assembly, named as a block's
 ROOT_PORT = "p"
@@ -70,9 +71,10 @@ class AssemblyInterface(Interface):
     """An :class:`~titop_fmu.fmu.catalog.Interface` whose unit is a whole system."""
 
     system: dict = field(default=None, repr=False)      # the system file (systemfile.to_dict)
-    units: tuple = ()                                    # (unit name, model identifier)
+    units: tuple = ()                                    # (unit name, model identifier) of the TITOP units
     inputs: tuple = ()                                   # Port
     outputs: tuple = ()                                  # Port
+    closed: bool = False                                 # time signals or control units: a ClosedLoop
 
     def cosystem(self, scalars) -> CoSystem:
         """The system with the parameter values ``scalars`` (in :attr:`param_scalars` order)."""
@@ -84,74 +86,22 @@ class AssemblyInterface(Interface):
         return cs
 
     def make_unit(self, scalars) -> tuple:
-        """``(AssemblyUnit, [warning messages])``; :class:`ParameterError` naming the FMI
-        parameter (``balloon.mass``) if one is invalid."""
+        """``(AssemblyUnit or ClosedLoopUnit, [warning messages])``; :class:`ParameterError`
+        naming the FMI parameter (``balloon.mass``) if one is invalid."""
         cs = self.cosystem(scalars)
-        system, messages = twin_and_warnings(cs)
         v = self.values(scalars)
-        unit = AssemblyUnit(system, self.inputs, self.outputs, rtol=catalog.positive("rtol", v["rtol"]),
-                            atol=catalog.positive("atol", v["atol"]), records=Records(cs))
-        return unit, messages
+        tolerances = catalog.positive("rtol", v["rtol"]), catalog.positive("atol", v["atol"])
+        if self.closed:
+            loop = ClosedLoop(cs)
+            return ClosedLoopUnit(loop, self.inputs, self.outputs, *tolerances, records=self.records(cs, loop)), \
+                loop.warnings
+        system, messages = twin_and_warnings(cs)
+        return AssemblyUnit(system, self.inputs, self.outputs, *tolerances, records=Records(cs)), messages
 
-
-class AssemblyUnit(IntegratedUnit):
-    """The monolithic twin of a system as a unit: inputs are the :class:`Port` s ``inputs``
-    (constant inputs of the twin, set before every evaluation when they changed), outputs the
-    :class:`Port` s ``outputs``, the states all the twin's states."""
-
-    def __init__(self, system, inputs, outputs, rtol=TOLERANCES[0].default, atol=TOLERANCES[1].default,
-                 name="assembly", type=None, records: Records | None = None):
-        self.system = system
-        self._in_ports = [(f"{p.unit}.{p.port}", p.size) for p in inputs]
-        entries = {e.ref: e for e in records.entries} if records is not None else {}
-        self._out_ports = [(entries[p.record] if p.record else (p.unit, p.port),
-                            slice(None) if p.component is None else [p.component]) for p in outputs]
-        self._pushed = None
-        self._blocks = list(system.blocks.items())
-        super().__init__({p.name: p.size for p in inputs}, {p.name: p.size for p in outputs}, rtol, atol,
-                         name, type)
-
-    def _sync(self):
-        """Give the twin the current inputs (its constant inputs) if they changed."""
-        if self._pushed is not None and np.array_equal(self._pushed, self.u):
-            return
-        k = 0
-        for ref, size in self._in_ports:
-            self.system.set_input(ref, self.u[k:k + size])
-            k += size
-        self._pushed = self.u.copy()
-
-    def _initial_state(self):
-        self._sync()
-        return self.system.initial_state()
-
-    def _project(self, x):
-        x = x.copy()
-        for name, block in self._blocks:
-            s = self.system.state_slice(name)
-            x[s] = block.project_state(x[s])
-        return x
-
-    def _derivative_function(self):
-        self._sync()
-        rhs, t = self.system.rhs, self.t
-        return lambda x: rhs(t, x)
-
-    def _evaluate_outputs(self):
-        self._sync()
-        outs = self.system.outputs(self.x)
-        return np.concatenate([(inertial_output(src, outs, self.system.values) if isinstance(src, Entry)
-                                else np.atleast_1d(outs[src[0]][src[1]]))[sel] for src, sel in self._out_ports]
-                              or [np.zeros(0)])
-
-
-def inertial_output(entry: Entry, outs: dict, inputs: dict) -> np.ndarray:
-    """An inertial output of an assembly, from its system's outputs ``outs`` and constant inputs
-    ``inputs`` at the current states: the body's motion vector at its port point ``P``, in its
-    frame (:class:`~.records.BodyMotion`: a base's ``p.m``, or its block's kinematics at its
-    parent's motion and its joint state), then the quantity of :func:`~.records.inertial` (a
-    point's position or velocity in ``R_i``, the DCM, the Euler angles), every component."""
-    return inertial(entry.quantity, entry.motion(outs, inputs), entry.PX)
+    @staticmethod
+    def records(cs: CoSystem, loop=None) -> Records:
+        """The record entries of ``cs`` (of its :class:`ClosedLoop` ``loop``, if one)."""
+        return Records(cs) if loop is None else Records(cs, loop.types)
 
 
 def model_identifier(name: str) -> str:
@@ -174,14 +124,16 @@ def _unit_params(name, model, values) -> list:
 
 
 def assembly_interface(system: dict, model_id: str) -> AssemblyInterface:
-    """The FMI interface of the system ``system`` (the content of a system file, TITOP
-    units only) as one FMU ``model_id``; :class:`ConnectionError_` if it has no twin."""
+    """The FMI interface of the system ``system`` (the content of a system file: TITOP units,
+    control units, time signals) as one FMU ``model_id``; :class:`ConnectionError_` if it has
+    no twin (or no :class:`ClosedLoop`)."""
     cs, _ = from_dict(system, model_id)
-    s = twin(cs)                                  # checks: TITOP units, links only
-    units = tuple((n, spec.model) for n, spec in cs.units.items())
+    loop = ClosedLoop(cs) if is_closed_loop(cs) else None
+    s = twin(cs) if loop is None else loop.plant          # checks: TITOP units, links (and control units)
+    fed = set() if loop is None else loop.fed_ports
+    units = tuple((n, spec.model) for n, spec in cs.units.items() if n in s.blocks)
     kind = {n: catalog.parse_identifier(m)[0] for n, m in units}
-    params = tuple(q for n, spec in cs.units.items() for q in _unit_params(n, spec.model, spec.parameters)) \
-        + TOLERANCES
+    params = tuple(q for n, m in units for q in _unit_params(n, m, cs.units[n].parameters)) + TOLERANCES
     linked = {(link.child, link.parent_port) for link in s.links} | \
              {(link.parent, link.child_port) for link in s.links}
     free_parents = [(n, p) for n, b in s.blocks.items() for p in b.parent_ports if (n, p) not in linked]
@@ -191,7 +143,7 @@ def assembly_interface(system: dict, model_id: str) -> AssemblyInterface:
         return f"{ROOT_PORT}.{port[2:]}" if (unit, port[:1]) == root else f"{unit}.{port}"
 
     starts = {}
-    for ref, value in cs.inputs.items():
+    for ref, value in (cs.inputs if loop is None else loop.constants).items():
         unit, _, var = ref.partition(".")
         port, k = port_of(var)
         if k:
@@ -201,16 +153,20 @@ def assembly_interface(system: dict, model_id: str) -> AssemblyInterface:
     inputs, outputs = [], []
     for n, b in s.blocks.items():
         for port, size in b.inputs.items():
-            if (n, port.rpartition(".")[0]) not in linked:
+            if (n, port.rpartition(".")[0]) not in linked and (n, port) not in fed:
                 inputs.append(Port(fmi_name(n, port), n, port, size))
         outputs += [Port(fmi_name(n, f"{pp}.w"), n, f"{pp}.w", 6) for pp in b.parent_ports if (n, pp) not in linked]
         outputs += [Port(fmi_name(n, f"{c}.m"), n, f"{c}.m", 18) for c in b.child_ports if (n, c) not in linked]
-    known = {(p.unit, p.port) for p in inputs}
-    stray = sorted({f"{u}.{p}" for u, p, _ in starts if (u, p) not in known})
+    known = {(p.unit, p.port) for p in inputs} | fed
+    stray = sorted({f"{u}.{p}" for u, p, _ in starts if u in s.blocks and (u, p) not in known})
     if stray:
         raise ConnectionError_(f"{model_id}: constant input(s) {stray} are not free inputs of the system")
+    controls = {} if loop is None else {n.name: loop.types[n.name] for n in loop.nodes}
+    for n, t in controls.items():                  # a control unit's port that nothing feeds: a setpoint
+        inputs += [Port(f"{n}.{port}", n, port, len(names)) for port, names in t.ports("input").items()
+                   if (n, port) not in fed]
     taken = {name for p in outputs for name in port_names({p.name: p.size})}       # the FMI scalars
-    records = Records(cs)
+    records = AssemblyInterface.records(cs, loop)
     for e in records.entries:     # each recorded scalar once: a free port's, or listed twice, is there
         new = [(k, label) for k, label in zip(e.select, e.labels) if label not in taken]
         taken.update(label for _, label in new)
@@ -228,6 +184,9 @@ def assembly_interface(system: dict, model_id: str) -> AssemblyInterface:
                 variables += [ScalarVar(name, "output", "Real", None, *inertial_vars[name])
                               for name in port_names({p.name: p.size})]
                 continue
+            if p.unit in controls:
+                variables += _control_variables(p, causality, controls[p.unit], starts)
+                continue
             b = s.blocks[p.unit]
             size = (b.inputs if causality == "input" else b.outputs_spec)[p.port]
             scalars = catalog.port_variables(kind[p.unit], p.port, size, causality)
@@ -241,12 +200,25 @@ def assembly_interface(system: dict, model_id: str) -> AssemblyInterface:
     scalars = tuple((name, i, index, default, unit)
                     for i, q in enumerate(params) for name, index, default, unit in q.scalars())
     description = (f"TITOP assembly {model_id}: {len(units)} units "
-                   f"({', '.join(f'{n} {m}' for n, m in units)}), the loop solved exactly inside")
+                   f"({', '.join(f'{n} {m}' for n, m in units)}), the loop solved exactly inside"
+                   + (f", closed by {', '.join(f'{n} {t.name}' for n, t in controls.items())}" if controls else "")
+                   + (", driven by time signals" if loop is not None and loop.signals else ""))
     return AssemblyInterface(
         "assembly", 0, model_id, description, params, scalars,
         tuple(v.name for v in variables if v.causality == "input"),
         tuple(v.name for v in variables if v.causality == "output"), tuple(variables),
-        system=system, units=units, inputs=tuple(inputs), outputs=tuple(outputs))
+        system=system, units=units, inputs=tuple(inputs), outputs=tuple(outputs), closed=loop is not None)
+
+
+def _control_variables(p: Port, causality: str, t, starts: dict) -> list:
+    """The FMI variables of a control unit's port ``p`` (in the assembly): no unit (the block's
+    signals are the user's), an input's start value the constant it was given (or 0)."""
+    scalars = t.scalars(p.port, causality)
+    if p.component is not None:
+        return [ScalarVar(p.name, causality, "Real", None, None, f"{p.unit}: {scalars[p.component]} ({t.name})")]
+    return [ScalarVar(n, causality, "Real", starts.get((p.unit, p.port, k), 0.0) if causality == "input" else None,
+                      None, f"{p.unit}: {s} ({t.name})")
+            for k, (n, s) in enumerate(zip(port_names({p.name: p.size}), scalars))]
 
 
 def random_parameters(iface: AssemblyInterface, rng) -> list:

@@ -84,21 +84,23 @@ class ClosedLoop:
         types.update(FileUnits().unit_types(_only(view, [n for n in view.units if n not in types])))
         self.types = types
         constants, self.signals = resolve(view, types)
+        self.constants = constants              # the constant inputs, {ref: value}
         plant_cs = _only(view, titop)
         plant_cs.links = list(view.links)
         plant_cs.inputs = {r: v for r, v in constants.items() if r.partition(".")[0] in titop}
-        # the plant's inputs fed by signals and blocks exist as arrays the kernel reads
-        fed = {(n, port_of(s)[0]) for n, s in self.signals if n in titop}
         links = {(a, b) for c, p in view.links for a, b in ((f"{c}.m", f"{p}.m"), (f"{p}.w", f"{c}.w"))}
         self.wires = [(src, dst) for src, dst in view.connections if (src, dst) not in links]
-        for src, dst in self.wires:
-            unit = dst.partition(".")[0]
-            if unit in titop:
-                fed.add((unit, port_of(dst.partition(".")[2])[0]))
-        for unit, port in fed:
-            ref = f"{unit}.{port}"
-            if ref not in plant_cs.inputs:
-                plant_cs.inputs[ref] = [0.0] * len(types[unit].scalars(port, "input"))
+        #: the input ports (unit, port) a signal or a connection feeds, of every unit
+        self.fed_ports = {(n, port_of(s)[0]) for n, s in self.signals} | \
+            {(dst.partition(".")[0], port_of(dst.partition(".")[2])[0]) for _, dst in self.wires}
+        # every input port of the plant not linked exists as an array the kernel reads (zero where
+        # nothing is given): those signals and blocks feed, those an exported FMU's host sets
+        given = {(r.partition(".")[0], port_of(r.partition(".")[2])[0]) for r in plant_cs.inputs}
+        linked = {dst for _, dst in links}
+        for unit in titop:
+            for port, names in types[unit].ports("input").items():
+                if f"{unit}.{port}" not in linked and (unit, port) not in given:
+                    plant_cs.inputs[f"{unit}.{port}"] = [0.0] * len(names)
         self.plant, self.warnings = twin_and_warnings(_expanded(plant_cs, types), solver)
         self.plan = self.plant.plan()
         self._layout()
@@ -149,6 +151,7 @@ class ClosedLoop:
             nx, nd = nx + block.n_x, nd + len(block.d0())
         self.n_x, self.n_d = nx, nd
         node = {n.name: n for n in self.nodes}
+        self._fed = {n.name: set() for n in self.nodes}          # their input scalars fed so far
         self.plant_reads, self.constant_slots = {}, []           # V slot -> plant output index; constants
         self.plant_feeds = []                                    # (array, component, V slot)
 
@@ -179,6 +182,11 @@ class ClosedLoop:
                     s = slot(("const", unit, i))
                     self.constant_slots.append((s, float(v)))
                     self._feed(unit, i, s, node, titop)
+        for n in self.nodes:         # an input nothing feeds (an exported FMU's host sets it): a constant 0
+            for i in set(self.types[n.name].input_names) - self._fed[n.name]:
+                s = slot(("const", n.name, i))
+                self.constant_slots.append((s, 0.0))
+                self._feed(n.name, i, s, node, titop)
         self.n_values = len(slots)
         self.acceleration_slots = {s for s, k in self.plant_reads.items()
                                    if acceleration_level(*_port_component(self._plant_name(k)))}
@@ -195,6 +203,7 @@ class ClosedLoop:
         else:
             n = node[unit]
             n.u[self.types[unit].input_index[scalar]] = s
+            self._fed[unit].add(scalar)
 
     def _order(self):
         """The blocks in the order of their direct feedthrough, with the plant's
@@ -326,10 +335,14 @@ class ClosedLoop:
 
     def events(self, stop: float) -> np.ndarray:
         """The events in ``(0, stop]``: signals' breakpoints and blocks' sample instants."""
-        times = [s.breakpoints(0.0, stop) for _, s in self.signal_slots]
-        times += [n.block.samples(0.0, stop) for n in self.nodes if n.block.discrete]
+        return self.events_in(0.0, stop)
+
+    def events_in(self, t0: float, t1: float) -> np.ndarray:
+        """The events in ``(t0, t1]``, sorted."""
+        times = [s.breakpoints(t0, t1) for _, s in self.signal_slots]
+        times += [n.block.samples(t0, t1) for n in self.nodes if n.block.discrete]
         times = np.unique(np.concatenate(times + [np.zeros(0)]))
-        return times[(times > 0) & (times <= stop)]
+        return times[(times > t0) & (times <= t1)]
 
     # -- simulation ---------------------------------------------------------------------------
     def simulate(self, t_stop: float, dt: float = 0.01, rtol: float = 1e-11, atol: float = 1e-11,
@@ -344,7 +357,8 @@ class ClosedLoop:
         grid = output_grid(t_stop, dt)
         Y = self.initial_state()
         d = self.update(0.0, Y, self.initial_discrete())
-        bounds = np.unique(np.concatenate([[0.0], self.events(grid[-1]), [grid[-1]]]))
+        events = self.events(grid[-1])
+        bounds = np.unique(np.concatenate([[0.0], events, [grid[-1]]]))
         rows, nfev, h, start = [], 0, None, time.perf_counter()
         bar = _bar(progress, grid[-1])
         try:
@@ -397,19 +411,25 @@ class ClosedLoop:
 
     def outputs_of(self, t, Y, d, records: Records, piece=(-np.inf, np.inf)) -> np.ndarray:
         """The values of the entries of ``records`` at ``t``, the states ``Y`` and ``d``."""
+        outs = {n: {p: v.reshape(1, -1) for p, v in ports.items()}
+                for n, ports in self.port_values(t, Y, d, piece).items()}
+        return records.table(outs, 1, self.plant.values)[0]
+
+    def port_values(self, t, Y, d, piece=(-np.inf, np.inf)) -> dict:
+        """``{unit: {output port: values}}`` of every unit at ``t`` (in the piece ``piece``), the
+        states ``Y`` and ``d``: the plant's outputs, the control units' outputs."""
         _, V, out = self.evaluate(t, Y, d, piece, derivatives=False)
         outs = {}
         for n in self.plan.order:
             start = self._block_start[n]
             for port, size in self.plant.blocks[n].outputs_spec.items():
-                outs.setdefault(n, {})[port] = out[start:start + size].reshape(1, -1)
+                outs.setdefault(n, {})[port] = out[start:start + size]
                 start += size
         for node in self.nodes:
             t_out = self.types[node.name]
             for port, names in t_out.ports("output").items():
-                idx = [t_out.output_index[o] for o in names]
-                outs.setdefault(node.name, {})[port] = V[node.y[idx]].reshape(1, -1)
-        return records.table(outs, 1, self.plant.values)[0]
+                outs.setdefault(node.name, {})[port] = V[node.y[[t_out.output_index[o] for o in names]]]
+        return outs
 
     @property
     def state_names(self) -> list:

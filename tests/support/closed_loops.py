@@ -1,0 +1,95 @@
+"""Closed-loop systems of the tests (time signals, control units, sensors), written into a
+folder as system files: a spin-up-driven hub with a pendulum and a table-driven torque on a
+free body (tests/control/systems/), a pendulum on a joint held by a discrete controller (its
+measurements from outputs or sensor units, its matrices in the file or a .mat) or by a PID
+with limits."""
+
+from pathlib import Path
+
+SYSTEMS = Path(__file__).resolve().parents[1] / "control" / "systems"
+
+PENDULUM = """
+links = [["base.c1", "link.p"]]
+record = ["link.joint.q[3]", "link.joint.q[2]", "ctrl.y"]
+{connections}
+
+[units.base]
+model = "imposed_motion_base_c1"
+mass = 5.0
+inertia = [[0.05, 0, 0], [0, 0.05, 0], [0, 0, 0.05]]
+com = [0, 0, 0]
+"c1.r" = [0, 0, 0]
+
+[units.link]
+model = "revolute_c0"
+mass = 2.0
+inertia = [[0.17, 0, 0], [0, 0.01, 0], [0, 0, 0.17]]
+com = [0, -0.5, 0]
+axis = [0, 0, 1]
+q0 = "40 deg"
+
+{controller}
+
+[inputs]
+"base.p.a" = [0, 0, 0, 0, 0, 0]
+"""
+#: the pendulum about its hinge: J q'' = tau - m g l sin q
+J, MGL = 0.17 + 2.0 * 0.25, 2.0 * 9.81 * 0.5
+
+DISCRETE = """
+[units.ctrl]
+model = "state_space"
+A = [[1.0]]
+B = [[0.01, 0.0]]
+C = [[-3.0]]
+D = [[-12.0, -2.5]]
+sample_time = 0.01
+"""
+MEASURED = 'connections = [["link.joint.q[3]", "ctrl.u[1]"], ["link.joint.q[2]", "ctrl.u[2]"], ["ctrl.y", "link.joint.tau"]]'
+SENSORS = """
+[units.angle]
+model = "sensor"
+of = "link.joint.q[3]"
+
+[units.rate]
+model = "sensor"
+of = "link.joint.q[2]"
+"""
+SENSED = 'connections = [["angle.y", "ctrl.u[1]"], ["rate.y", "ctrl.u[2]"], ["ctrl.y", "link.joint.tau"]]'
+PID = '[units.err]\nmodel = "sum"\nsigns = [1, -1]\n\n' \
+      '[units.ctrl]\nmodel = "pid"\nkp = 20\nki = 15\nkd = 3\ntf = 0.05\nlimits = [-6, 6]\n'
+PID_WIRES = 'connections = [["err.y", "ctrl.u"], ["link.joint.q[3]", "err.u2"], ["ctrl.y", "link.joint.tau"]]'
+
+
+def pendulum(folder, controller, connections, name="p.toml", inputs="") -> Path:
+    """The pendulum with ``controller`` (units) wired by ``connections``; ``inputs`` more lines
+    of its [inputs]."""
+    path = Path(folder) / name
+    path.write_text(PENDULUM.format(controller=controller, connections=connections)
+                    .replace("[inputs]\n", f"[inputs]\n{inputs}"))
+    return path
+
+
+def system(folder, name) -> Path:
+    """The closed loop ``name`` written in ``folder``: ``spinup``, ``table`` (linear; ``table_hold``),
+    ``discrete`` (measured outputs), ``sensors`` (the same measured by sensor units), ``pid``."""
+    folder = Path(folder)
+    if name == "spinup":
+        return _copy(SYSTEMS / "spinup_pendulum.toml", folder / "spinup.toml")
+    if name.startswith("table"):
+        _copy(SYSTEMS / "torque.csv", folder / "torque.csv")
+        path = _copy(SYSTEMS / "table_torque.toml", folder / f"{name}.toml")
+        path.write_text(path.read_text().replace('"linear"', '"hold"' if name == "table_hold" else '"linear"'))
+        return path
+    if name == "discrete":
+        return pendulum(folder, DISCRETE, MEASURED, "discrete.toml")
+    if name == "sensors":
+        return pendulum(folder, DISCRETE + SENSORS, SENSED, "sensors.toml")
+    if name == "pid":
+        return pendulum(folder, PID, PID_WIRES, "pid.toml", '"err.u1" = "10*deg"\n')
+    raise ValueError(name)
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    dst.write_text(src.read_text())
+    return dst
