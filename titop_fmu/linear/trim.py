@@ -195,27 +195,26 @@ def trim(system, state=None, free=None, fixed=None, tol: float = 1e-10, max_iter
             raise TitopError(f"{name} is both free and fixed")
         y[next(s.start + k - m.start for _, s, m in [*coords.bases, *coords.joints] if m.start <= k < m.stop)] = value
     unknowns = _Unknowns(lin, free, y)
-    rows, row_names = _rows(lin)
-
-    def evaluate(z):
-        y, u = unknowns.state(z)
-        lin.set_inputs(u)
-        r = lin.at(y, outputs=False)
-        return y, r["xdot"][rows], np.hstack([r["A"], r["B"]])[rows]
-    y, names, held, norm, it = solve(evaluate, unknowns, row_names, [b for b, _, _ in lin.coords.bases], free,
-                                     tol, max_iter)
+    y, names, held, norm, it = solve(unknowns, lin, lin, *_rows(lin), free, tol, max_iter)
     return Equilibrium(y, lin, names, held, norm, it)
 
 
-def solve(evaluate, unknowns, row_names, bases, free, tol, max_iter) -> tuple:
+def solve(unknowns, inputs, derivatives, rows, row_names, free, tol, max_iter) -> tuple:
     """``(state, names of the active unknowns, held, residual, iterations)``: Newton's method
-    with a line search on ``evaluate(z) -> (state, conditions, d conditions / d(minimal
-    coordinates, inputs))`` over the ``unknowns`` (:class:`_Unknowns`), the attitudes' neutral
-    directions held; the errors of :func:`trim`."""
+    with a line search on the conditions ``rows`` of the minimal state derivative that
+    ``derivatives.at`` gives (a :class:`Linearizer`'s, or a closed loop's) over the ``unknowns``
+    (:class:`_Unknowns`), the inputs set on ``inputs`` (a :class:`Linearizer`), the attitudes'
+    neutral directions held; the errors of :func:`trim`."""
+
+    def evaluate(z):
+        y, u = unknowns.state(z)
+        inputs.set_inputs(u)
+        r = derivatives.at(y, outputs=False)
+        return y, r["xdot"][rows], np.hstack([r["A"], r["B"]])[rows]
     # the neutral attitude directions: the turns about inertial axes that change no condition
     z = np.zeros(unknowns.size)
     y, R, J = evaluate(z)
-    held = [f"{b}.r (position)" for b in bases if f"{b}.r" not in free]
+    held = [f"{b}.r (position)" for b, _, _ in inputs.coords.bases if f"{b}.r" not in free]
     scale = max(1.0, float(np.max(np.abs(J), initial=0.0)))
     E = unknowns.columns(z, y)
     inactive = set()
@@ -315,14 +314,7 @@ def trim_closed_loop(cs, state=None, free=None, tol: float = 1e-10, max_iter: in
     n = plant.coords.n
     rows = np.concatenate([rows, n + np.arange(lin.nc)]).astype(int)
     names = names + [f"d({x})/dt" for x in lin.state_names[n:]]
-
-    def evaluate(z):
-        Y, u = unknowns.state(z)
-        plant.set_inputs(u)
-        r = lin.at(Y, outputs=False)
-        return Y, r["xdot"][rows], np.hstack([r["A"], r["B"]])[rows]
-    Y, active, held, norm, it = solve(evaluate, unknowns, names, [b for b, _, _ in plant.coords.bases], free,
-                                      tol, max_iter)
+    Y, active, held, norm, it = solve(unknowns, plant, lin, rows, names, free, tol, max_iter)
     return ClosedLoopEquilibrium(Y, plant, active, held, norm, it, cs)
 
 
