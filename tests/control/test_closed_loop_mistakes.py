@@ -129,3 +129,12 @@ def test_set_gives_an_input_a_signal_or_refuses_it(tmp_path, capsys):
     assert main(["simulate", str(path), "--stop", "0.4", "--out", str(tmp_path / "p.csv"), "--quiet",
                  "--set", "link.joint.tau=where(t < 0.2, 2, x)"]) == 2
     assert "unknown name 'x'" in one_line(capsys)
+
+
+def test_a_signal_that_is_not_finite_stops_the_run_naming_it(tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text(PENDULUM.format(top="", units="", inputs='"link.joint.tau" = "sqrt(0.25 - t)"'))
+    assert main(["simulate", str(path), "--stop", "0.5", "--out", str(tmp_path / "o.csv"), "--quiet"]) == 2
+    err = one_line(capsys)
+    assert "the signal 'sqrt(0.25 - t)' is nan at t = 0.25" in err, err
+    assert not (tmp_path / "o.csv").exists()

@@ -23,6 +23,7 @@ after it (the right limits).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -257,7 +258,9 @@ class ClosedLoop:
         V = np.zeros(self.n_values)
         ts = within(t, *piece)
         for s, sig in self.signal_slots:
-            V[s] = sig.value(ts)
+            V[s] = v = sig.value(ts)
+            if not math.isfinite(v):
+                raise SolverError(f"the signal {sig.description!r} is {v} at t = {ts:.9g}")
         for s, v in self.constant_slots:
             V[s] = v
         out = None
