@@ -7,6 +7,8 @@ import re
 
 import numpy as np
 
+from .control.blocks import MODELS as CONTROL_MODELS
+from .control.build import PARAMETERS as CONTROL_PARAMETERS
 from .errors import TitopError
 from .fmu import catalog
 from .titop.records import DESCRIPTIONS, POINT_QUANTITIES, QUANTITIES
@@ -14,14 +16,39 @@ from .titop.units import titop_required
 
 
 def listing() -> str:
-    """Every model kind, one line each."""
+    """Every model kind, one line each: the TITOP models, then the control units."""
     rows = [(catalog.model_identifier(k, 0).replace("_c0", "_c<n>"), kind.description)
             for k, kind in catalog.KINDS.items()]
-    w = max(len(r[0]) for r in rows)
+    w = max(len(r[0]) for r in rows + list(CONTROL_MODELS.items()))
     return "\n".join(["TITOP models: <kind>_c<n> has the n child ports c1 .. cn (0 to 64; titop-fmu build makes "
                       "n = 0, 1, 2)", ""]
                      + [f"  {name:<{w}}  {text}" for name, text in rows]
-                     + ["", "titop-fmu models NAME (e.g. revolute_c1) lists its ports and parameters."])
+                     + ["", "Control units (docs/closed-loops.md):", ""]
+                     + [f"  {name:<{w}}  {text}" for name, text in CONTROL_MODELS.items()]
+                     + ["", "titop-fmu models NAME (e.g. revolute_c1, pid) lists its ports and parameters."])
+
+
+def describe_control(model: str) -> str:
+    """The ports and parameters of the control unit ``model``."""
+    ports = {"sum": "u1 .. un in (each of size `size`), y out", "sensor": "y out (what `of` measures)"}
+    params = [f"  {name:<12} {'required' if default is None and name not in OPTIONAL else _shown(default)}"
+              for name, default in CONTROL_PARAMETERS[model].items()]
+    return "\n".join([f"{model}: {CONTROL_MODELS[model]}", "",
+                      f"ports: {ports.get(model, 'u in, y out (their sizes from the parameters)')}", "",
+                      "parameters (required: the unit must give it, or its file; the others have the default "
+                      "shown; docs/closed-loops.md says what each is):"] + params)
+
+
+#: control parameters without a default that a unit may leave out
+OPTIONAL = {"D", "x0", "sample_time", "falling", "tf", "limits", "tt"}
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "(none)"
+    if value == "":
+        return "(a string)"
+    return str(value)
 
 
 def _ranges(values) -> str:
@@ -54,6 +81,8 @@ def _default(value) -> str:
 
 def describe(model_id: str) -> str:
     """The ports, recordable quantities and parameters of the model ``model_id``."""
+    if model_id in CONTROL_MODELS:
+        return describe_control(model_id)
     try:
         iface = catalog.interface_of(model_id)
     except KeyError as e:

@@ -138,3 +138,14 @@ def test_a_signal_that_is_not_finite_stops_the_run_naming_it(tmp_path, capsys):
     err = one_line(capsys)
     assert "the signal 'sqrt(0.25 - t)' is nan at t = 0.25" in err, err
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_models_lists_and_describes_the_control_units(capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "Control units" in out and "  pid " in out and "  sensor " in out
+    assert main(["models", "state_space"]) == 0
+    out = capsys.readouterr().out
+    assert "ports: u in, y out" in out and "  A            required" in out and "sample_time" in out
+    assert main(["models", "pidd"]) == 2
+    assert "unknown model 'pidd' (did you mean 'pid'?)" in one_line(capsys)

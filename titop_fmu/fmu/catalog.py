@@ -26,6 +26,7 @@ import numpy as np
 from ..blocks import (FloatingBase, ImposedMotionBase, LoopClosure, PrismaticBody, RevoluteBody,
                       RigidBody, WeldedBody)
 from ..cosim.names import port_names, structured_names
+from ..control.blocks import MODELS as CONTROL_MODELS
 from ..errors import ParameterError, did_you_mean
 from ..unit import BlockUnit
 
@@ -289,10 +290,11 @@ def unknown_model(model_id) -> str:
     """What an unknown model identifier gets told: the nearest identifiers and every kind."""
     m = re.fullmatch(r".*_c(\d+)", str(model_id))
     counts = [int(m.group(1))] if m else DEFAULT_CHILDREN
-    near = did_you_mean(model_id, dict.fromkeys(model_identifier(k, n) for k in KINDS for n in counts))
+    near = did_you_mean(model_id, [*dict.fromkeys(model_identifier(k, n) for k in KINDS for n in counts),
+                                   *CONTROL_MODELS])
     kinds = ", ".join(f"{k}_c<n>" if KINDS[k].has_children else k for k in KINDS)
-    return (f"unknown model {model_id!r}{near}; models: {kinds} (n: the number of child ports; "
-            "titop-fmu models lists them)")
+    return (f"unknown model {model_id!r}{near}; models: {kinds} (n: the number of child ports); control "
+            f"units: {', '.join(CONTROL_MODELS)} (titop-fmu models lists them)")
 
 
 def parameters(kind: str, n_children: int) -> tuple:
