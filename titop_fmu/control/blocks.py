@@ -46,6 +46,8 @@ class ControlBlock:
     sample_time: float | None = None
     offset = 0.0
     feedthrough = True
+    #: its kind in the C module of the standalone FMUs (``fmu/csrc/control.c``: the enum's name)
+    c_kind = None
 
     @property
     def n_u(self) -> int:
@@ -91,6 +93,10 @@ class ControlBlock:
         """``(A, B, C, D)`` of the block's continuous dynamics about ``(x, u)``: exact for a
         linear block, the local slopes of a saturation."""
         raise NotImplementedError
+
+    def c_data(self) -> list:
+        """Its data as ``fmu/csrc/control.c`` reads it (its kind's comment there)."""
+        return []
 
 
 def _matrix(name, value, ndim=2) -> np.ndarray:
@@ -170,6 +176,11 @@ class StateSpace(ControlBlock):
     def linear(self, t, x, d, u):
         return self.A, self.B, self.C, self.D
 
+    c_kind = "TITOP_STATE_SPACE"
+
+    def c_data(self):
+        return np.concatenate([m.ravel() for m in (self.A, self.B, self.C, self.D)]).tolist()
+
 
 class Gain(ControlBlock):
     """``y = K u``."""
@@ -181,6 +192,11 @@ class Gain(ControlBlock):
 
     def output(self, t, x, d, u):
         return self.K @ u
+
+    c_kind = "TITOP_GAIN"
+
+    def c_data(self):
+        return self.K.ravel().tolist()
 
     def linear(self, t, x, d, u):
         return np.zeros((0, 0)), np.zeros((0, self.n_u)), np.zeros((self.n_y, 0)), self.K
@@ -199,6 +215,11 @@ class Sum(ControlBlock):
 
     def output(self, t, x, d, u):
         return self.signs @ np.reshape(u, (len(self.signs), self.size))
+
+    c_kind = "TITOP_SUM"
+
+    def c_data(self):
+        return self.signs.tolist()
 
     def linear(self, t, x, d, u):
         return (np.zeros((0, 0)), np.zeros((0, self.n_u)), np.zeros((self.n_y, 0)),
@@ -230,6 +251,11 @@ class Saturation(ControlBlock):
     def output(self, t, x, d, u):
         return np.minimum(np.maximum(u, self.lower), self.upper)
 
+    c_kind = "TITOP_SATURATION"
+
+    def c_data(self):
+        return self.lower.tolist() + self.upper.tolist()
+
     def linear(self, t, x, d, u):
         inside = ((u > self.lower) & (u < self.upper)).astype(float)
         return np.zeros((0, 0)), np.zeros((0, self.size)), np.zeros((self.size, 0)), np.diag(inside)
@@ -255,6 +281,11 @@ class RateLimiter(ControlBlock):
 
     def x0(self):
         return np.array([self.y_init])
+
+    c_kind = "TITOP_RATE_LIMITER"
+
+    def c_data(self):
+        return [self.rising, self.falling, self.Td]
 
     def output(self, t, x, d, u):
         return x.copy()
@@ -301,6 +332,11 @@ class PID(ControlBlock):
         self.n_x = 2
         self.feedthrough = bool(self.kp or self.kd)
 
+    c_kind = "TITOP_PID"
+
+    def c_data(self):
+        return [self.kp, self.ki, self.kd, self.tf, float(self.lower[0]), float(self.upper[0]), self.tt]
+
     def _v(self, x, e):
         return self.kp * e + x[0] + (self.kd * (e - x[1]) / self.tf if self.kd else 0.0)
 
@@ -340,6 +376,8 @@ class ZOH(ControlBlock):
     def d0(self):
         return np.zeros(self.size)
 
+    c_kind = "TITOP_ZOH"
+
     def output(self, t, x, d, u):
         return d.copy()
 
@@ -372,6 +410,11 @@ class Sensor(ControlBlock):
 
     def d0(self):
         return np.zeros(self.size) if self.discrete else np.zeros(0)
+
+    c_kind = "TITOP_SENSOR"
+
+    def c_data(self):
+        return self.bias.tolist() + self.noise.tolist()
 
     def output(self, t, x, d, u):
         return d.copy() if self.discrete else np.asarray(u, dtype=float) + self.bias
