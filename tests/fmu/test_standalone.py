@@ -314,7 +314,7 @@ def test_the_compiled_objects_are_kept_and_reused(tmp_path, monkeypatch):
     assert builds[0] == 2 * len(platforms) and builds[1] == builds[0]          # compiled once, then reused
     for platform in platforms:
         objects = sorted(p.name for p in (tmp_path / "first" / platform).glob("*.o"))
-        assert objects == ["fmi2.o", "format.o", "kernel_dual.o", "tree.o"]
+        assert objects == ["control.o", "fmi2.o", "format.o", "kernel_dual.o", "tree.o"]
         for o in objects:
             assert (tmp_path / "first" / platform / o).read_bytes() == (tmp_path / "second" / platform / o).read_bytes()
     sources = standalone.source_files()

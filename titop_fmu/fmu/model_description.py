@@ -299,7 +299,7 @@ def add_model_exchange(root: Element, states, out_on_x, dx_on_x, dx_on_u, x0_on_
     me = Element("ModelExchange", dict(flags, completedIntegratorStepNotNeeded="true"))
     root.insert(list(root).index(cosim), me)
     root.set("numberOfEventIndicators", "0")
-    _add_units(root.find("UnitDefinitions"), [u for _, unit, der_unit, _ in states for u in (unit, der_unit)])
+    _add_units(root.find("UnitDefinitions"), [u for _, unit, der_unit, _ in states for u in (unit, der_unit) if u])
     model_vars = root.find("ModelVariables")
     svs = list(model_vars)
     index = {sv.get("name"): k + 1 for k, sv in enumerate(svs)}
@@ -312,12 +312,12 @@ def add_model_exchange(root: Element, states, out_on_x, dx_on_x, dx_on_u, x0_on_
     for k, (name, unit, der_unit, description) in enumerate(states):
         sv = SubElement(model_vars, "ScalarVariable", name=name, valueReference=str(n + k), description=description,
                         causality="local", variability="continuous", initial="calculated")
-        SubElement(sv, "Real", unit=unit)
+        SubElement(sv, "Real", {"unit": unit} if unit else {})
     for k, (name, unit, der_unit, description) in enumerate(states):
         sv = SubElement(model_vars, "ScalarVariable", name=f"der({name})", valueReference=str(n + len(states) + k),
                         description=f"derivative of {name}", causality="local", variability="continuous",
                         initial="calculated")
-        SubElement(sv, "Real", unit=der_unit, derivative=str(x_idx[k]))
+        SubElement(sv, "Real", dict({"unit": der_unit} if der_unit else {}, derivative=str(x_idx[k])))
 
     def picked(indices, row):
         return [indices[j] for j in np.flatnonzero(row)]

@@ -189,6 +189,7 @@ class ClosedLoop:
                 self.constant_slots.append((s, 0.0))
                 self._feed(n.name, i, s, node, titop)
         self.n_values = len(slots)
+        self.slots = slots                  # ("signal" | "plant" | "out" | "const", unit, scalar) -> its place in V
         self.acceleration_slots = {s for s, k in self.plant_reads.items()
                                    if acceleration_level(*_port_component(self._plant_name(k)))}
 

@@ -31,10 +31,10 @@ from ..errors import TitopError
 from ..fmu import catalog
 from ..fmu.build import describe, validate
 from ..fmu.model_description import N_PARAMETER_SETS, add_model_exchange, measure_dependencies
-from ..fmu.standalone import (OPTIONS, OUTPUT_QUANTITIES, Compiler, block_spec, c_table, compilers,
+from ..fmu.standalone import (OPTIONS, OUTPUT_QUANTITIES, TITOP_VALUE, Compiler, block_spec, c_table, compilers,
                                first_scalars, package)
 from .assembly import AssemblyInterface, random_parameters
-from .records import Records
+from .loop_table import inertial_source, loop_table
 
 
 def _twin(iface: AssemblyInterface):
@@ -47,7 +47,8 @@ def _twin(iface: AssemblyInterface):
 def state_variables(iface: AssemblyInterface) -> list:
     """The system's continuous states as ``(name, unit, unit of the derivative, description)``,
     in the kernel's order, named as a block FMU names them (:func:`catalog.state_variables`)
-    under their unit: ``<unit>.x.<state>`` (``balloon.x.q_w``, ``pendulum1.x.q``)."""
+    under their unit: ``<unit>.x.<state>`` (``balloon.x.q_w``, ``pendulum1.x.q``); then a closed
+    loop's control units' states, ``<unit>.x[k]`` (no unit: the user's signals)."""
     unit, plan = _twin(iface)
     kind = {n: catalog.parse_identifier(m)[0] for n, m in iface.units}
     out = []
@@ -56,6 +57,9 @@ def state_variables(iface: AssemblyInterface) -> list:
         half = len(variables) // 2                                 # the states, then their derivatives
         out += [(f"{n}.{x.name}", x.unit, dx.unit, f"{n}: {x.description}")
                 for x, dx in zip(variables[:half], variables[half:])]
+    for node in getattr(unit, "loop", None) and unit.loop.nodes or ():
+        out += [(f"{node.name}.x[{k + 1}]", None, None, f"{node.name}: state {k + 1} of the "
+                 f"{unit.loop.types[node.name].name}") for k in range(node.block.n_x)]
     return out
 
 
@@ -70,6 +74,11 @@ def assembly_table(iface: AssemblyInterface, guid: str) -> str:
     for p in iface.inputs:
         position[(p.unit, p.port)] = k
         k += p.size
+    loop, internal = getattr(unit, "loop", None), []         # a closed loop: the kernel's inputs it feeds
+    for (n, port), values in (loop.plant.values.items() if loop else ()):
+        if (n, port) not in position:
+            position[(n, port)] = k + len(internal)
+            internal += list(values)
     blocks = []
     for n in plan.order:
         b = system.blocks[n]
@@ -89,19 +98,21 @@ def assembly_table(iface: AssemblyInterface, guid: str) -> str:
         for port, size in system.blocks[n].outputs_spec.items():
             source[(n, port)] = k
             k += size
-    entries = {e.ref: e for e in Records(iface.cosystem(iface.defaults())).entries}
+    entries = {e.ref: e for e in iface.records(iface.cosystem(iface.defaults()), loop).entries}
     missing = [e.ref for e in entries.values() if e.quantity is not None and e.quantity not in OUTPUT_QUANTITIES]
     if missing:
         raise TitopError(f"record {missing[0]!r}: a point's acceleration is not an output of the standalone "
                          "assembly FMU yet (export the pythonfmu kind, --fmu-kind pythonfmu, or record the "
                          "accelerations of the motion vectors, p.m[1..6])")
+    table = None if loop is None else loop_table(loop, position, internal, len(iface.input_names), index, first.get)
     outputs = []                                  # TitopOutput (model.h)
     for p in iface.outputs:
         components = range(p.size) if p.component is None else [p.component]
         if p.record:                              # an inertial quantity of a body (records.inertial)
-            e = entries[p.record]
-            point = -1 if e.point in (None, "p") else first[f"{e.unit}.{'com' if e.point == 'com' else e.point + '.r'}"]
-            outputs += [(OUTPUT_QUANTITIES[e.quantity], c, index[e.unit], point) for c in components]
+            outputs += [inertial_source(entries[p.record], c, index, first.get) for c in components]
+        elif p.unit not in system.blocks:         # a control unit's output: a value of the loop
+            names = loop.types[p.unit].scalars(p.port, "output")
+            outputs += [(TITOP_VALUE, loop.slots[("out", p.unit, names[c])], -1, -1) for c in components]
         else:
             outputs += [(OUTPUT_QUANTITIES[None], source[(p.unit, p.port)] + c, -1, -1) for c in components]
     states = state_variables(iface)
@@ -109,9 +120,9 @@ def assembly_table(iface: AssemblyInterface, guid: str) -> str:
         [(name, "Real", "local", None) for name, *_ in states] + \
         [(f"der({name})", "Real", "local", None) for name, *_ in states]
     return c_table(iface.model_identifier, guid, iface.description, variables, iface.n_params,
-                   len(iface.input_names), len(iface.output_names), blocks, plan.n_states,
+                   len(iface.input_names), len(iface.output_names), blocks, len(states),
                    (first["rtol"], first["atol"]), check_order=[index[n] for n, _ in iface.units],
-                   n_kernel_outputs=k, outputs=outputs, derivatives=False, model_exchange=True)
+                   n_kernel_outputs=k, outputs=outputs, derivatives=False, model_exchange=True, loop=table)
 
 
 def state_structure(iface: AssemblyInterface, n_sets: int = N_PARAMETER_SETS, seed: int = 0) -> tuple:

@@ -15,7 +15,8 @@
  * - inputs are checked finite (all or nothing); outputs are computed on demand with direct
  *   feedthrough and kept until an input or the states change.
  * - fmi2DoStep: the kernel's DOPRI5 over the step with the inputs held, at the tolerances
- *   rtol/atol, or at the tolerance of fmi2SetupExperiment when the host defines one.
+ *   rtol/atol, or at the tolerance of fmi2SetupExperiment when the host defines one (a closed
+ *   loop's step split at its events: time signals' breakpoints, discrete controllers' samples).
  * - directional derivatives as titop_fmu.unit.BlockUnit._directional_derivatives computes
  *   them: exact differences along the acceleration-level inputs, central differences along
  *   the twist/pose inputs, Euler-angle outputs wrapped; with the exposed states (a block FMU's
@@ -117,6 +118,7 @@ typedef struct {
     double *unit_params;
     double t, h_guess;           /* h_guess 0: none */
     double *x, *u, *y;           /* states, inputs (also before the unit exists), outputs */
+    double *z;                   /* discrete states (a closed loop's, titop_model_n_discrete) */
     int y_valid;
     int model_exchange;          /* an instance of type fmi2ModelExchange */
     double *xdot;                /* an FMU with Model Exchange: the state derivatives, valid with y */
@@ -194,7 +196,7 @@ static int ensure_unit(Instance *s, const char *fn) {
     titop_model_free(s->model);
     s->model = model;
     memcpy(s->unit_params, s->params, m->n_params * sizeof(double));
-    titop_model_initial_state(model, s->unit_params, s->x);
+    titop_model_initial_state(model, s->unit_params, s->t0, s->x, s->z);
     s->t = s->t0;
     s->h_guess = 0.0;
     s->y_valid = 0;
@@ -227,7 +229,7 @@ static int exposes_states(const TitopModelSpec *m) {
 static const double *outputs(Instance *s, const char *fn) {
     if (no_unit(s, fn)) return NULL;
     if (!s->y_valid) {
-        int code = titop_model_outputs(s->model, s->x, s->u, s->y, exposes_states(s->spec) ? s->xdot : NULL);
+        int code = titop_model_outputs(s->model, s->t, s->x, s->z, s->u, s->y, exposes_states(s->spec) ? s->xdot : NULL);
         if (code) {
             kernel_error(s, fn, code);
             return NULL;
@@ -349,6 +351,7 @@ static void free_instance(Instance *s) {
     free(s->u);
     free(s->y);
     free(s->xdot);
+    free(s->z);
     free(s);
 }
 
@@ -367,7 +370,8 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         !(s->params = calloc(m->n_params + 1, sizeof(double))) ||
         !(s->unit_params = calloc(m->n_params + 1, sizeof(double))) ||
         !(s->x = calloc(m->n_states + 1, sizeof(double))) || !(s->u = calloc(m->n_inputs + 1, sizeof(double))) ||
-        !(s->y = calloc(m->n_outputs + 1, sizeof(double))) || !(s->xdot = calloc(m->n_states + 1, sizeof(double)))) {
+        !(s->y = calloc(m->n_outputs + 1, sizeof(double))) || !(s->xdot = calloc(m->n_states + 1, sizeof(double))) ||
+        !(s->z = calloc(titop_model_n_discrete(m) + 1, sizeof(double)))) {
         free_instance(s);
         return NULL;
     }
@@ -555,10 +559,10 @@ NO_VARIABLES(fmi2SetString, String, "String", const fmi2String)
 static double rel_tol(const Instance *s) { return s->tolerance > 0 ? s->tolerance : s->unit_params[s->spec->rtol]; }
 static double abs_tol(const Instance *s) { return s->tolerance > 0 ? s->tolerance : s->unit_params[s->spec->atol]; }
 
-/* a step h from t of the states x with the inputs u held (the unit's do_step); 0 or a kernel code */
-static int step(Instance *s, double *x, const double *u, double *h_guess, double h) {
-    if (!s->spec->n_states) return 0;
-    return titop_model_step(s->model, x, u, h, rel_tol(s), abs_tol(s), h_guess);
+/* a step h from s->t of the states x, z with the inputs u held (the unit's do_step); 0 or a kernel code */
+static int step(Instance *s, double *x, double *z, const double *u, double *h_guess, double h) {
+    if (!s->spec->n_states && !titop_model_n_discrete(s->spec)) return 0;
+    return titop_model_step(s->model, s->t, x, z, u, h, rel_tol(s), abs_tol(s), h_guess);
 }
 
 EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2Real communicationStepSize,
@@ -569,7 +573,7 @@ EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint
     if (!(isfinite(communicationStepSize) && communicationStepSize >= 0))
         return error(s, FN, "invalid communication step size %s", titop_repr(communicationStepSize, r));
     s->t = currentCommunicationPoint;
-    int code = step(s, s->x, s->u, &s->h_guess, communicationStepSize);
+    int code = step(s, s->x, s->z, s->u, &s->h_guess, communicationStepSize);
     if (code) return kernel_error(s, FN, code);
     s->t += communicationStepSize;
     s->y_valid = 0;
@@ -668,12 +672,12 @@ static fmi2Status derivatives(Instance *s, const char *fn, const int *in, size_t
         if (!exact) continue;
         if (!have_y0) {
             for (int i = 0; i < ni; i++) ku[i] = level[i] ? s->u[i] : 0.0;
-            if ((code = titop_model_outputs(s->model, s->x, ku, y0, NULL))) break;
+            if ((code = titop_model_outputs(s->model, s->t, s->x, s->z, ku, y0, NULL))) break;
             have_y0 = 1;
         }
         for (int i = 0; i < ni; i++)
             if (!level[i]) ku[i] = Sj[i];
-        if ((code = titop_model_outputs(s->model, s->x, ku, y1, NULL))) break;
+        if ((code = titop_model_outputs(s->model, s->t, s->x, s->z, ku, y1, NULL))) break;
         for (int r = 0; r < no; r++) dY[j * no + r] = y1[r] - y0[r];
     }
     /* central differences along the twist/pose inputs, Euler angles wrapped */
@@ -688,9 +692,9 @@ static fmi2Status derivatives(Instance *s, const char *fn, const int *in, size_t
         if (smax == 0.0) continue;
         double d = 1e-6 * fmax(1.0, scale) / smax;
         for (int i = 0; i < ni; i++) ku[i] = s->u[i] + d * (level[i] ? Sj[i] : 0.0);
-        if ((code = titop_model_outputs(s->model, s->x, ku, y1, NULL))) break;
+        if ((code = titop_model_outputs(s->model, s->t, s->x, s->z, ku, y1, NULL))) break;
         for (int i = 0; i < ni; i++) ku[i] = s->u[i] - d * (level[i] ? Sj[i] : 0.0);
-        if ((code = titop_model_outputs(s->model, s->x, ku, y0, NULL))) break;
+        if ((code = titop_model_outputs(s->model, s->t, s->x, s->z, ku, y0, NULL))) break;
         for (int r = 0; r < no; r++) {
             double dy = y1[r] - y0[r];
             if (m->angle[r]) dy = wrap(dy);
@@ -785,7 +789,6 @@ EXPORT fmi2Status titopGetTrialSteps(fmi2Component c, fmi2Real currentCommunicat
     BEGIN(titopGetTrialSteps);
     const TitopModelSpec *m = s->spec;
     char r[32];
-    (void)currentCommunicationPoint;
     NOT_NULL(!(nKnown && (!vKnown_ref || !end || (nTrials && !held))) &&
              !(nUnknown && (!vUnknown_ref || (nTrials && !values))), FN);
     if (s->mode != STEP)
@@ -796,8 +799,9 @@ EXPORT fmi2Status titopGetTrialSteps(fmi2Component c, fmi2Real currentCommunicat
     int *in = malloc((nKnown + 1) * sizeof(int)), *out = malloc((nUnknown + 1) * sizeof(int));
     double *x = malloc((m->n_states + 1) * sizeof(double)), *u = malloc((m->n_inputs + 1) * sizeof(double));
     double *y = malloc((m->n_outputs + 1) * sizeof(double));
+    double *z = malloc((titop_model_n_discrete(m) + 1) * sizeof(double)), t = s->t;
     fmi2Status status = fmi2OK;
-    if (!in || !out || !x || !u || !y) status = error(s, FN, "out of memory");
+    if (!in || !out || !x || !u || !y || !z) status = error(s, FN, "out of memory");
     if (!status)
         status = in_out(s, FN, vKnown_ref, nKnown, in, vUnknown_ref, nUnknown, out,
                         "trial steps set inputs and read outputs");
@@ -808,20 +812,25 @@ EXPORT fmi2Status titopGetTrialSteps(fmi2Component c, fmi2Real currentCommunicat
         double h_guess = s->h_guess;
         int code;
         memcpy(x, s->x, m->n_states * sizeof(double));
+        memcpy(z, s->z, titop_model_n_discrete(m) * sizeof(double));
         memcpy(u, s->u, m->n_inputs * sizeof(double));
         for (size_t i = 0; i < nKnown; i++) u[in[i]] = held[j * nKnown + i];
-        if ((code = step(s, x, u, &h_guess, communicationStepSize))) {
+        s->t = currentCommunicationPoint;
+        code = step(s, x, z, u, &h_guess, communicationStepSize);
+        s->t = t;
+        if (code) {
             status = kernel_error(s, FN, code);
             break;
         }
         for (size_t i = 0; i < nKnown; i++) u[in[i]] = end[i];
-        if (nUnknown && (code = titop_model_outputs(s->model, x, u, y, NULL))) {
+        if (nUnknown && (code = titop_model_outputs(s->model, currentCommunicationPoint + communicationStepSize, x, z,
+                                                    u, y, NULL))) {
             status = kernel_error(s, FN, code);
             break;
         }
         for (size_t k = 0; k < nUnknown; k++) values[j * nUnknown + k] = y[out[k]];
     }
-    free(in), free(out), free(x), free(u), free(y);
+    free(in), free(out), free(x), free(u), free(y), free(z);
     return status;
 }
 
@@ -833,15 +842,17 @@ EXPORT fmi2Status titopGetTrialSteps(fmi2Component c, fmi2Real currentCommunicat
 typedef struct {
     int mode, has_unit;
     double t0, tolerance, t, h_guess;
-    double *params, *x, *u;     /* in one block after the struct */
+    double *params, *x, *u, *z;     /* in one block after the struct */
 } State;
 
 static State *new_state(const TitopModelSpec *m) {
-    State *st = calloc(1, sizeof(State) + (2 * m->n_params + m->n_states + m->n_inputs + 1) * sizeof(double));
+    State *st = calloc(1, sizeof(State) + (2 * m->n_params + m->n_states + m->n_inputs + titop_model_n_discrete(m) + 1)
+                              * sizeof(double));
     if (!st) return NULL;
     st->params = (double *)(st + 1);
     st->x = st->params + m->n_params;
     st->u = st->x + m->n_states;
+    st->z = st->u + m->n_inputs;
     return st;
 }
 
@@ -861,6 +872,7 @@ EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *FMUstate) {
     memcpy(st->params, s->params, m->n_params * sizeof(double));
     memcpy(st->x, s->x, m->n_states * sizeof(double));
     memcpy(st->u, s->u, m->n_inputs * sizeof(double));
+    memcpy(st->z, s->z, titop_model_n_discrete(m) * sizeof(double));
     *FMUstate = st;
     return fmi2OK;
 }
@@ -885,6 +897,7 @@ EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate FMUstate) {
         s->t = st->t;
         s->h_guess = st->h_guess;
         memcpy(s->x, st->x, m->n_states * sizeof(double));
+        memcpy(s->z, st->z, titop_model_n_discrete(m) * sizeof(double));
     } else {
         titop_model_free(s->model);
         s->model = NULL;
@@ -906,11 +919,11 @@ EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *FMUstate) {
 
 /* the blob: magic (8), version, GUID length (uint32 each), the GUID, mode, has_unit, the numbers of
    parameters, states and inputs (int32 each), then t0, tolerance, t, h_guess, the parameters, the
-   states and the inputs (doubles); in the machine's byte order */
+   states, the inputs and the discrete states (doubles); in the machine's byte order */
 static size_t header_size(const TitopModelSpec *m) { return 8 + 4 + 4 + strlen(m->guid) + 5 * 4; }
 
 static size_t blob_size(const TitopModelSpec *m) {
-    return header_size(m) + (4 + m->n_params + m->n_states + m->n_inputs) * sizeof(double);
+    return header_size(m) + (4 + m->n_params + m->n_states + m->n_inputs + titop_model_n_discrete(m)) * sizeof(double);
 }
 
 EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate FMUstate, size_t *size) {
@@ -944,7 +957,8 @@ EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate FMUstate, 
     p = put(p, times, sizeof times);
     p = put(p, st->params, m->n_params * sizeof(double));
     p = put(p, st->x, m->n_states * sizeof(double));
-    put(p, st->u, m->n_inputs * sizeof(double));
+    p = put(p, st->u, m->n_inputs * sizeof(double));
+    put(p, st->z, titop_model_n_discrete(m) * sizeof(double));
     return fmi2OK;
 }
 
@@ -984,6 +998,8 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serial
     memcpy(st->x, p, m->n_states * sizeof(double));
     p += m->n_states * sizeof(double);
     memcpy(st->u, p, m->n_inputs * sizeof(double));
+    p += m->n_inputs * sizeof(double);
+    memcpy(st->z, p, titop_model_n_discrete(m) * sizeof(double));
     *FMUstate = st;
     return fmi2OK;
 }
@@ -993,8 +1009,11 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serial
  * An FMU whose model says so (spec->model_exchange: an assembly) also declares Model Exchange.
  * Its continuous states are the monolithic states of the kernel's tree (the variables after the
  * outputs, then their derivatives), the derivatives the kernel's (titop_evaluate: the loop solved
- * exactly), computed with the outputs and kept with them; no event indicators, no events. The
- * host integrates: the quaternion of a base is not normalised after a step as fmi2DoStep does.
+ * exactly), computed with the outputs and kept with them; no event indicators. A closed loop
+ * (its controllers' states among the continuous states) has time events: its signals' breakpoints
+ * and its discrete blocks' samples, given as nextEventTime; fmi2NewDiscreteStates takes the
+ * samples (titop_model_event). The host integrates: the quaternion of a base is not normalised
+ * after a step as fmi2DoStep does.
  * It need not be: the kernel's rotation of a quaternion q is that of q/|q| (dcm_from_quat), so
  * the outputs and every other derivative do not depend on |q|, and dq/dt = 1/2 q (x) [0, w] keeps
  * |q| constant: a drift of |q| under the host's integrator changes nothing else. */
@@ -1017,7 +1036,8 @@ EXPORT fmi2Status fmi2SetTime(fmi2Component c, fmi2Real time) {
     BEGIN_ME(fmi2SetTime);
     char r[32];
     if (!isfinite(time)) return error(s, FN, "the time must be finite, got %s", titop_repr(time, r));
-    s->t = time;                               /* the model is autonomous: nothing else changes */
+    s->t = time;                               /* a closed loop's signals depend on it */
+    s->y_valid = 0;
     return fmi2OK;
 }
 
@@ -1072,7 +1092,13 @@ EXPORT fmi2Status fmi2EnterEventMode(fmi2Component c) {
 EXPORT fmi2Status fmi2NewDiscreteStates(fmi2Component c, fmi2EventInfo *info) {
     BEGIN_ME(fmi2NewDiscreteStates);
     NOT_NULL(info, FN);
-    memset(info, 0, sizeof *info);             /* no discrete state, no event, nothing changed */
+    int code = titop_model_event(s->model, s->t, s->x, s->z, s->u);    /* the samples at t, the next event */
+    if (code) return kernel_error(s, FN, code);
+    double next = titop_model_next_event(s->model, s->z);
+    memset(info, 0, sizeof *info);             /* no iteration, the continuous states unchanged */
+    info->nextEventTimeDefined = isfinite(next);
+    info->nextEventTime = isfinite(next) ? next : 0.0;
+    s->y_valid = 0;
     return fmi2OK;
 }
 

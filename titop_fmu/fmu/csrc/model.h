@@ -19,6 +19,7 @@
 #define TITOP_MODEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* the block kinds of kernel.c */
 enum { TITOP_BASE = 0, TITOP_WELDED = 1, TITOP_REVOLUTE = 2, TITOP_PRISMATIC = 3, TITOP_IMPOSED = 4,
@@ -55,18 +56,83 @@ typedef struct {
 /* the quantities of an FMU output (titop_fmu/titop/records.py): one of the kernel's outputs, or
  * an inertial quantity of a body, a small function of its motion vector at its port P (tree.c:
  * inertial) */
-enum { TITOP_KERNEL_OUTPUT, TITOP_POSITION, TITOP_VELOCITY, TITOP_DCM, TITOP_EULER };
+enum { TITOP_KERNEL_OUTPUT, TITOP_POSITION, TITOP_VELOCITY, TITOP_DCM, TITOP_EULER, TITOP_VALUE };
 
 /* an FMU output: the scalar at position `source` of the kernel's outputs (every block's outputs
  * in turn, in titop_evaluate's order); or the component `source` of an inertial quantity of the
  * body of `block`: the position in R_i of its point X, its velocity [v_X; omega] in R_i (X given
  * by the parameter whose first scalar's value reference is `point`, [PX] in the body frame: com
- * or c<i>.r; -1: X = P), its DCM P_b/i row by row, its 3-2-1 Euler angles */
+ * or c<i>.r; -1: X = P), its DCM P_b/i row by row, its 3-2-1 Euler angles; or (a closed loop)
+ * the value `source` of its value vector (TitopLoop), a control unit's output */
 typedef struct {
-    int quantity;        /* TITOP_KERNEL_OUTPUT .. TITOP_EULER */
+    int quantity;        /* TITOP_KERNEL_OUTPUT .. TITOP_VALUE */
     int source;
     int block, point;    /* an inertial quantity's */
 } TitopOutput;
+
+/* --- closed loops: time signals and control blocks around the tree (an assembly's) ---------- */
+
+/* the kinds of control block (control.c; titop_fmu/control/blocks.py) */
+enum { TITOP_STATE_SPACE, TITOP_GAIN, TITOP_SUM, TITOP_SATURATION, TITOP_RATE_LIMITER, TITOP_PID, TITOP_ZOH,
+       TITOP_SENSOR };
+
+typedef struct {
+    int kind;                /* TITOP_STATE_SPACE .. TITOP_SENSOR */
+    int n_u, n_y, n_x, n_d;  /* inputs, outputs, continuous and discrete states */
+    int x, d;                /* its first continuous state in the model's states, first discrete state */
+    const int *u, *y;        /* where its inputs and outputs are in the loop's value vector */
+    double sample_time, offset;     /* a discrete block's samples offset + k sample_time (0: continuous) */
+    const double *p;         /* its data (control.c) */
+    uint64_t seed;           /* a sensor's noise: its seed and draws (noise.py's C twin), or NULL */
+    double (*gaussian)(uint64_t seed, uint64_t k, int size, int j);
+} TitopControl;
+
+/* a control block's outputs y (control/blocks.py: output), state derivatives xdot (derivative),
+ * discrete states d after its sample k (update), from its states x, d and inputs u */
+void titop_control_output(const TitopControl *c, const double *x, const double *d, const double *u, double *y);
+void titop_control_derivative(const TitopControl *c, const double *x, const double *d, const double *u, double *xdot);
+void titop_control_update(const TitopControl *c, long long k, const double *x, double *d, const double *u);
+
+/* a time signal compiled in (titop_fmu/control/signals.py: Signal.c_code, c_breakpoints) */
+typedef struct {
+    double (*value)(double t);
+    double (*next)(double t, double t1);     /* its first breakpoint in (t, t1], or INFINITY */
+    int slot;                /* where its value is in the value vector */
+    int scanned;             /* its breakpoints are found by sampling (an expression's): in a window */
+} TitopSignal;
+
+/* a closed loop (titop_fmu/titop/closedloop.py, ClosedLoop, whose semantics tree.c follows): the
+ * tree (the plant) closed by control blocks and driven by time signals, their values in one value
+ * vector V. The kernel's inputs are the FMU's, then the loop's own (ports that signals and blocks
+ * feed, constants compiled in). Its states: the tree's, then the blocks' continuous states; its
+ * discrete states (the FMU's, z): the last event met, the end of the piece between events the
+ * states are in (INFINITY: not known), 1 while the samples of the start are not taken, then the
+ * blocks' discrete states. */
+typedef struct {
+    int n_values;                       /* V */
+    int n_signals;
+    const TitopSignal *signals;
+    int n_constants;
+    const int *constants;               /* pairs (slot, position in the kernel's inputs) */
+    int n_reads;
+    const int *read_slots;              /* V slots read from the tree ... */
+    const TitopOutput *reads;           /* ... what each is (a kernel output, an inertial quantity) */
+    int reads_accelerations;            /* a block reads an acceleration: V read again after the tree */
+    int n_feeds;
+    const int *feeds;                   /* pairs (position in the kernel's inputs, slot): the tree's inputs */
+    int n_controls;
+    const TitopControl *controls;
+    int n_order;
+    const int *order;                   /* the blocks by direct feedthrough; -1: the tree */
+    int n_x;                            /* the blocks' continuous states ... */
+    const double *x0;                   /* ... and their initial values */
+    int n_d;                            /* the blocks' discrete states ... */
+    const double *d0;                   /* ... and their values before the first sample */
+    int n_internal;                     /* the kernel's inputs after the FMU's ... */
+    const double *internal;             /* ... their values (a fed port's other scalars' constants) */
+    double near;                        /* an event this close (x max(1, |t|)) to a step's end is met there */
+    double window;                      /* Model Exchange: sampled breakpoints are looked for this far ahead */
+} TitopLoop;
 
 typedef struct {
     const char *model_identifier, *guid;
@@ -87,6 +153,8 @@ typedef struct {
     int max_steps;                      /* integrators.MAX_STEPS */
     int derivatives;                    /* 1: directional derivatives are given */
     int model_exchange;                 /* 1: the FMU also declares Model Exchange */
+    const double *tableau_c;            /* DOPRI5's stage times (integrators.py: _C) */
+    const TitopLoop *loop;              /* a closed loop, or NULL */
 } TitopModelSpec;
 
 extern const TitopModelSpec titop_model_spec;    /* model.c */
@@ -101,11 +169,16 @@ typedef struct TitopModel TitopModel;
 TitopModel *titop_model_new(const TitopModelSpec *spec, const double *par, char *err, size_t n_err,
                             void (*warn)(void *env, const char *message), void *env);
 void titop_model_free(TitopModel *m);
-/* the initial states (spec->n_states) from the parameters par it was built from */
-void titop_model_initial_state(const TitopModel *m, const double *par, double *x);
-/* the outputs y (n_outputs) and the state derivatives xdot (n_states) at the states x and inputs u,
- * either NULL if not wanted; 0, or a kernel code (titop_kernel_message) */
-int titop_model_outputs(TitopModel *m, const double *x, const double *u, double *y, double *xdot);
+/* the number of discrete states z of the model's spec (a closed loop's; 0: none) */
+int titop_model_n_discrete(const TitopModelSpec *spec);
+/* the initial states x (spec->n_states) and discrete states z at the start time t0, from the
+ * parameters par it was built from */
+void titop_model_initial_state(const TitopModel *m, const double *par, double t0, double *x, double *z);
+/* the outputs y (n_outputs) and the state derivatives xdot (n_states) at the time t, states x,
+ * discrete states z and inputs u, either NULL if not wanted; 0, or a kernel code
+ * (titop_kernel_message) */
+int titop_model_outputs(TitopModel *m, double t, const double *x, const double *z, const double *u, double *y,
+                        double *xdot);
 /* the derivatives d [y; xdot] / d [u; x] of the outputs (the kernel's: a block FMU's) and state
  * derivatives with respect to the inputs and states, at the states x and inputs u, along ns
  * seeds (seeds[j * (n_inputs + n_states) + i]) into d[j * (n_outputs + n_states) + r]: exact, the
@@ -113,11 +186,18 @@ int titop_model_outputs(TitopModel *m, const double *x, const double *u, double 
  * of titop_evaluate, or -1 if memory is short */
 int titop_model_derivatives(TitopModel *m, const double *x, const double *u, size_t ns, const double *seeds,
                             double *d);
-/* a communication step h from the states x (replaced) with the inputs u held, the step-size
- * guess *h_guess (0: none) read and replaced: titop_step, then the quaternions of the bases
- * normalised; 0 or a kernel code, x unchanged then */
-int titop_model_step(TitopModel *m, double *x, const double *u, double h, double rtol, double atol,
-                     double *h_guess);
+/* a communication step h from the time t and the states x, z (replaced) with the inputs u held,
+ * the step-size guess *h_guess (0: none) read and replaced: titop_step, then the quaternions of
+ * the bases normalised; a closed loop's split at its events; 0 or a kernel code, x, z unchanged
+ * then */
+int titop_model_step(TitopModel *m, double t, double *x, double *z, const double *u, double h, double rtol,
+                     double atol, double *h_guess);
+/* Model Exchange, in event mode at the time t: a closed loop's samples at t (those of the start,
+ * or of the event that ends its piece), and the next event after t in z (TitopLoop; INFINITY:
+ * none); 0 or a kernel code, z unchanged then */
+int titop_model_event(TitopModel *m, double t, const double *x, double *z, const double *u);
+/* the time of the next event in z (INFINITY: none known) */
+double titop_model_next_event(const TitopModel *m, const double *z);
 /* the message of a kernel code (kernel.py's KernelError); buf has >= 80 chars */
 const char *titop_kernel_message(int code, int max_steps, char *buf);
 

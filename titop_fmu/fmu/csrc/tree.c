@@ -1,7 +1,9 @@
 /* The model of a standalone TITOP FMU (model.h): the kernel's tree of the FMU's blocks,
  * their data computed from the FMI parameters with the Python blocks' checks and messages
  * (titop_fmu/blocks/: body.py, floating_base.py, joints.py, closure.py; the catalog's
- * ext_frame, rtol and atol), the kernel's evaluation and DOPRI5 step.
+ * ext_frame, rtol and atol), the kernel's evaluation and DOPRI5 step; an assembly's tree closed
+ * by control blocks (control.c) and driven by time signals, as titop_fmu/titop/closedloop.py
+ * evaluates it (see "Closed loops" below).
  *
  * kernel.c is included as it is (one translation unit: its spatial algebra serves here too);
  * its tables are laid out as kernel.py's _Tree lays them. */
@@ -26,6 +28,11 @@ struct TitopModel {
     double *ws, *K, *xi;   /* the kernel's workspace, titop_step's scratch */
     int n_par, n_ptr;      /* sizes of par and ptr (the entries set) */
     double *dual;          /* titop_model_derivatives' dual numbers (allocated on first use), or NULL */
+    double *V;             /* a closed loop's value vector */
+    double *d;             /* its discrete states after the samples of the start (scratch) */
+    double *cu, *cy;       /* a control block's inputs and outputs (scratch) */
+    double *xs, *zs;       /* titop_model_step's and titop_model_event's copies of the states */
+    double *PR;            /* per value the loop reads from the tree, the point of an inertial quantity (3) */
 };
 
 /* the forward-mode kernel (kernel_dual.cpp): a dual number is 1 + titop_dual_width() doubles, its
@@ -413,17 +420,29 @@ TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *er
         n_par += n_data(b);
         n_ptr += b->n_children + 4;
     }
+    const TitopLoop *L = s->loop;
+    int n_internal = L ? L->n_internal : 0, n_v = L ? L->n_values : 0, n_d = L ? L->n_d : 0, n_z = 0;
+    int n_io = 0;                                   /* the largest control block's inputs or outputs */
+    for (int k = 0; L && k < L->n_controls; k++)
+        n_io = L->controls[k].n_u > n_io ? L->controls[k].n_u : L->controls[k].n_y > n_io ? L->controls[k].n_y : n_io;
+    n_z = titop_model_n_discrete(s);
     TitopModel *m = calloc(1, sizeof *m);
     if (!m || !(m->ints = calloc(NI * nb + 2 * n_children + 1, sizeof(int))) ||
         !(m->par = calloc(n_par + 1, sizeof(double))) || !(m->ptr = calloc(n_ptr + 1, sizeof(double *))) ||
-        !(m->u = calloc(s->n_inputs + 1, sizeof(double))) || !(m->K = calloc(7 * s->n_states + 1, sizeof(double))) ||
-        !(m->xi = calloc(s->n_states + 1, sizeof(double))) ||
+        !(m->u = calloc(s->n_inputs + n_internal + 1, sizeof(double))) ||
+        !(m->K = calloc(7 * s->n_states + 1, sizeof(double))) || !(m->xi = calloc(s->n_states + 1, sizeof(double))) ||
         !(m->out = calloc(s->n_kernel_outputs + 1, sizeof(double))) ||
-        !(m->PX = calloc(3 * s->n_outputs + 1, sizeof(double))) || !(m->motion = calloc(nb + 1, sizeof(int)))) {
+        !(m->PX = calloc(3 * s->n_outputs + 1, sizeof(double))) || !(m->motion = calloc(nb + 1, sizeof(int))) ||
+        !(m->V = calloc(n_v + 1, sizeof(double))) || !(m->d = calloc(n_d + 1, sizeof(double))) ||
+        !(m->cu = calloc(n_io + 1, sizeof(double))) || !(m->cy = calloc(n_io + 1, sizeof(double))) ||
+        !(m->xs = calloc(s->n_states + 1, sizeof(double))) || !(m->zs = calloc(n_z + 1, sizeof(double))) ||
+        !(m->PR = calloc(3 * (L ? L->n_reads : 0) + 1, sizeof(double)))) {
         titop_model_free(m);
         snprintf(err, n_err, "out of memory");
         return NULL;
     }
+    if (n_internal)
+        memcpy(m->u + s->n_inputs, L->internal, n_internal * sizeof(double));
     m->spec = s;
     m->n_par = n_par;
     for (int k = 0; k < nb; k++) {                  /* the blocks' data, in the order of the checks */
@@ -474,8 +493,12 @@ TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *er
     for (int k = 0; k < nb; k++)                             /* WS.m of each block */
         m->motion[k] = (int)(titop_motion(k, m->ints, m->ws) - m->ws);
     for (int i = 0; i < s->n_outputs; i++)
-        if (s->outputs[i].quantity != TITOP_KERNEL_OUTPUT && s->outputs[i].point >= 0)
+        if (s->outputs[i].quantity != TITOP_KERNEL_OUTPUT && s->outputs[i].quantity != TITOP_VALUE &&
+            s->outputs[i].point >= 0)
             memcpy(m->PX + 3 * i, par + s->outputs[i].point, 3 * sizeof(double));
+    for (int i = 0; L && i < L->n_reads; i++)
+        if (L->reads[i].quantity != TITOP_KERNEL_OUTPUT && L->reads[i].point >= 0)
+            memcpy(m->PR + 3 * i, par + L->reads[i].point, 3 * sizeof(double));
     return m;
 }
 
@@ -494,12 +517,32 @@ void titop_model_free(TitopModel *m)
     free(m->PX);
     free(m->motion);
     free(m->dual);
+    free(m->V);
+    free(m->d);
+    free(m->cu);
+    free(m->cy);
+    free(m->xs);
+    free(m->zs);
+    free(m->PR);
     free(m);
 }
 
-void titop_model_initial_state(const TitopModel *m, const double *par, double *x)
+int titop_model_n_discrete(const TitopModelSpec *s)
+{
+    return s->loop ? 3 + s->loop->n_d : 0;
+}
+
+void titop_model_initial_state(const TitopModel *m, const double *par, double t0, double *x, double *z)
 {
     const TitopModelSpec *s = m->spec;
+    const TitopLoop *L = s->loop;
+    if (L) {                                                     /* ClosedLoop.initial_state, _discrete */
+        memcpy(x + s->n_states - L->n_x, L->x0, L->n_x * sizeof(double));
+        z[0] = t0;
+        z[1] = INFINITY;
+        z[2] = 1.0;
+        memcpy(z + 3, L->d0, L->n_d * sizeof(double));
+    }
     for (int k = 0; k < s->n_blocks; k++) {
         const TitopBlockSpec *b = s->blocks + k;
         double *xb = x + b->state;
@@ -537,16 +580,38 @@ static double inertial(int quantity, const double *m_P, const double *PX, int k)
     return quantity == TITOP_DCM ? P[k] : m_P[15 + k];
 }
 
-int titop_model_outputs(TitopModel *m, const double *x, const double *u, double *y, double *xdot)
+/* one of the tree's values after titop_evaluate: a kernel output, an inertial quantity at PX */
+static double tree_value(const TitopModel *m, const TitopOutput *o, const double *PX)
+{
+    return o->quantity == TITOP_KERNEL_OUTPUT ? m->out[o->source]
+                                              : inertial(o->quantity, m->ws + m->motion[o->block], PX, o->source);
+}
+
+static int loop_evaluate(TitopModel *m, double t, double a, double b, const double *x, const double *d, double *xdot);
+static int loop_update(TitopModel *m, double t, const double *x, double *d);
+
+int titop_model_outputs(TitopModel *m, double t, const double *x, const double *z, const double *u, double *y,
+                        double *xdot)
 {
     const TitopModelSpec *s = m->spec;
+    const TitopLoop *L = s->loop;
+    int code;
     memcpy(m->u, u, s->n_inputs * sizeof(double));
-    int code = titop_evaluate(s->n_blocks, m->ints, m->par, m->ptr, m->ws, x, xdot, y ? m->out : NULL);
+    if (L) {
+        const double *d = z + 3;
+        if (z[2] != 0.0) {                                       /* the samples of the start, not taken yet */
+            memcpy(m->d, d, L->n_d * sizeof(double));
+            if ((code = loop_update(m, t, x, m->d)))
+                return code;
+            d = m->d;
+        }
+        code = loop_evaluate(m, t, z[0], z[1], x, d, xdot);
+    } else {
+        code = titop_evaluate(s->n_blocks, m->ints, m->par, m->ptr, m->ws, x, xdot, y ? m->out : NULL);
+    }
     for (int i = 0; y && i < s->n_outputs && !code; i++) {
         const TitopOutput *o = s->outputs + i;
-        y[i] = o->quantity == TITOP_KERNEL_OUTPUT ? m->out[o->source]
-                                                  : inertial(o->quantity, m->ws + m->motion[o->block], m->PX + 3 * i,
-                                                             o->source);
+        y[i] = o->quantity == TITOP_VALUE ? m->V[o->source] : tree_value(m, o, m->PX + 3 * i);
     }
     return code;
 }
@@ -590,22 +655,10 @@ int titop_model_derivatives(TitopModel *m, const double *x, const double *u, siz
     return 0;
 }
 
-int titop_model_step(TitopModel *m, double *x, const double *u, double h, double rtol, double atol,
-                     double *h_guess)
+/* the quaternions of the bases normalised (_Base.project_state) */
+static void project(const TitopModelSpec *s, double *y)
 {
-    const TitopModelSpec *s = m->spec;
-    int n = s->n_states;
-    if (n == 0)
-        return 0;
-    double y[n];
-    memcpy(m->u, u, s->n_inputs * sizeof(double));
-    memcpy(y, x, n * sizeof(double));
-    double hg = *h_guess;
-    int code = titop_step(s->n_blocks, m->ints, m->par, m->ptr, m->ws, n, y, h, rtol, atol, &hg,
-                          s->max_steps, s->tableau_a, s->tableau_e, m->K, m->xi);
-    if (code)
-        return code;
-    for (int k = 0; k < s->n_blocks; k++) {                          /* _Base.project_state */
+    for (int k = 0; k < s->n_blocks; k++) {
         const TitopBlockSpec *b = s->blocks + k;
         if (b->kind == TITOP_BASE || b->kind == TITOP_IMPOSED) {
             double *q = y + b->state + 9, norm = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
@@ -613,7 +666,258 @@ int titop_model_step(TitopModel *m, double *x, const double *u, double h, double
                 q[i] /= norm;
         }
     }
+}
+
+static int loop_step(TitopModel *m, double t, double *x, double *z, double h, double rtol, double atol,
+                     double *h_guess);
+
+int titop_model_step(TitopModel *m, double t, double *x, double *z, const double *u, double h, double rtol,
+                     double atol, double *h_guess)
+{
+    const TitopModelSpec *s = m->spec;
+    int n = s->n_states;
+    memcpy(m->u, u, s->n_inputs * sizeof(double));
+    if (s->loop)
+        return loop_step(m, t, x, z, h, rtol, atol, h_guess);
+    if (n == 0)
+        return 0;
+    double y[n];
+    memcpy(y, x, n * sizeof(double));
+    double hg = *h_guess;
+    int code = titop_step(s->n_blocks, m->ints, m->par, m->ptr, m->ws, n, y, h, rtol, atol, &hg,
+                          s->max_steps, s->tableau_a, s->tableau_e, m->K, m->xi);
+    if (code)
+        return code;
+    project(s, y);
     memcpy(x, y, n * sizeof(double));
     *h_guess = hg;
     return 0;
+}
+
+/* --- Closed loops --------------------------------------------------------------------------
+ * As titop_fmu/titop/closedloop.py's ClosedLoop, step for step: at a time t, the signals'
+ * values (inside the open piece (a, b) between the events around t), the constants, the tree's
+ * values the blocks read (its outputs that depend on its states alone), the blocks' outputs in
+ * the order of their direct feedthrough with the tree's stage among them (its fed inputs set,
+ * its derivatives and outputs, read again if a block reads an acceleration), the blocks' state
+ * derivatives. At an event the discrete blocks sample, in that order, each seeing the updates
+ * before it. A communication step is split at the events inside it (titop_fmu/titop/
+ * assembly_unit.py: ClosedLoopUnit, the same). */
+
+/* t brought into the open interval (a, b) (signals.py: within) */
+static double within(double t, double a, double b)
+{
+    if (t <= a)
+        return nextafter(a, INFINITY);
+    if (t >= b)
+        return nextafter(b, -INFINITY);
+    return t;
+}
+
+static void read_tree(TitopModel *m, double *V)
+{
+    const TitopLoop *L = m->spec->loop;
+    for (int i = 0; i < L->n_reads; i++)
+        V[L->read_slots[i]] = tree_value(m, L->reads + i, m->PR + 3 * i);
+}
+
+/* the tree's stage: its inputs fed from V, its state derivatives (xdot, or NULL) and outputs */
+static int tree_stage(TitopModel *m, const double *x, double *V, double *xdot)
+{
+    const TitopModelSpec *s = m->spec;
+    const TitopLoop *L = s->loop;
+    for (int i = 0; i < L->n_feeds; i++)
+        m->u[L->feeds[2 * i]] = V[L->feeds[2 * i + 1]];
+    int code = titop_evaluate(s->n_blocks, m->ints, m->par, m->ptr, m->ws, x, xdot, m->out);
+    if (!code && L->reads_accelerations)
+        read_tree(m, V);
+    return code;
+}
+
+static const double *inputs_of(TitopModel *m, const TitopControl *c)
+{
+    for (int i = 0; i < c->n_u; i++)
+        m->cu[i] = m->V[c->u[i]];
+    return m->cu;
+}
+
+/* ClosedLoop.evaluate: m->V at t in the piece (a, b), the states x and discrete states d, and the
+ * state derivatives xdot (NULL: not wanted); 0 or a kernel code */
+static int loop_evaluate(TitopModel *m, double t, double a, double b, const double *x, const double *d, double *xdot)
+{
+    const TitopLoop *L = m->spec->loop;
+    double *V = m->V, ts = within(t, a, b);
+    int code, staged = 0;
+    for (int i = 0; i < L->n_signals; i++)
+        V[L->signals[i].slot] = L->signals[i].value(ts);
+    for (int i = 0; i < L->n_constants; i++)
+        V[L->constants[2 * i]] = m->u[L->constants[2 * i + 1]];
+    if (L->n_reads && (L->n_controls || !xdot)) {
+        if ((code = titop_evaluate(m->spec->n_blocks, m->ints, m->par, m->ptr, m->ws, x, NULL, m->out)))
+            return code;
+        read_tree(m, V);
+    }
+    for (int k = 0; k < L->n_order; k++) {
+        if (L->order[k] < 0) {
+            if ((code = tree_stage(m, x, V, xdot)))
+                return code;
+            staged = 1;
+            continue;
+        }
+        const TitopControl *c = L->controls + L->order[k];
+        titop_control_output(c, x + c->x, d + c->d, inputs_of(m, c), m->cy);
+        for (int i = 0; i < c->n_y; i++)
+            V[c->y[i]] = m->cy[i];
+    }
+    if (!staged && (code = tree_stage(m, x, V, xdot)))
+        return code;
+    for (int k = 0; xdot && k < L->n_controls; k++) {
+        const TitopControl *c = L->controls + k;
+        if (c->n_x)
+            titop_control_derivative(c, x + c->x, d + c->d, inputs_of(m, c), xdot + c->x);
+    }
+    return 0;
+}
+
+/* the sample index of a discrete block at t, or -1 if t is none of its instants (_is_sample) */
+static long long sample_index(const TitopControl *c, double t)
+{
+    double k = nearbyint((t - c->offset) / c->sample_time);
+    return k >= 0 && fabs(c->offset + k * c->sample_time - t) <= 1e-9 * c->sample_time ? (long long)k : -1;
+}
+
+/* ClosedLoop.update: the discrete states d (in place) after the samples at t, the blocks sampled
+ * in feedthrough order at the signals' right limits; 0 or a kernel code */
+static int loop_update(TitopModel *m, double t, const double *x, double *d)
+{
+    const TitopLoop *L = m->spec->loop;
+    long long k[L->n_controls > 0 ? L->n_controls : 1];
+    int due = 0, code;
+    for (int i = 0; i < L->n_controls; i++) {
+        k[i] = L->controls[i].sample_time > 0 ? sample_index(L->controls + i, t) : -1;
+        due |= k[i] >= 0;
+    }
+    if (!due)
+        return 0;
+    if ((code = loop_evaluate(m, t, t, INFINITY, x, d, NULL)))
+        return code;
+    for (int j = 0; j < L->n_order; j++) {
+        int i = L->order[j];
+        if (i < 0 || k[i] < 0)
+            continue;
+        const TitopControl *c = L->controls + i;
+        titop_control_update(c, k[i], x + c->x, d + c->d, inputs_of(m, c));
+        if ((code = loop_evaluate(m, t, t, INFINITY, x, d, NULL)))
+            return code;
+    }
+    return 0;
+}
+
+/* the first sample instant of a discrete block after t (ControlBlock.samples) */
+static double next_sample(const TitopControl *c, double t)
+{
+    double k = fmax(0.0, ceil((t - c->offset) / c->sample_time - 1e-9)), b = c->offset + k * c->sample_time;
+    return b > t ? b : c->offset + (k + 1) * c->sample_time;
+}
+
+/* the first event in (t, t1]: a signal's breakpoint (those found by sampling looked for in
+ * (t, t + window] only, whose end is then an event too), a sample instant; INFINITY if none */
+static double next_event(const TitopModel *m, double t, double t1, double window)
+{
+    const TitopLoop *L = m->spec->loop;
+    double e = INFINITY;
+    for (int i = 0; i < L->n_signals; i++) {
+        const TitopSignal *sg = L->signals + i;
+        e = fmin(e, sg->next(t, sg->scanned ? fmin(t1, t + window) : t1));
+        if (sg->scanned && t + window <= t1)
+            e = fmin(e, t + window);
+    }
+    for (int i = 0; i < L->n_controls; i++)
+        if (L->controls[i].sample_time > 0) {
+            double b = next_sample(L->controls + i, t);
+            e = b <= t1 ? fmin(e, b) : e;
+        }
+    return e;
+}
+
+/* the loop's right-hand side on a piece, for titop_dopri5 */
+typedef struct {
+    TitopModel *m;
+    double a, b;
+    const double *d;
+} Piece;
+
+static int piece_derivatives(void *ctx, double t, const double *x, double *xdot)
+{
+    const Piece *p = (const Piece *)ctx;
+    return loop_evaluate(p->m, t, p->a, p->b, x, p->d, xdot);
+}
+
+/* a communication step from t by h (ClosedLoopUnit._do_step): from event to event, the samples
+ * taken at each; on copies of x and z, replaced at the end */
+static int loop_step(TitopModel *m, double t, double *x, double *z, double h, double rtol, double atol,
+                     double *h_guess)
+{
+    const TitopModelSpec *s = m->spec;
+    const TitopLoop *L = s->loop;
+    int n = s->n_states, n_z = titop_model_n_discrete(s), code;
+    double *xs = m->xs, *zs = m->zs, *d = zs + 3, hg = *h_guess;
+    memcpy(xs, x, n * sizeof(double));
+    memcpy(zs, z, n_z * sizeof(double));
+    if (zs[2] != 0.0) {                                          /* the samples of the start */
+        if ((code = loop_update(m, t, xs, d)))
+            return code;
+        zs[2] = 0.0;
+    }
+    double end = t + h, near = L->near * fmax(1.0, fabs(end)), now = t;
+    for (;;) {
+        double e = next_event(m, fmax(zs[0], now), end + near, INFINITY);
+        double stop = e >= end - near ? end : e;                /* an event near the end is met there */
+        if (stop > now && n) {
+            Piece piece = {m, zs[0], e, d};
+            if ((code = titop_dopri5(n, xs, now, stop - now, rtol, atol, &hg, s->max_steps, s->tableau_a,
+                                     s->tableau_e, s->tableau_c, m->K, m->xi, piece_derivatives, &piece)))
+                return code;
+            project(s, xs);
+        }
+        now = stop;
+        if (!isfinite(e))
+            break;
+        if ((code = loop_update(m, e, xs, d)))
+            return code;
+        zs[0] = e;
+    }
+    memcpy(x, xs, n * sizeof(double));
+    memcpy(z, zs, n_z * sizeof(double));
+    *h_guess = hg;
+    return 0;
+}
+
+int titop_model_event(TitopModel *m, double t, const double *x, double *z, const double *u)
+{
+    const TitopModelSpec *s = m->spec;
+    const TitopLoop *L = s->loop;
+    int n_z = titop_model_n_discrete(s), code;
+    if (!L)
+        return 0;
+    double *zs = m->zs, *d = zs + 3;
+    memcpy(m->u, u, s->n_inputs * sizeof(double));
+    memcpy(zs, z, n_z * sizeof(double));
+    if (zs[2] != 0.0) {                                          /* the samples of the start */
+        if ((code = loop_update(m, t, x, d)))
+            return code;
+        zs[2] = 0.0;
+    } else if (isfinite(zs[1]) && t >= zs[1] - L->near * fmax(1.0, fabs(zs[1]))) {   /* the piece's end */
+        if ((code = loop_update(m, zs[1], x, d)))
+            return code;
+        zs[0] = zs[1];
+    }
+    zs[1] = next_event(m, fmax(zs[0], t), INFINITY, L->window);
+    memcpy(z, zs, n_z * sizeof(double));
+    return 0;
+}
+
+double titop_model_next_event(const TitopModel *m, const double *z)
+{
+    return m->spec->loop ? z[1] : INFINITY;
 }
