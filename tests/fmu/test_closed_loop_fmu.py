@@ -76,7 +76,7 @@ def error(result, path, names, stop, dt=H):
 
 
 CO_SIMULATION = [("sensors", 2.0, "standalone"), ("pid", 2.0, "standalone"), ("pid", 2.0, "pythonfmu"),
-                 ("table_hold", 3.0, "standalone"),
+                 ("table_hold", 3.0, "standalone"), ("balloon_gain", 10.0, "standalone"),
                  pytest.param("spinup", 20.0, "standalone", marks=pytest.mark.slow),
                  pytest.param("spinup", 20.0, "pythonfmu", marks=pytest.mark.slow),
                  pytest.param("table", 3.0, "standalone", marks=pytest.mark.slow),
@@ -97,7 +97,8 @@ def test_co_simulation_in_fmpy_is_the_in_process_run(exported, name, stop, kind)
     assert err <= 1e-8
 
 
-ME = [("sensors", 2.0), ("pid", 2.0), ("table_hold", 3.0), pytest.param("spinup", 20.0, marks=pytest.mark.slow),
+ME = [("sensors", 2.0), ("pid", 2.0), ("table_hold", 3.0), ("balloon_gain", 10.0),
+      pytest.param("spinup", 20.0, marks=pytest.mark.slow),
       pytest.param("table", 3.0, marks=pytest.mark.slow)]
 
 

@@ -2,11 +2,12 @@
 folder as system files: a spin-up-driven hub with a pendulum and a table-driven torque on a
 free body (tests/control/systems/), a pendulum on a joint held by a discrete controller (its
 measurements from outputs or sensor units, its matrices in the file or a .mat) or by a PID
-with limits."""
+with limits, the balloon's pendulums held by a feedback gain."""
 
 from pathlib import Path
 
 SYSTEMS = Path(__file__).resolve().parents[1] / "control" / "systems"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 PENDULUM = """
 links = [["base.c1", "link.p"]]
@@ -61,6 +62,19 @@ PID = '[units.err]\nmodel = "sum"\nsigns = [1, -1]\n\n' \
 PID_WIRES = 'connections = [["err.y", "ctrl.u"], ["link.joint.q[3]", "err.u2"], ["ctrl.y", "link.joint.tau"]]'
 
 
+#: the balloon's pendulums held by a feedback gain on their joints' angles and rates
+BALLOON_GAIN = """connections = [
+    ["pendulum1.joint.q[3]", "k.u[1]"], ["pendulum2.joint.q[3]", "k.u[2]"],
+    ["pendulum1.joint.q[2]", "k.u[3]"], ["pendulum2.joint.q[2]", "k.u[4]"],
+    ["k.y[1]", "pendulum1.joint.tau"], ["k.y[2]", "pendulum2.joint.tau"],
+]
+
+[units.k]
+model = "gain"
+K = [[-40.0, 10.0, -8.0, 0.0], [5.0, -30.0, 0.0, -6.0]]
+"""
+
+
 def pendulum(folder, controller, connections, name="p.toml", inputs="") -> Path:
     """The pendulum with ``controller`` (units) wired by ``connections``; ``inputs`` more lines
     of its [inputs]."""
@@ -72,7 +86,8 @@ def pendulum(folder, controller, connections, name="p.toml", inputs="") -> Path:
 
 def system(folder, name) -> Path:
     """The closed loop ``name`` written in ``folder``: ``spinup``, ``table`` (linear; ``table_hold``),
-    ``discrete`` (measured outputs), ``sensors`` (the same measured by sensor units), ``pid``."""
+    ``discrete`` (measured outputs), ``sensors`` (the same measured by sensor units), ``pid``,
+    ``balloon_gain`` (examples/balloon.toml, a gain on its pendulums' joints)."""
     folder = Path(folder)
     if name == "spinup":
         return _copy(SYSTEMS / "spinup_pendulum.toml", folder / "spinup.toml")
@@ -87,6 +102,10 @@ def system(folder, name) -> Path:
         return pendulum(folder, DISCRETE + SENSORS, SENSED, "sensors.toml")
     if name == "pid":
         return pendulum(folder, PID, PID_WIRES, "pid.toml", '"err.u1" = "10*deg"\n')
+    if name == "balloon_gain":
+        path = _copy(EXAMPLES / "balloon.toml", folder / "balloon_gain.toml")
+        path.write_text(path.read_text().replace("[simulation]", BALLOON_GAIN + "\n[simulation]"))
+        return path
     raise ValueError(name)
 
 
