@@ -46,7 +46,8 @@ C = [[-3.0]]
 D = [[-12.0, -2.5]]
 sample_time = 0.01
 """
-MEASURED = 'connections = [["link.joint.q[3]", "ctrl.u[1]"], ["link.joint.q[2]", "ctrl.u[2]"], ["ctrl.y", "link.joint.tau"]]'
+MEASURED = ('connections = [["link.joint.q[3]", "ctrl.u[1]"], ["link.joint.q[2]", "ctrl.u[2]"], '
+            '["ctrl.y", "link.joint.tau"]]')
 SENSORS = """
 [units.angle]
 model = "sensor"

@@ -229,7 +229,8 @@ static int exposes_states(const TitopModelSpec *m) {
 static const double *outputs(Instance *s, const char *fn) {
     if (no_unit(s, fn)) return NULL;
     if (!s->y_valid) {
-        int code = titop_model_outputs(s->model, s->t, s->x, s->z, s->u, s->y, exposes_states(s->spec) ? s->xdot : NULL);
+        int code = titop_model_outputs(s->model, s->t, s->x, s->z, s->u, s->y,
+                                       exposes_states(s->spec) ? s->xdot : NULL);
         if (code) {
             kernel_error(s, fn, code);
             return NULL;
