@@ -253,3 +253,11 @@ def test_a_port_with_numbers_and_a_signal_keeps_its_numbers(tmp_path, given):
     tr, values = run(path, 1.0)
     np.testing.assert_allclose(values[:, 0], 0.2 * tr.t / 2, rtol=0, atol=1e-12)
     np.testing.assert_allclose(values[:, 2], 0.05 * tr.t ** 2 / 2, rtol=0, atol=1e-12)
+
+
+def test_blocks_of_two_rates_are_each_sampled_once_per_instant(tmp_path):
+    """A counter x[k+1] = x[k] + 1 sampled every 0.1 s beside a sample-and-hold every 0.3 s: their
+    instants 3 x 0.1 = 0.30000000000000004 and 0.3 are one ulp apart, and each block samples at
+    its own: the counter reads k at t = k/10 (it counted twice there, 13 at 1 s)."""
+    tr, values = run(system(tmp_path, "multirate"), 1.0, 0.1)
+    np.testing.assert_array_equal(values[:, 2], np.arange(11.0))

@@ -156,16 +156,17 @@ def steps(unit, n, h=0.01):
     return np.array(rows)
 
 
-@pytest.mark.parametrize("name,stop", [("spinup", 3.0), ("table_hold", 3.0), ("discrete", 1.0), ("sensors", 1.0),
-                                       ("pid", 2.0)])
-def test_a_closed_loop_unit_steps_as_the_in_process_run(tmp_path, name, stop):
-    """The unit of a closed loop (what its pythonfmu FMU computes) stepped by 0.01 s: its
+@pytest.mark.parametrize("name,stop,h", [("spinup", 3.0, 0.01), ("table_hold", 3.0, 0.01), ("discrete", 1.0, 0.01),
+                                         ("sensors", 1.0, 0.01), ("pid", 2.0, 0.01), ("multirate", 1.0, 0.1)])
+def test_a_closed_loop_unit_steps_as_the_in_process_run(tmp_path, name, stop, h):
+    """The unit of a closed loop (what its pythonfmu FMU computes) stepped by ``h``: its
     outputs are the recorded outputs of the in-process run at every row (an event's right
-    limits: a hold table's new row, a discrete controller's new sample, the last row too), its
-    own integrator (Dormand-Prince 5(4), split at the events) at 1e-12 against DOP853."""
+    limits: a hold table's new row, a discrete controller's new sample, the last row too; two
+    blocks' instants one ulp apart each met), its own integrator (Dormand-Prince 5(4), split at
+    the events) at 1e-12 against DOP853."""
     cs, iface, unit = loop_unit(closed_loops.system(tmp_path, name), rtol=1e-12, atol=1e-12)
-    rows = steps(unit, int(round(stop / 0.01)))
-    _, ref = monolithic.run(cs, stop, 0.01)
+    rows = steps(unit, int(round(stop / h)), h)
+    _, ref = monolithic.run(cs, stop, h)
     assert rows.shape == ref.shape                   # the outputs are the recorded ones (no free port here)
     err = np.abs(rows - ref).max()
     print(f"\n[closed-loop unit] {name}, {stop:g} s: {err:.2g}")

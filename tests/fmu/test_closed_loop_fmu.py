@@ -116,6 +116,16 @@ def test_model_exchange_in_fmpy_is_the_in_process_run(exported, name, stop):
     assert err <= 1e-6
 
 
+@pytest.mark.parametrize("interface", ["CoSimulation", "ModelExchange"])
+def test_blocks_of_two_rates_sample_once_per_instant(exported, interface):
+    """A counter sampled every 0.1 s beside a sample-and-hold every 0.3 s (instants one ulp
+    apart: 3 x 0.1 and 0.3): the counter reads k at t = k/10, in both interfaces."""
+    _, fmu = exported("multirate")
+    r = simulate_fmu(str(fmu), fmi_type=interface, solver="CVode", relative_tolerance=1e-12, stop_time=1.0,
+                     output_interval=0.1, output=["ctrl.y"])
+    np.testing.assert_array_equal(at_grid(r, np.arange(11) * 0.1)["ctrl.y"], np.arange(11.0))
+
+
 @pytest.mark.slow
 def test_the_slew_example_exports(exported):
     """examples/slew.toml (an LQR from a .npz on a sampled, noisy star tracker and a gyro, a

@@ -58,6 +58,23 @@ model = "sensor"
 of = "link.joint.q[2]"
 """
 SENSED = 'connections = [["angle.y", "ctrl.u[1]"], ["rate.y", "ctrl.u[2]"], ["ctrl.y", "link.joint.tau"]]'
+#: a counter x[k+1] = x[k] + 1 (its output x[k]) every 0.1 s beside a sample-and-hold every 0.3 s, fed by one.y = 1
+MULTIRATE = """
+[units.one]
+model = "gain"
+K = [[1.0]]
+
+[units.ctrl]
+model = "state_space"
+A = [[1.0]]
+B = [[1.0]]
+C = [[1.0]]
+sample_time = 0.1
+
+[units.slow]
+model = "zoh"
+sample_time = 0.3
+"""
 PID = '[units.err]\nmodel = "sum"\nsigns = [1, -1]\n\n' \
       '[units.ctrl]\nmodel = "pid"\nkp = 20\nki = 15\nkd = 3\ntf = 0.05\nlimits = [-6, 6]\n'
 PID_WIRES = 'connections = [["err.y", "ctrl.u"], ["link.joint.q[3]", "err.u2"], ["ctrl.y", "link.joint.tau"]]'
@@ -88,6 +105,7 @@ def pendulum(folder, controller, connections, name="p.toml", inputs="") -> Path:
 def system(folder, name) -> Path:
     """The closed loop ``name`` written in ``folder``: ``spinup``, ``table`` (linear; ``table_hold``),
     ``discrete`` (measured outputs), ``sensors`` (the same measured by sensor units), ``pid``,
+    ``multirate`` (a counter every 0.1 s beside a sample-and-hold every 0.3 s),
     ``balloon_gain`` (examples/balloon.toml, a gain on its pendulums' joints)."""
     folder = Path(folder)
     if name == "spinup":
@@ -103,6 +121,9 @@ def system(folder, name) -> Path:
         return pendulum(folder, DISCRETE + SENSORS, SENSED, "sensors.toml")
     if name == "pid":
         return pendulum(folder, PID, PID_WIRES, "pid.toml", '"err.u1" = "10*deg"\n')
+    if name == "multirate":
+        return pendulum(folder, MULTIRATE, 'connections = [["one.y", "ctrl.u"], ["one.y", "slow.u"]]',
+                        "multirate.toml", '"one.u" = 1.0\n')
     if name == "balloon_gain":
         path = _copy(EXAMPLES / "balloon.toml", folder / "balloon_gain.toml")
         path.write_text(path.read_text().replace("[simulation]", BALLOON_GAIN + "\n[simulation]"))

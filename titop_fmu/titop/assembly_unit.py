@@ -174,8 +174,8 @@ class ClosedLoopUnit(AssemblyUnit):
         self._begin()
         end = self.t + h
         near = EVENT_TOLERANCE * max(1.0, abs(end))
-        while True:
-            later = self.loop.events_in(max(self.event, self.t), end + near)
+        while True:             # the next event after the last one met (none before t - near is left)
+            later = self.loop.events_in(max(self.event, self.t - near), end + near)
             event = float(later[0]) if later.size else math.inf
             stop = end if event >= end - near else event
             if stop > self.t and self.x.size:

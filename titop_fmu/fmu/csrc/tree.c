@@ -779,11 +779,12 @@ static int loop_evaluate(TitopModel *m, double t, double a, double b, const doub
     return 0;
 }
 
-/* the sample index of a discrete block at t, or -1 if t is none of its instants (_is_sample) */
+/* the sample index of a discrete block at t, or -1 if t is none of its instants (exactly, as
+ * next_sample computes them: closedloop.py's _is_sample) */
 static long long sample_index(const TitopControl *c, double t)
 {
     double k = nearbyint((t - c->offset) / c->sample_time);
-    return k >= 0 && fabs(c->offset + k * c->sample_time - t) <= 1e-9 * c->sample_time ? (long long)k : -1;
+    return k >= 0 && c->offset + k * c->sample_time == t ? (long long)k : -1;
 }
 
 /* ClosedLoop.update: the discrete states d (in place) after the samples at t, the blocks sampled
@@ -870,8 +871,8 @@ static int loop_step(TitopModel *m, double t, double *x, double *z, double h, do
         zs[2] = 0.0;
     }
     double end = t + h, near = L->near * fmax(1.0, fabs(end)), now = t;
-    for (;;) {
-        double e = next_event(m, fmax(zs[0], now), end + near, INFINITY);
+    for (;;) {             /* the next event after the last one met (none before now - near is left) */
+        double e = next_event(m, fmax(zs[0], now - near), end + near, INFINITY);
         double stop = e >= end - near ? end : e;                /* an event near the end is met there */
         if (stop > now && n) {
             Piece piece = {m, zs[0], e, d};
@@ -907,12 +908,14 @@ int titop_model_event(TitopModel *m, double t, const double *x, double *z, const
         if ((code = loop_update(m, t, x, d)))
             return code;
         zs[2] = 0.0;
-    } else if (isfinite(zs[1]) && t >= zs[1] - L->near * fmax(1.0, fabs(zs[1]))) {   /* the piece's end */
-        if ((code = loop_update(m, zs[1], x, d)))
-            return code;
-        zs[0] = zs[1];
     }
-    zs[1] = next_event(m, fmax(zs[0], t), INFINITY, L->window);
+    for (double e; isfinite(e = next_event(m, zs[0], t + L->near * fmax(1.0, fabs(t)), INFINITY));) {
+        if ((code = loop_update(m, e, x, d)))                    /* the events met now */
+            return code;
+        zs[0] = e;
+    }
+    zs[0] = fmax(zs[0], t);                                      /* an event met: the piece begins */
+    zs[1] = next_event(m, zs[0], INFINITY, L->window);
     memcpy(z, zs, n_z * sizeof(double));
     return 0;
 }
