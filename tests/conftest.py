@@ -1,5 +1,8 @@
-"""Shared fixtures (the balloon runs are expensive: made once per session) and the
-``slow`` marker: long acceptance runs are deselected unless ``pytest --slow`` (CI)."""
+"""Shared fixtures (the balloon runs are expensive: made once per session), the ``slow``
+marker (long acceptance runs are deselected unless ``pytest --slow``, as CI runs it), and one
+Ctrl-C ending the run."""
+
+import signal
 
 import pytest
 
@@ -12,6 +15,24 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long acceptance run, deselected unless --slow")
+
+
+def pytest_sessionstart(session):
+    """One Ctrl-C ends the run, after the test it comes in if that test's code takes the
+    KeyboardInterrupt for its own (a command line returning 130, an FMU's error status)."""
+    def interrupt(signum, frame):
+        session.shouldstop = "interrupted (Ctrl-C)"
+        signal.default_int_handler(signum, frame)
+    signal.signal(signal.SIGINT, interrupt)
+
+
+@pytest.fixture
+def sends_itself_sigint():
+    """For a test that sends SIGINT to its own process: Python's own handler meanwhile (the
+    session's would end the run after it)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -10,7 +10,7 @@ from titop_fmu.io import write_atomically
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals: main thread only")
-def test_a_ctrl_c_as_the_temporary_file_is_made_leaves_nothing(tmp_path, monkeypatch):
+def test_a_ctrl_c_as_the_temporary_file_is_made_leaves_nothing(tmp_path, monkeypatch, sends_itself_sigint):
     """SIGINT right after the temporary file exists, before its name is known to the caller
     (the window a campaign's Ctrl-C once hit: a '.000000.parquet.*.tmp' left in the store):
     KeyboardInterrupt, no result and no temporary file."""

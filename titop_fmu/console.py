@@ -11,4 +11,4 @@ def main():
     except KeyboardInterrupt:
         print("titop-fmu: interrupted; nothing written", file=sys.stderr)
         return 130
-    return run()
+    return run(own_process=True)

@@ -50,7 +50,7 @@ def _balloon():
         return balloon.system()
 
 
-def test_ctrl_c_as_a_worker_is_started_ends_it(monkeypatch):
+def test_ctrl_c_as_a_worker_is_started_ends_it(monkeypatch, sends_itself_sigint):
     """Ctrl-C just as the worker process is started, before the master holds it (here: raised
     as Popen returns): the master still ends it, and raises the interrupt."""
     started, real = [], subprocess.Popen
@@ -86,7 +86,7 @@ def test_ctrl_c_while_the_master_ends_its_workers(monkeypatch):
     assert all(s.proc.poll() is not None for s in remote)
 
 
-def test_ctrl_c_as_the_master_is_made_ends_its_workers(monkeypatch):
+def test_ctrl_c_as_the_master_is_made_ends_its_workers(monkeypatch, sends_itself_sigint):
     """Ctrl-C once the workers are set up, as the master that holds them is being made: they
     are ended before the interrupt goes on."""
     from titop_fmu.cosim import engine

@@ -33,8 +33,15 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def main(argv=None):
+def main(argv=None, own_process: bool = False) -> int:
+    """The command ``argv`` (default: the process's arguments); returns its exit status: 0, or 2
+    after a one-line error. ``own_process``: the process is the command's (the ``titop-fmu``
+    command, ``python -m titop_fmu.cli``), and so is Ctrl-C: a run stops at the end of its macro
+    step, the command ends with one line and status 130. Called from another program (a test
+    suite, a notebook), Ctrl-C stays that program's: :class:`KeyboardInterrupt`, raised once
+    the run's units and workers are terminated."""
     args = parser().parse_args(argv)
+    args.own_process = own_process
     if args.command == "build" and args.all_counts is None:
         args.all_counts = "--children" not in (argv if argv is not None else sys.argv)
     try:
@@ -42,9 +49,13 @@ def main(argv=None):
             warnings.simplefilter("default", ParameterWarning)
             args.func(args)
     except Interrupted as e:
+        if not own_process:
+            raise KeyboardInterrupt(str(e)) from e
         print(f"titop-fmu: {e}", file=sys.stderr)
         return 130
     except KeyboardInterrupt:
+        if not own_process:
+            raise
         print("titop-fmu: interrupted; nothing written", file=sys.stderr)
         return 130
     except TitopError as e:

@@ -23,6 +23,7 @@ def run(args):
         sim = simulate.defaults(args.system)
         sim.out, sim.animate, sim.trace, sim.title = None, args.out, args.trace, args.title
         sim.stop, sim.dt, sim.set, sim.quiet = args.stop, args.dt, args.set, args.quiet
+        sim.own_process = args.own_process
         return simulate.run(sim)
     from ..viewer import Animation
     if args.stop is not None or args.dt is not None:

@@ -65,11 +65,13 @@ def write_result(path: Path, t, values, header):
 
 
 @contextmanager
-def cooperative_interrupt():
+def cooperative_interrupt(own_process: bool):
     """Ctrl-C asks the master to stop at the end of its macro step (units, FMUs in this
     process and worker processes are left consistent and terminated cleanly); a second
     Ctrl-C ends the process at once (the workers end when their pipe closes). Nothing is
-    written either way. Yields the function the master polls."""
+    written either way. Yields the function the master polls. Only in the command's own
+    process (``own_process``): in another program's, Ctrl-C is left to it (a
+    :class:`KeyboardInterrupt` where it comes; the master terminates its units all the same)."""
     asked = []
 
     def handler(signum, frame):
@@ -79,8 +81,10 @@ def cooperative_interrupt():
         asked.append(True)
 
     try:
-        previous = signal.signal(signal.SIGINT, handler)
+        previous = signal.signal(signal.SIGINT, handler) if own_process else None
     except ValueError:                          # not in the main thread: Ctrl-C as usual
+        own_process = False
+    if not own_process:
         yield lambda: False
         return
     try:

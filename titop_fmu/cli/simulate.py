@@ -23,7 +23,7 @@ def run_master(args, system, observe=None):
     engine = "inprocess" if args.inprocess_units else "fmu"
     units = TitopUnits(engine, args.fmu_dir, args.fmu_kind or DEFAULT_FMU_KIND)
     try:
-        with cooperative_interrupt() as asked:
+        with cooperative_interrupt(args.own_process) as asked:
             res, types = master_run(system, units, args, observe, progress=not args.quiet, stop_requested=asked)
     except KeyboardInterrupt as e:
         if not hasattr(e, "t"):                 # before the run started
