@@ -79,9 +79,15 @@ def _load(width):
     if not cc:
         raise KernelUnavailable("no C compiler (cc/gcc with g++'s C++ front end; or set CC) to build the "
                                 "forward-mode kernel")
+    return _open(cached_library(cc, width), width)
+
+
+def cached_library(cc: str, width: int = WIDTH) -> Path:
+    """The forward-mode kernel with ``width`` tangents compiled by ``cc`` into the cache, once
+    per source, compiler and width; :class:`KernelUnavailable` if it cannot be compiled."""
     key = hashlib.sha256(SOURCE.read_bytes() + KERNEL_SOURCE.read_bytes() + SPATIAL_H.read_bytes() + cc.encode()
                          + str(width).encode() + " ".join(FLAGS).encode()).hexdigest()[:16]
-    return _open(cached_build(f"kernel-dual{width}-{key}.so", lambda dest: compile_library(dest, cc, width)), width)
+    return cached_build(f"kernel-dual{width}-{key}.so", lambda dest: compile_library(dest, cc, width))
 
 
 def _open(lib: Path, width: int):

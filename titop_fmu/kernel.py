@@ -87,8 +87,7 @@ def _load():
         cc = c_compiler()
         if not cc:
             raise KernelUnavailable("no C compiler (cc/gcc; or set CC) to build the C kernel")
-        key = hashlib.sha256(SOURCE.read_bytes() + SPATIAL_H.read_bytes() + cc.encode()).hexdigest()[:16]
-        lib = cached_build(f"kernel-{key}.so", lambda dest: compile_kernel(dest, cc))
+        lib = cached_kernel(cc)
     try:
         dll = load_library(lib, "the C kernel")
     except CompileError as e:
@@ -104,6 +103,12 @@ def bundle(path):
     global BUNDLED
     if BUNDLED is None and _LOADED is None and os.path.isfile(path):
         BUNDLED = Path(path)
+
+
+def cached_kernel(cc: str) -> Path:
+    """The kernel compiled by ``cc`` into the cache, once per source and compiler."""
+    key = hashlib.sha256(SOURCE.read_bytes() + SPATIAL_H.read_bytes() + cc.encode()).hexdigest()[:16]
+    return cached_build(f"kernel-{key}.so", lambda dest: compile_kernel(dest, cc))
 
 
 def compile_kernel(dest: Path, cc: str) -> Path:

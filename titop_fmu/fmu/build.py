@@ -33,7 +33,7 @@ from ..archive import write_zip
 from ..errors import TitopError
 from .. import dual
 from ..cbuild import CompileError, c_compiler, compile_c
-from ..kernel import KERNEL_LIBRARY, KernelUnavailable, compile_kernel
+from ..kernel import KERNEL_LIBRARY, KernelUnavailable, cached_kernel
 from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
 from .model_description import content_guid, finalize, measure_dependencies
 
@@ -227,22 +227,21 @@ def build_fmu(kind: str, n_children: int, out_dir, shim: Path, common: dict | No
 
 def common_files() -> dict:
     """The files every FMU shares: pythonfmu's library and Python files, the titop_fmu package
-    and its C kernel, compiled here (``resources/titop_fmu/kernel.so``)."""
+    and its C kernel (``resources/titop_fmu/kernel.so``) and forward-mode kernel, from the cache of
+    compiled libraries (:func:`~titop_fmu.cbuild.cached_build`): the same bytes as a fresh compile."""
     pfmu_dir, inner = _pythonfmu()
     files = {f"binaries/linux64/{INNER_LIBRARY}": inner.read_bytes()}
     files.update({f"resources/pythonfmu/{p.name}": p.read_bytes() for p in sorted(pfmu_dir.glob("*.py"))})
     files.update(_python_files(PACKAGE_ROOT, "resources/titop_fmu"))
-    with tempfile.TemporaryDirectory(prefix="titop_kernel_") as tmp:
-        try:
-            files[f"resources/titop_fmu/{KERNEL_LIBRARY}"] = compile_kernel(Path(tmp) / "k.so", c_compiler()
-                                                                           or "cc").read_bytes()
-        except KernelUnavailable as e:
-            raise FmuBuildError(f"building the FMUs: {e}") from None
-        try:                    # the FMUs' derivatives w.r.t. their states: without a C++ compiler, none
-            files[f"resources/titop_fmu/{dual.DUAL_LIBRARY}"] = dual.compile_library(
-                Path(tmp) / "d.so", c_compiler() or "cc").read_bytes()
-        except KernelUnavailable:
-            pass
+    cc = c_compiler() or "cc"
+    try:                        # compiled once into the cache, as this process runs them
+        files[f"resources/titop_fmu/{KERNEL_LIBRARY}"] = cached_kernel(cc).read_bytes()
+    except KernelUnavailable as e:
+        raise FmuBuildError(f"building the FMUs: {e}") from None
+    try:                        # the FMUs' derivatives w.r.t. their states: without a C++ compiler, none
+        files[f"resources/titop_fmu/{dual.DUAL_LIBRARY}"] = dual.cached_library(cc).read_bytes()
+    except KernelUnavailable:
+        pass
     return files
 
 
