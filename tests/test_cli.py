@@ -112,6 +112,7 @@ def test_explicit_options_win_over_the_system_file(tmp_path):
     assert (args.stop, args.dt, args.tol) == (10.0, 0.01, 3e-5)
 
 
+@pytest.mark.slow
 def test_a_system_file_runs_on_the_monolithic_engine(tmp_path, capsys):
     """--engine inprocess (the default) on a system file is the exact monolithic twin, with its
     summary; the master on in-process units is --inprocess-units."""
@@ -132,6 +133,7 @@ def test_a_system_file_runs_on_the_monolithic_engine(tmp_path, capsys):
     assert "co-simulation (inprocess units" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_in_process_balloon_run_prints_no_warning(tmp_path):
     """The paper's balloon inertia violates the triangle inequality: known and documented once
     in docs/balloon-scenario.md, not warned on every run."""
@@ -177,6 +179,7 @@ def _assert_interrupted(proc, workers, tmp_path):
             os.kill(w, 0)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_with_one_line_no_worker_and_no_output(tmp_path):
     proc = _start(["balloon", "--inprocess-units", "--stop", "20", "--out", "x.csv"], tmp_path)
     _wait_for_progress(proc, tmp_path)
@@ -230,6 +233,7 @@ def _interrupt_when_held(proc, held) -> list:
     return workers
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_worker_starts(tmp_path):
     """Ctrl-C to the whole group while the master's worker process is still starting (its
     interpreter importing, before it serves): the worker, in a session of its own, does not
@@ -257,6 +261,7 @@ def test_ctrl_c_while_the_command_imports_its_modules(tmp_path):
     assert not list(tmp_path.glob("*.csv*"))
 
 
+@pytest.mark.slow
 def test_a_worker_failure_is_reported_at_once(tmp_path):
     proc = _start(["balloon", "--inprocess-units", "--stop", "20", "--out", "x.csv", "--quiet"], tmp_path)
     _wait_for_progress(proc, tmp_path)
@@ -296,6 +301,7 @@ D = [[0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0,
 """
 
 
+@pytest.mark.slow
 def test_a_stalling_coupling_fails_with_its_reason(tmp_path, capsys):
     """A pendulum held by a loop-closure spring of 1e12 N/m: the coupling cannot converge at
     any macro step; the master says so, with the time and the reason, after a bounded number
@@ -309,6 +315,7 @@ def test_a_stalling_coupling_fails_with_its_reason(tmp_path, capsys):
     assert not (tmp_path / "s.csv").exists()
 
 
+@pytest.mark.slow
 def test_the_first_help_says_what_the_tool_is_and_its_first_run_works(tmp_path, capsys, monkeypatch):
     """`titop-fmu --help` names the tool's uses and a first run; that run, as printed, works
     (a CSV of the balloon, then its plot); `--version` is the installed distribution's."""

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from arm_system import arm
+from marks import slow
 
 from titop_fmu.cli import main
 from titop_fmu.cli.options import writable_folder
@@ -120,6 +121,7 @@ def test_careless_input_is_one_line_on_both_engines(case, engine, tmp_path, no_r
     assert not (tmp_path / "o.csv").exists()
 
 
+@pytest.mark.slow
 def test_the_careful_arm_runs_on_both_engines(tmp_path):
     """The file the careless ones are made from runs, the two engines within the master's tolerance."""
     path = tmp_path / "arm.toml"
@@ -176,7 +178,7 @@ def test_a_new_folder_is_created_one_level_deep(tmp_path, capsys):
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
-@pytest.mark.parametrize("argv", [["build", "--out", "/proc/x"], ["export", "balloon", "--out", "/proc/x.fmu"]])
+@pytest.mark.parametrize("argv", [["build", "--out", "/proc/x"], *slow(["export", "balloon", "--out", "/proc/x.fmu"])])
 def test_a_folder_the_system_refuses_is_one_line(argv, capsys):
     """/proc looks writable to root but creates nothing: the system's refusal is one line
     naming the path asked for (it was a FileNotFoundError traceback)."""
@@ -202,7 +204,7 @@ def test_unknown_names_suggest_the_nearest(tmp_path, no_run, capsys):
 
 # -- the output grid, the progress bar ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("extra", [[], ["--inprocess-units", "--workers", "0"]], ids=["inprocess", "master"])
+@pytest.mark.parametrize("extra", [[], *slow(["--inprocess-units", "--workers", "0"])], ids=["inprocess", "master"])
 def test_the_last_row_is_at_the_stop_time(extra, tmp_path):
     """--dt 2 --stop 5 writes t = 0, 2, 4, 5 (it ended at 4 without a word); --dt 3 --stop 5:
     0, 3, 5 (the in-process run went on to 6)."""
@@ -215,6 +217,7 @@ def test_the_last_row_is_at_the_stop_time(extra, tmp_path):
         assert t.tolist() == grid
 
 
+@pytest.mark.slow
 def test_the_progress_bar_ends_before_the_last_words(tmp_path):
     """A run whose first macro steps are rejected (a largest macro step of 100 s) and that ends
     with a warning: the warning starts a line of its own (it was glued to a progress bar left

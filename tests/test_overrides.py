@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from marks import slow
 
 from titop_fmu.cli import main
 from titop_fmu.cosim import systemfile
@@ -35,7 +36,7 @@ def edited(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("engine, stop", [("inprocess", "1.0"), ("fmu", "0.3")])
+@pytest.mark.parametrize("engine, stop", [("inprocess", "1.0"), *slow(("fmu", "0.3"))])
 def test_set_equals_the_file_edited(tmp_path, engine, stop):
     common = ["--engine", engine, "--stop", stop, "--quiet"]
     args = [a for s in SETS for a in ("--set", s)]

@@ -43,6 +43,7 @@ def test_columns_by_name_or_pattern_in_the_order_asked():
     assert select(labels, None) == labels
 
 
+@pytest.mark.slow
 def test_plot_writes_the_figure_with_units(tmp_path, capsys):
     run = tmp_path / "sc.csv"
     assert main(["simulate", str(SPACECRAFT), "--stop", "0.5", "--out", str(run), "--quiet"]) == 0
@@ -79,6 +80,7 @@ def test_plot_errors_are_one_line(argv, message, tmp_path, capsys, monkeypatch):
     assert not list(tmp_path.glob("*.png")) and not list(tmp_path.glob("*.jpg"))
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("error")
 def test_too_many_subplots_are_refused(tmp_path, capsys):
     run = tmp_path / "wide.csv"

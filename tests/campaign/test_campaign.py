@@ -68,6 +68,7 @@ def test_serial_store_is_complete(serial):
     assert t.theta1[0] == s.theta1_0[2]                 # the varied initial angle is the run's
 
 
+@pytest.mark.slow
 def test_two_workers_equal_one_process(serial, client, tmp_path):
     c = campaign.run(balloon_spec(), tmp_path / "store", client=client, progress=False)
     assert len({w for w in c.samples.worker}) == 2      # both workers ran samples
@@ -86,6 +87,7 @@ def test_stored_samples_equal_simulate_set(serial, tmp_path):
         assert np.array_equal(csv, serial.trajectory(i).to_numpy())
 
 
+@pytest.mark.slow
 def test_a_killed_worker_loses_nothing(serial, tmp_path):
     """SIGKILL to a worker process after the second result: its samples run again, the store is
     complete and equal to the one-process run."""
@@ -105,6 +107,7 @@ def test_a_killed_worker_loses_nothing(serial, tmp_path):
     equal_stores(result, serial)
 
 
+@pytest.mark.slow
 def test_a_task_that_raises_is_recorded_as_failed_with_its_message(serial, tmp_path, monkeypatch):
     """A task raising on its worker (twice: one retry) is the sample's failure, with its message;
     the other samples are the one-process run's."""
@@ -125,6 +128,7 @@ def test_a_task_that_raises_is_recorded_as_failed_with_its_message(serial, tmp_p
     assert np.array_equal(s[ok].m_P1.to_numpy(), serial.samples[ok].m_P1.to_numpy())
 
 
+@pytest.mark.slow
 def test_results_wait_where_ctrl_c_is_harmless(tmp_path, monkeypatch):
     """Once samples run, this thread makes no blocking client call: results travel with their
     futures. (A Ctrl-C landing in such a call, Future.result, can make distributed 2026.8
@@ -181,6 +185,7 @@ def group_ended(pgid, within=10.0):
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_ctrl_c_then_resume_equals_an_uninterrupted_campaign(tmp_path):
     """The CLI in its own process group, Ctrl-C (SIGINT to the group, as a terminal sends it)
     once some samples are stored: exit 130, whole rows only, no process left; --resume runs the
@@ -222,6 +227,7 @@ def free_port():
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_local_cluster_starts_is_not_lost(tmp_path):
     """Ctrl-C as the local cluster's first process starts: the cluster comes up, is shut
     down, the command exits 130 with nothing stored and no process left (the cluster's
@@ -243,6 +249,7 @@ def test_ctrl_c_while_the_local_cluster_starts_is_not_lost(tmp_path):
 
 
 
+@pytest.mark.slow
 def test_two_campaigns_at_once_do_not_compete_for_a_port(tmp_path):
     """A local cluster serves no dashboard and takes no fixed port: with 8787, Dask's
     dashboard port, held by another program (a campaign already running), the CLI's
@@ -258,6 +265,7 @@ def test_two_campaigns_at_once_do_not_compete_for_a_port(tmp_path):
     assert r.returncode == 0, err
     assert "8787" not in err and "Warning" not in err, err
 
+@pytest.mark.slow
 def test_a_cluster_of_separate_processes(serial, tmp_path):
     """`dask scheduler` and `dask worker` started as their own processes, the way a cluster is;
     the CLI runs on them with --scheduler."""
@@ -314,6 +322,7 @@ def extractions():
     return fmpy.extractions
 
 
+@pytest.mark.slow
 def test_a_campaign_over_the_fmus(client, tmp_path):
     """--engine fmu on the workers: the same as the runs in this process, and each worker
     unzips each FMU once, whatever the number of its runs."""
@@ -335,6 +344,7 @@ def test_a_campaign_over_the_fmus(client, tmp_path):
     assert np.array_equal(np.loadtxt(out, delimiter=",", skiprows=1), c.trajectory(1).to_numpy())
 
 
+@pytest.mark.slow
 def test_a_campaign_runs_the_kind_of_fmu_it_names(tmp_path):
     """--fmu-kind reaches the runs: the pythonfmu kind's store equals simulate --fmu-kind
     pythonfmu (the same bits), and the kind is part of the campaign (a store of one kind
@@ -384,8 +394,8 @@ def test_a_campaign_file_is_the_command_line(serial, tmp_path):
     (["--vary", "m_P1=[1,2]", "--samples", "3", "--sampling", "grid"], "--samples 3: the grid has 2 combinations"),
     (["--samples", "3"], "nothing varies: give --vary NAME=DISTRIBUTION"),
     (["--vary", "m_P1", "--samples", "3"], "--vary m_P1: expected NAME=DISTRIBUTION"),
-    (["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--scheduler", "tcp://127.0.0.1:9"],
-     "--scheduler tcp://127.0.0.1:9: cannot connect"),
+    pytest.param(["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--scheduler", "tcp://127.0.0.1:9"],
+                 "--scheduler tcp://127.0.0.1:9: cannot connect", marks=pytest.mark.slow),    # the 10 s timeout
     (["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--workers", "-1"], "--workers must be between 0 and 64"),
     (["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--stop", "-1"], "--stop must be > 0, got -1"),
     (["--vary", "m_P1=uniform(1,2)", "--samples", "3", "--set", "kk=2"], "parameter 'kk': unknown parameter"),

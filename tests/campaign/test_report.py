@@ -26,6 +26,7 @@ def store(tmp_path_factory):
     return campaign.open(root)
 
 
+@pytest.mark.slow
 def test_summaries_follow_their_definitions(store):
     sm = summarize(store)
     ok = store.samples.index[store.samples.status == "ok"]
@@ -49,6 +50,7 @@ def test_summaries_follow_their_definitions(store):
     assert np.ptp(x) > 0
 
 
+@pytest.mark.slow
 def test_report_files(store, tmp_path):
     out = tmp_path / "report"
     assert main(["report", str(store.root), "--out", str(out)]) == 0
@@ -69,6 +71,7 @@ def test_every_balloon_value_has_its_unit_stated():
     assert list(balloon.PARAMETER_UNITS) == list(balloon.DEFAULTS)
 
 
+@pytest.mark.slow
 def test_a_system_files_report_gives_its_units_and_without_the_file_none(tmp_path):
     """Units of a system file's parameters and outputs from its units' models (a joint's q in
     rad, a position in m, a mass in kg); the report of a store whose system file is gone

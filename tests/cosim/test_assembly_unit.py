@@ -24,6 +24,7 @@ def unit_of(cs, **params):
     return iface, unit
 
 
+@pytest.mark.slow
 def test_the_balloon_unit_steps_as_the_monolithic_run():
     cs = balloon.system()
     iface, unit = unit_of(cs, rtol=1e-12, atol=1e-12)

@@ -71,6 +71,7 @@ def arithmetic(request, monkeypatch):
     return request.param
 
 
+@pytest.mark.slow
 def test_the_compiled_charts_are_the_python_bit_for_bit():
     """``minus``, ``plus`` and ``offset`` in C (the master's library) give the Python's bits: random vectors
     with angles and three attitudes, at and near gimbal lock, turned by up to pi and by nothing."""
@@ -100,6 +101,7 @@ def test_the_compiled_charts_are_the_python_bit_for_bit():
             assert np.array_equal(x, y), (name, args)
 
 
+@pytest.mark.slow
 def test_the_master_runs_the_same_on_compiled_and_python_charts(tmp_path, monkeypatch):
     """The balloon through the master (in-process units, one process): the same outputs, bit for
     bit, with the charts' arithmetic in C and in Python."""
@@ -189,6 +191,7 @@ def test_spacecraft_through_the_master_at_default_settings(gravity):
     assert not res.warning
 
 
+@pytest.mark.slow
 def test_the_master_warns_when_its_global_estimate_exceeds_the_tolerance(tmp_path, capsys):
     """The spacecraft with light links: a fast mode the macro step does not resolve (the error
     reaches 1e-3 against a tolerance of 3e-5). The step control does not see it, the global

@@ -241,6 +241,7 @@ def test_step_jacobian_solves_follow_its_broyden_updates(dense_up_to, monkeypatc
         jac.update(dz, dG, w)
 
 
+@pytest.mark.slow
 def test_a_system_that_fails_its_analysis_leaves_no_worker_running(monkeypatch):
     """The worker processes start before the analysis (their start-up overlaps it): when the
     analysis fails, they end with it."""
@@ -263,6 +264,7 @@ def test_a_system_that_fails_its_analysis_leaves_no_worker_running(monkeypatch):
     assert len(started) == 1 and started[0].proc.poll() is not None
 
 
+@pytest.mark.slow
 def test_an_observer_failing_while_the_workers_compute_stops_the_run_cleanly():
     """The accepted intervals' observed values are computed while the workers compute the
     next interval: an observer that raises there stops the run with its error, once the
@@ -314,6 +316,7 @@ def test_cyclic_components_are_scipys_strong_components():
     assert _cyclic_components(succ) == reference(succ) and len(_cyclic_components(succ)) == n // 2
 
 
+@pytest.mark.slow
 def test_a_small_system_runs_without_scipy(tmp_path):
     """Up to 256 coupling inputs the master needs numpy only (its loops found by Tarjan's
     algorithm, its solves dense): a run in a process that cannot import scipy."""

@@ -23,6 +23,7 @@ import pytest
 from balloon_runs import run_balloon
 from fmu_fixtures import fmu_dir, standalone_dir, standalone_paths  # noqa: F401  (every TITOP FMU, built once)
 from loop_checks import check_loops
+from marks import slow
 
 from titop_fmu.cli import main
 from titop_fmu.cosim import (
@@ -144,7 +145,7 @@ def titop_units(engine, request):
     return TitopUnits(engine, request.getfixturevalue("fmu_dir") if engine == "fmu" else None, fmu_kind="pythonfmu")
 
 
-@pytest.mark.parametrize("engine", ["inprocess", "fmu", "standalone"])
+@pytest.mark.parametrize("engine", ["inprocess", *slow("fmu", "standalone")])
 def test_step_sensitivities_by_trial_steps_are_the_perturbed_steps(engine, request):
     """Units that give trial steps (TITOP blocks, in process and as FMUs of both kinds through
     their vendor function) have their step sensitivities measured in one call each: the run is
@@ -168,6 +169,7 @@ def test_step_sensitivities_by_trial_steps_are_the_perturbed_steps(engine, reque
     assert fewer >= 4 * 72 * a.stats.P_refreshes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [32, 64])
 def test_long_chain_loop_converges(n):
     """Chains of 32 and 64 bodies at t = 0: a Newton on a torn few of the loop's inputs, the
@@ -192,6 +194,7 @@ def test_long_chain_loop_converges(n):
             assert np.abs(w - outs[name]["p.w"]).max() <= 1e-10 * scale, name
 
 
+@pytest.mark.slow
 def test_a_long_chain_through_the_master_with_the_sparse_step_jacobian(monkeypatch):
     """A chain of 12 bodies has 288 coupling inputs, past DENSE_UP_TO: its step Jacobian is
     kept sparse with low-rank corrections. Over 0.1 s it gives what the dense one gives (to
@@ -314,6 +317,7 @@ def test_unknown_model_or_engine(no_units):
         TitopUnits("fmu", fmu_kind="python")
 
 
+@pytest.mark.slow
 def test_the_fmu_cache_keys_the_kind(tmp_path, monkeypatch):
     """The master builds the FMUs it lacks into the cache, one folder per kind and sources: a run on
     the standalone FMUs builds standalone FMUs (no Python inside) and not the others."""
@@ -413,6 +417,7 @@ def balloon_fmus(fmu_dir):
     return run_master_balloon("fmu", fmu_dir, span=SPAN)
 
 
+@pytest.mark.slow
 def test_balloon_inprocess_units_match_the_monolithic_run(balloon_inprocess, balloon_truth):
     res, wall = balloon_inprocess
     t, truth = balloon_truth
@@ -422,6 +427,7 @@ def test_balloon_inprocess_units_match_the_monolithic_run(balloon_inprocess, bal
     assert err <= DEFAULT_BOUND
 
 
+@pytest.mark.slow
 def test_balloon_through_fmus_matches_the_monolithic_run(balloon_fmus, balloon_truth):
     res, wall = balloon_fmus
     t, truth = balloon_truth
@@ -437,6 +443,7 @@ def test_fmus_compute_exactly_what_the_blocks_compute(balloon_fmus, balloon_inpr
     assert np.array_equal(balloon_fmus[0].values, balloon_inprocess[0].values)
 
 
+@pytest.mark.slow
 def test_the_two_kinds_of_fmu_compute_the_same_to_the_coupling_tolerance(balloon_fmus, standalone_dir):
     """The standalone FMUs (the default kind) compute in C what the pythonfmu FMUs compute (to
     1e-13 per call): over 1 s the master takes the same macro steps on both, and where the
@@ -482,6 +489,7 @@ def test_balloon_20s_tight_recipe():
     assert not res.warning
 
 
+@pytest.mark.slow
 def test_balloon_through_fmus_tight_tolerance(fmu_dir, balloon_truth):
     res, wall = run_master_balloon("fmu", fmu_dir, tol=TIGHT_TOL)
     err = max_error(res.values, balloon_truth[1], ANGLES)
@@ -489,6 +497,7 @@ def test_balloon_through_fmus_tight_tolerance(fmu_dir, balloon_truth):
     assert err <= TIGHT_BOUND
 
 
+@pytest.mark.slow
 def test_restart_from_a_saved_state_is_bit_identical(fmu_dir):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ParameterWarning)
@@ -528,6 +537,7 @@ def test_restart_from_a_saved_state_is_bit_identical(fmu_dir):
     assert np.array_equal(t1, t3) and np.array_equal(v1, v3)
 
 
+@pytest.mark.slow
 def test_worker_processes_end_with_the_master():
     """Three processes for the three runs: this one and two workers. A short run, terminate:
     both workers have exited and their pipes are closed (no process left behind)."""
@@ -584,7 +594,7 @@ def test_two_branch_file_and_its_twin(two_branch):
     check_loops(st)
 
 
-@pytest.mark.parametrize("engine", ["inprocess", "fmu", "standalone"])
+@pytest.mark.parametrize("engine", ["inprocess", *slow("fmu"), "standalone"])
 def test_two_branch_through_the_master(engine, two_branch, request):
     sf, angles, (t, truth) = two_branch
     start = time.perf_counter()
@@ -656,6 +666,7 @@ def test_cli_simulates_the_balloon_through_fmus(tmp_path, kind, request, balloon
     assert err <= DEFAULT_BOUND
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KIND_DIRS)
 def test_the_loop_plans_in_c_are_the_python_bit_for_bit(tmp_path, kind, request, monkeypatch):
     """The loop solve's unit calls run from C (cosim/plan.c) or from Python: the same outputs bit

@@ -15,6 +15,7 @@ from titop_fmu.scenarios import balloon
 from titop_fmu.titop import TitopUnits
 
 
+@pytest.mark.slow
 def test_a_failed_set_up_ends_the_workers_silently(capfd):
     """A parameter the units refuse (a negative mass) fails the set-up of this process's runs
     while the worker sets up its own: the worker's answers are read before it is told to end.
@@ -28,6 +29,7 @@ def test_a_failed_set_up_ends_the_workers_silently(capfd):
         assert err == "", err
 
 
+@pytest.mark.slow
 def test_a_worker_whose_master_is_gone_ends_silently():
     """The worker's side alone: its answers to a master that closed its end of the pipe are
     dropped and it ends, exit code 0, nothing on stderr (the master may stop listening at any
@@ -66,6 +68,7 @@ def test_ctrl_c_as_a_worker_is_started_ends_it(monkeypatch, sends_itself_sigint)
     assert len(started) == 1 and started[0].poll() is not None
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_master_ends_its_workers(monkeypatch):
     """Ctrl-C while the master waits for a worker's last answer: that worker is killed and
     every other one ended before the interrupt goes on; none is left running."""
@@ -86,6 +89,7 @@ def test_ctrl_c_while_the_master_ends_its_workers(monkeypatch):
     assert all(s.proc.poll() is not None for s in remote)
 
 
+@pytest.mark.slow
 def test_ctrl_c_as_the_master_is_made_ends_its_workers(monkeypatch, sends_itself_sigint):
     """Ctrl-C once the workers are set up, as the master that holds them is being made: they
     are ended before the interrupt goes on."""

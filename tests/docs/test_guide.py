@@ -6,8 +6,9 @@ import pytest
 
 from guide import ROOT, Reader, blocks, commands, pages
 
-#: pages whose blocks run in a few seconds: plain ``pytest`` runs them too (the others are slow)
-QUICK = {"system-files.md", "index.md", "architecture.md"}
+#: pages plain ``pytest`` runs too (the others are slow): the first ones a user reads, and those
+#: whose blocks run in a second
+QUICK = {"README.md", "tutorial.md", "system-files.md", "index.md", "architecture.md"}
 #: fence languages that would escape the runner: write ``sh``, ``console`` or ``python``
 ALIASES = {"bash", "shell", "shell-session", "zsh", "py", "python3", "pycon", "ipython"}
 

@@ -26,8 +26,9 @@ from balloon_runs import effective_parameters, run_balloon
 import hosts
 from c_host import harness, harness_args, host_env, run, under_wine, windows_harness  # noqa: F401
 from hosts import controller_fmu, libcosim_complaints, libcosim_run, recorded_names, strict_fmpy_run
-from fmu_fixtures import (Host, fmu_dir, fmu_paths, kind, linked_libraries, messages, run_without_scipy,  # noqa: F401
-                          trial_steps, unzipped)
+from marks import pythonfmu_slow
+from fmu_fixtures import (Host, exported, fmu_dir, fmu_paths, kind, linked_libraries, messages,  # noqa: F401
+                          run_without_scipy, trial_steps, unzipped)
 from titop_fmu.cli import main
 from titop_fmu.cosim import CoSystem, simulate, systemfile
 from titop_fmu.cosim.fmpy_unit import VENDOR_TOOL, fmu_unit_type
@@ -43,21 +44,6 @@ from fmpy.validation import validate_fmu  # noqa: E402
 
 H = 0.01
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    """``export(system, kind, name)``: ``titop-fmu export SYSTEM --out NAME.fmu --fmu-kind KIND``,
-    once per system and kind."""
-    made = {}
-
-    def export(system, kind, name):
-        if (system, kind) not in made:
-            out = tmp_path_factory.mktemp(f"{name}_{kind}") / f"{name}.fmu"
-            assert main(["export", system, "--out", str(out), "--fmu-kind", kind]) == 0
-            made[(system, kind)] = out
-        return made[(system, kind)]
-    return export
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +70,7 @@ def fmpy_run(path, stop, names, tolerance=None, **start_values):
     return r["time"], np.column_stack([r[n] for n in names])
 
 
+@pytest.mark.slow
 def test_validates_and_describes_the_system(balloon_fmu, kind):
     pytest.importorskip("lark", reason="FMPy validates structured variable names with lark")
     assert validate_fmu(str(balloon_fmu)) == []
@@ -107,6 +94,7 @@ def test_validates_and_describes_the_system(balloon_fmu, kind):
     assert (md.modelExchange is not None) == (kind == "standalone")
 
 
+@pythonfmu_slow
 def test_matches_the_monolithic_run_over_1_s(balloon_fmu):
     cs = balloon.system()
     names = recorded_names(cs)
@@ -116,6 +104,7 @@ def test_matches_the_monolithic_run_over_1_s(balloon_fmu):
     assert np.abs(y - ref).max() <= 1e-8          # measured 1.7e-9 (accelerations up to 26 m/s2)
 
 
+@pytest.mark.slow
 def test_runs_on_its_bundled_package_without_scipy(exported, tmp_path):
     """In a process that cannot import scipy, without the repository on its path, the pythonfmu
     assembly FMU runs its in-process system (the recursive loop solve included) to the same values."""
@@ -213,6 +202,7 @@ def controlled_in_the_master(balloon_fmu, pd_fmu):
     return np.asarray(res.values)
 
 
+@pytest.mark.slow
 def test_a_controller_holds_a_joint_through_fmpy(balloon_fmu, pd_fmu, controlled_in_the_master):
     """A PD controller FMU (pythonfmu) drives pendulum1.joint.tau from pendulum1.joint.q in a
     plain fixed-step host (FMPy, libcosim's algorithm): the joint settles near the set point,
@@ -233,6 +223,7 @@ def test_a_controller_holds_a_joint_through_fmpy(balloon_fmu, pd_fmu, controlled
     assert 1.6 <= err[H] / err[H / 2] <= 3.2                             # first order: 2
 
 
+@pytest.mark.slow
 def test_a_controller_holds_a_joint_through_libcosim(balloon_fmu, pd_fmu, controlled_in_the_master):
     """The same loop in libcosim equals the FMPy host to round-off (measured 8e-13), so it has
     the same coupling error with respect to the master."""
@@ -243,6 +234,7 @@ def test_a_controller_holds_a_joint_through_libcosim(balloon_fmu, pd_fmu, contro
     assert np.abs(y[:, 0] - controlled_in_the_master[1:, 0]).max() <= 0.1
 
 
+@pythonfmu_slow
 def test_parameters_and_inputs_change_the_system(balloon_fmu):
     """Setting ``balloon.mass``, ``pendulum1.c1.r[2]`` and an input of the FMU gives the
     monolithic run of the system changed the same way."""
@@ -280,6 +272,7 @@ def declared_and_seen(path, host, inputs=None):
     return declared, seen
 
 
+@pythonfmu_slow
 def test_model_structure_is_true(balloon_fmu, host):
     """Every output that changes when an input does is declared dependent on it, and every
     declared dependency shows at a random state (outputs at positions and velocities depend
@@ -290,6 +283,7 @@ def test_model_structure_is_true(balloon_fmu, host):
     assert declared["pendulum2.joint.q[1]"] == set(host.names("input"))
 
 
+@pythonfmu_slow
 def test_fmu_state_is_exact(host):
     host.initialize()
     outs = host.names("output")
@@ -309,6 +303,7 @@ def test_fmu_state_is_exact(host):
     assert host.errors() == []
 
 
+@pythonfmu_slow
 def test_accepted_property_is_logged_naming_the_unit_with_status_ok(balloon_fmu):
     """The balloon's principal moments (the paper's) violate the triangle inequality: the
     assembly FMU logs that naming the unit, as the block FMU of the balloon does, with status
@@ -325,6 +320,7 @@ def test_accepted_property_is_logged_naming_the_unit_with_status_ok(balloon_fmu)
         host.free()
 
 
+@pythonfmu_slow
 def test_non_finite_input_is_an_error_with_a_message(host):
     host.initialize()
     with pytest.raises(FMICallException):
@@ -332,6 +328,7 @@ def test_non_finite_input_is_an_error_with_a_message(host):
     assert any("pendulum1.joint.tau" in m and "non-finite" in m for m in host.errors()), host.log
 
 
+@pythonfmu_slow
 def test_no_directional_derivatives(host):
     """Not declared, and asked for anyway: an error with a message, the instance still usable."""
     host.initialize()
@@ -342,6 +339,7 @@ def test_no_directional_derivatives(host):
     assert len(host.errors()) == 1
 
 
+@pythonfmu_slow
 def test_declares_trial_steps_only(balloon_fmu):
     """Of the vendor functions, trial steps (an assembly is a unit like a block), not the
     directional derivatives it does not give; the trial steps are the standard calls'."""
@@ -369,6 +367,7 @@ def test_declares_trial_steps_only(balloon_fmu):
         host.free()
 
 
+@pythonfmu_slow
 def test_invalid_parameter_is_an_error_with_a_message(host):
     host.fmu.setupExperiment(startTime=0.0)
     host.set({"pendulum1.mass": -1.0})
@@ -378,6 +377,7 @@ def test_invalid_parameter_is_an_error_with_a_message(host):
     assert any("parameter 'pendulum1.mass'" in m for m in host.errors()), host.log
 
 
+@pythonfmu_slow
 def test_runs_in_the_c_host(harness, kind, request, balloon_fmu, tmp_path):
     """Loaded by a C program (no Python in the process), a parameter and an input set, stepped,
     its state saved and restored; the printed outputs are the in-process assembly's. The
@@ -404,6 +404,7 @@ def test_runs_in_the_c_host(harness, kind, request, balloon_fmu, tmp_path):
         np.testing.assert_allclose(got[k], unit.outputs(), rtol=0, atol=1e-12 * max(1, np.abs(got).max()))
 
 
+@pytest.mark.slow
 def test_a_system_file_exports(exported, kind):
     """``titop-fmu export examples/two_branch.toml``: a welded body with two branches, the
     file's [simulation] as the default experiment, FMPy's run equal to the monolithic one."""
@@ -437,6 +438,7 @@ def appendage_fmu(exported, kind):
     return exported(str(APPENDAGE), kind, "appendage")
 
 
+@pytest.mark.slow
 def test_appendage_has_a_block_parent_port(appendage_fmu, fmu_paths):
     pytest.importorskip("lark", reason="FMPy validates structured variable names with lark")
     assert validate_fmu(str(appendage_fmu)) == []
@@ -450,6 +452,7 @@ def test_appendage_has_a_block_parent_port(appendage_fmu, fmu_paths):
         assert var[name].unit == block[name].unit, name
 
 
+@pytest.mark.slow
 def test_appendage_model_structure_is_true(appendage_fmu):
     """p.w feeds through from the parent's acceleration, twist and attitude, not from its
     position; the joint positions from nothing."""
@@ -492,6 +495,7 @@ def master_error(path, stop, **options):
     return float(np.abs(d).max()), res
 
 
+@pytest.mark.slow
 def test_appendage_under_the_balloon_base_in_the_master(appendage_fmu):
     """1 s at the default tolerance shared over 20 s (as the 20 s run shares it): measured 1.2e-7."""
     err, res = master_error(appendage_fmu, 1.0, workers=0, span=20.0)
@@ -524,6 +528,7 @@ def arm_fmu(tmp_path_factory, kind):
     return d / "arm.fmu"
 
 
+@pytest.mark.slow
 def test_each_recorded_output_is_one_variable(arm_fmu):
     """A recorded output that is already an output (the free child port's motion), or listed twice
     (a component, then its port), is one variable: the FMU validates. It used to have
@@ -537,6 +542,7 @@ def test_each_recorded_output_is_one_variable(arm_fmu):
         {f"base.p.position[{k}]" for k in (1, 2, 3)} | {f"link2.euler[{k}]" for k in (1, 2, 3)}
 
 
+@pytest.mark.slow
 def test_inertial_outputs_of_an_assembly(arm_fmu):
     """An assembly's inertial outputs have their units and are those of the in-process run (the
     oblique second axis turns link2 out of the plane)."""
@@ -554,6 +560,7 @@ def test_inertial_outputs_of_an_assembly(arm_fmu):
     assert np.abs(y - ref).max() <= 1e-9
 
 
+@pytest.mark.slow
 def test_an_invalid_fmu_is_not_written(tmp_path, monkeypatch, capsys):
     """export validates the FMU before it is moved in place: one that FMPy refuses (here a
     description with a variable named twice) is an error, exit code 2, and nothing is written."""
@@ -586,6 +593,7 @@ def all_outputs(path, stop, rtol=1e-10):
     return names, fmpy_run(path, stop, names, tolerance=rtol)[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,stop", [("balloon", 2.0), ("spacecraft", 2.0), ("two_branch", 2.0),
                                        pytest.param("balloon", 20.0, marks=pytest.mark.slow),
                                        pytest.param("spacecraft", 20.0, marks=pytest.mark.slow),
@@ -621,6 +629,7 @@ BAD = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,params,inputs", BAD)
 def test_errors_are_the_pythonfmu_assembly_s_messages(exported, name, params, inputs):
     """The same single message, naming ``<unit>.<parameter>``, the units checked in the system's
@@ -629,6 +638,7 @@ def test_errors_are_the_pythonfmu_assembly_s_messages(exported, name, params, in
     assert len(got) == 1 and got == want, got
 
 
+@pytest.mark.slow
 def test_standalone_is_c_only_deterministic_and_described_as_the_pythonfmu_kind(exported, standalone, tmp_path):
     """The binary needs libc and libm only; the FMU holds its C sources and no Python; a second
     export gives the same bytes; its co-simulation description is the pythonfmu kind's but for
@@ -928,6 +938,7 @@ def test_model_exchange_modes_and_errors(standalone):
 
 # the host's tolerance, a strict host, other platforms
 
+@pythonfmu_slow
 def test_the_host_tolerance_replaces_rtol_and_atol(balloon_fmu):
     """fmi2SetupExperiment's tolerance (1e-6) gives the run with rtol = atol = 1e-6, not the one at
     the parameters' 1e-10; a non-finite one is an error with a message (both kinds)."""
@@ -960,6 +971,7 @@ def test_the_host_tolerance_replaces_rtol_and_atol(balloon_fmu):
         host.free()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", [1.0, pytest.param(20.0, marks=pytest.mark.slow)])
 def test_standalone_runs_in_a_strict_c_host(harness, standalone, tmp_path, stop):
     """The C host started with an empty environment, its rtol = atol = 1e-12: every call returns
@@ -985,6 +997,7 @@ def test_standalone_runs_in_a_strict_c_host(harness, standalone, tmp_path, stop)
     assert err <= 1e-9 and rec <= 1e-8
 
 
+@pytest.mark.slow
 def test_win64_binary_under_wine_gives_the_linux64_outputs(harness, standalone, tmp_path):
     """The balloon over 5 s in the C host: the win64 binary (the host built with MinGW-w64, under
     Wine) gives the linux64 binary's outputs to 1e-12 of the largest."""

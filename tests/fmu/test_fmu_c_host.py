@@ -24,6 +24,7 @@ import pytest
 from c_host import H, STEPS, harness, host_env, run  # noqa: F401
 from fmu_fixtures import (IDS, Host, compile_c, fmu_dir, fmu_paths, kind, kind_paths, random_inputs,  # noqa: F401
                           random_setup, standalone_paths, unzip_fmu)
+from marks import pythonfmu_slow, slow
 from titop_fmu.fmu import catalog
 
 
@@ -32,7 +33,11 @@ def kind_env(kind, request):
     """The environment of the C host for the kind: the documented one, or none (``env -i``)."""
     return request.getfixturevalue("host_env") if kind == "pythonfmu" else None
 
-@pytest.mark.parametrize("mid", IDS)
+
+#: every FMU of each kind; of the pythonfmu kind, only revolute_c1 in the plain run
+@pytest.mark.parametrize("kind, mid", [("pythonfmu", "revolute_c1"),
+                                       *slow(*(("pythonfmu", m) for m in IDS if m != "revolute_c1")),
+                                       *(("standalone", m) for m in IDS)], indirect=["kind"])
 def test_fmu_loads_and_steps_in_a_c_host(harness, kind_env, kind_paths, tmp_path, mid):
     kind, n = catalog.parse_identifier(mid)
     iface = catalog.interface(kind, n)
@@ -100,6 +105,7 @@ def test_standalone_fmu_runs_one_second_in_an_empty_environment(harness, standal
     assert np.abs(got - want).max(initial=0.0) <= 1e-13 * max(1.0, np.abs(want).max(initial=0.0))
 
 
+@pythonfmu_slow
 def test_bad_directional_derivative_in_a_c_host_is_an_error(harness, kind_env, kind_paths, tmp_path):
     """An input as unknown: an error status and a message, no crash, the instance freed."""
     iface = catalog.interface("revolute", 1)
@@ -113,6 +119,7 @@ def test_bad_directional_derivative_in_a_c_host_is_an_error(harness, kind_env, k
     assert "call fmi2FreeInstance done" in r.stdout
 
 
+@pythonfmu_slow
 @pytest.mark.parametrize("mid,name,value,expect", [
     ("revolute_c1", "mass", -1.0, "parameter 'mass'"),
     ("floating_base_c1", "c1.r[3]", float("nan"), "parameter 'c1.r'"),
@@ -127,6 +134,7 @@ def test_bad_parameter_in_a_c_host_is_an_error(harness, kind_env, kind_paths, tm
     assert "call fmi2FreeInstance done" in r.stdout
 
 
+@pythonfmu_slow
 def test_nan_input_in_a_c_host_is_an_error(harness, kind_env, kind_paths, tmp_path):
     iface = catalog.interface("welded", 1)
     vr = {v.name: k for k, v in enumerate(iface.variables)}
@@ -151,6 +159,7 @@ def threads_host(tmp_path_factory):
     return compile_c(Path(__file__).parent / "c" / "fmu_threads.c", tmp_path_factory.mktemp("threads") / "fmu_threads")
 
 
+@pytest.mark.slow
 def test_calls_from_several_host_threads_keep_one_python_thread_state_each(threads_host, host_env, fmu_paths,
                                                                           tmp_path):
     """Three host threads each step their own instance (c/fmu_threads.c): each keeps one Python

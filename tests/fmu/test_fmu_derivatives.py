@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from fmu_fixtures import IDS, H, Host, fmu_dir, fmu_paths, kind, kind_paths, standalone_paths, random_inputs, random_setup, unzipped  # noqa: F401
+from marks import by_kind
 from titop_fmu.cosim.numerics import wrap
 
 from fmpy.fmi1 import FMICallException  # noqa: E402  (fmu_fixtures skips the module without FMPy)
@@ -46,7 +47,7 @@ def derivative(host, unknowns, knowns, seed):
                                                       [host.vr[n] for n in knowns], list(map(float, seed))))
 
 
-@pytest.mark.parametrize("mid", IDS)
+@pytest.mark.parametrize("kind, mid", by_kind(IDS), indirect=["kind"])
 def test_derivatives_equal_differences(kind_paths, kind, mid):
     md, _ = unzipped(kind_paths[mid])
     assert md.coSimulation.providesDirectionalDerivative

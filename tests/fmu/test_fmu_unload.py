@@ -71,6 +71,7 @@ def check_all_ok(results, output, n_instances):
     assert not errors, errors
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair", [("x1", "y"), ("x1", "x2"), ("x1", "x1")],
                          ids=["two FMUs", "one FMU, two folders", "one FMU, one folder"])
 def test_two_instances_freed_in_every_order_in_a_c_host(unload_host, host_env, folders, pair):
@@ -106,6 +107,7 @@ def libcosimc():
     return lib
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", ["together", "separate", "sequence"])
 def test_libcosim_teardown_in_a_c_process(fmu_paths, host_env, tmp_path, scenario):
     """libcosim frees and unloads the FMUs in its own order: with both in one execution, or one
@@ -120,6 +122,7 @@ def test_libcosim_teardown_in_a_c_process(fmu_paths, host_env, tmp_path, scenari
     assert r.stdout.rstrip().endswith("done") and "fail" not in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_libcosim_teardown_in_a_python_process(fmu_paths, tmp_path):
     libcosimc()
     script = textwrap.dedent("""
@@ -168,6 +171,7 @@ for order in itertools.permutations(range(len(folders))):
 """
 
 
+@pytest.mark.slow
 def test_every_free_order_in_fmpy(folders):
     """FMPy (a Python host) frees and unloads each instance in one call: every order of four
     instances (FMU X twice from one folder, once from another, FMU Y), the survivors stepped."""
@@ -182,6 +186,7 @@ def _titop_fmu_file(_):
     return titop_fmu.__file__
 
 
+@pytest.mark.slow
 def test_a_process_started_after_an_fmu_imports_the_installed_package():
     """A pythonfmu FMU run in this process leaves its resources folder off ``sys.path``: a
     process started afterwards (multiprocessing's spawn, as Dask's workers are) imports

@@ -22,6 +22,7 @@ import pytest
 
 from fmu_fixtures import (IDS, H, Host, derivatives, fmu_dir, fmu_paths, kind, kind_paths, standalone_paths, random_inputs, random_setup,  # noqa: F401
                           trial_function, trial_steps, unzipped, vrs)
+from marks import pythonfmu_slow
 from titop_fmu.cosim.fmpy_unit import VENDOR_FUNCTIONS, VENDOR_TOOL, FMUUnit, fmu_unit_type
 from titop_fmu.errors import ConnectionError_
 
@@ -40,6 +41,7 @@ def stepped(path, mid, seed):
     return host, iface
 
 
+@pythonfmu_slow
 def test_every_fmu_declares_and_exports_them(kind_paths):
     for mid, path in kind_paths.items():
         md, unzipdir = unzipped(path)

@@ -21,6 +21,7 @@ import pytest
 
 from fmu_fixtures import (IDS, H, Host, fmu_dir, fmu_paths, kind, kind_paths, random_inputs,  # noqa: F401
                           random_setup, run_without_scipy, scalar_parameters, standalone_paths, unzipped)
+from marks import by_kind
 from titop_fmu.fmu import catalog
 
 from fmpy import simulate_fmu  # noqa: E402  (fmu_fixtures skips the module without FMPy)
@@ -37,13 +38,13 @@ def close(a, b):
 
 # -- the standard tools' view --------------------------------------------------------------
 
-@pytest.mark.parametrize("mid", IDS)
+@pytest.mark.parametrize("kind, mid", by_kind(IDS), indirect=["kind"])
 def test_fmpy_validates(kind_paths, mid):
     pytest.importorskip("lark", reason="FMPy validates structured variable names with lark")
     assert validate_fmu(str(kind_paths[mid])) == []
 
 
-@pytest.mark.parametrize("mid", IDS)
+@pytest.mark.parametrize("kind, mid", by_kind(IDS), indirect=["kind"])
 def test_simulates_with_default_parameters(kind_paths, mid):
     r = simulate_fmu(str(kind_paths[mid]))
     assert len(r) > 10 and r["time"][-1] == pytest.approx(1.0)
@@ -246,6 +247,7 @@ THREADS_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_instances_made_from_two_threads_one_holding_the_gil(fmu_paths, tmp_path):
     """A host thread that calls with the GIL held (ctypes.PyDLL) instantiates and resets while
     another (FMPy, the GIL released) does the same: no deadlock. The entry points serialise the
@@ -280,6 +282,7 @@ AFTER_THE_MASTER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_fmpy_logs_after_the_master_has_run(fmu_dir, tmp_path):
     """The master's FMU units log through FMPy's native logger proxy, which keeps one global
     pointer to a Python logger; a logger per unit, freed with it, made FMPy's own runs in the
@@ -542,6 +545,7 @@ def test_fmu_state_holds_the_host_tolerance(kind, kind_paths):
 
 # -- packaging ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_fmu_runs_on_its_bundled_package_without_scipy(fmu_paths, tmp_path):
     """In a fresh process that cannot import scipy and does not have the repository on
     its path, the FMU runs on the titop_fmu copy in its resources."""
@@ -557,6 +561,7 @@ def test_fmu_runs_on_its_bundled_package_without_scipy(fmu_paths, tmp_path):
     assert scipy_loaded == "False"
 
 
+@pytest.mark.slow
 def test_fmu_runs_on_its_own_c_kernel_without_a_compiler(fmu_paths, tmp_path):
     """In a host process without a C compiler (and an empty cache), the FMUs run their blocks
     on the kernel compiled into them when they were built (never compiling at load), to the
@@ -585,6 +590,7 @@ def test_fmu_runs_on_its_own_c_kernel_without_a_compiler(fmu_paths, tmp_path):
         assert float(v) == float(ref[ref.dtype.names[1]][-1])
 
 
+@pytest.mark.slow
 def test_fmus_build_in_a_process_that_has_run_one(fmu_paths, tmp_path):
     """A process that has run a TITOP FMU before importing pythonfmu imports the FMU's copy of
     pythonfmu (in its resources, without the export library); building FMUs afterwards must
@@ -614,6 +620,7 @@ def test_fmu_contents(fmu_paths):
     assert md.coSimulation.canGetAndSetFMUstate and md.coSimulation.canSerializeFMUstate
 
 
+@pytest.mark.slow
 def test_archives_written_at_once_by_several_writers_all_complete(tmp_path):
     """Writers of the same archive at once (threads here; processes filling the FMU cache
     on their first runs) each write a temporary file of their own and move it into place:
@@ -633,6 +640,7 @@ def test_archives_written_at_once_by_several_writers_all_complete(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["same.fmu"]      # no temporary file left
 
 
+@pytest.mark.slow
 def test_two_processes_building_the_fmus_into_one_folder_both_succeed(tmp_path):
     """Two first runs at once fill the same FMU cache: both builds succeed and give the
     FMUs one build gives alone (the build is deterministic)."""
@@ -648,6 +656,7 @@ def test_two_processes_building_the_fmus_into_one_folder_both_succeed(tmp_path):
         assert p.read_bytes() == (tmp_path / "both" / p.name).read_bytes(), p.name
 
 
+@pytest.mark.slow
 def test_build_is_deterministic_and_the_cli_builds_other_counts(tmp_path):
     from titop_fmu.cli import main
     from titop_fmu.fmu.build import build_all

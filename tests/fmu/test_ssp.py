@@ -104,6 +104,7 @@ def test_the_reader_gives_the_system_of_the_file(balloon_ssp, tmp_path):
     assert sf.simulation == {"stop": 20.0}
 
 
+@pytest.mark.slow
 def test_the_master_runs_the_ssp_as_the_system_file(balloon_ssp, standalone_dir, tmp_path):
     """Same FMUs, same parameters, connections per scalar instead of per port: the same bits."""
     runs = {}
@@ -150,6 +151,7 @@ def test_libcosim_loads_the_ssp(balloon_ssp, tmp_path):
             [pytest.approx(cs.units[unit].parameters[name], rel=1e-15)], (unit, name)
 
 
+@pytest.mark.slow
 def test_inertial_outputs_travel_in_the_package(standalone_dir, tmp_path):
     """examples/two_branch.toml records inertial quantities (a position, a velocity, a DCM): the
     package lists them as written (they used to be dropped without a word), and the master

@@ -28,6 +28,7 @@ from titop_fmu.fmu.standalone import mingw_compiler
 from fmpy.fmi1 import FMICallException  # noqa: E402  (fmu_fixtures skips the module without FMPy)
 
 
+@pytest.mark.slow
 def test_the_cli_writes_the_22_block_fmus_deterministically(standalone_paths, tmp_path):
     from titop_fmu.cli import main
     assert main(["build", "--standalone", "--out", str(tmp_path)]) == 0
@@ -248,6 +249,7 @@ def test_a_block_fmu_is_co_simulation_only(standalone_paths):
 
 # -- win64 under Wine -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_win64_binaries_under_wine_give_the_linux64_outputs(harness, standalone_paths, tmp_path):
     """Every FMU, at random parameters and inputs, 100 steps in the C host, its win64 binary in the
     host built with MinGW-w64 under Wine (one launch for all) and its linux64 binary in the host
@@ -296,6 +298,7 @@ def test_win64_binaries_under_wine_give_the_linux64_outputs(harness, standalone_
     assert sum(line.startswith("y ") for line in lines["linux"]) > 100 * len(IDS)
 
 
+@pytest.mark.slow
 def test_the_compiled_objects_are_kept_and_reused(tmp_path, monkeypatch):
     """A standalone build compiles the C sources once per platform and keeps the objects in the
     cache (keyed by the sources, the compiler and the flags): the next build links those, the

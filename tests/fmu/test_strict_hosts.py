@@ -16,7 +16,8 @@ attitude near gimbal lock), each of both kinds, over their default experiment, i
   of an FMU at its status: every step succeeds and the log holds no warning or error.
 
 The spacecraft's default experiment (20 s) runs in the slow suite, 1 s otherwise; the balloon's
-20 s runs are those of ``test_assembly.py``, in the same strict hosts.
+20 s runs are those of ``test_assembly.py``, in the same strict hosts. The plain run checks one
+block FMU of each kind in both hosts; ``--slow``, every FMU and the assemblies.
 """
 
 from pathlib import Path
@@ -24,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fmu_fixtures import IDS, fmu_dir, fmu_paths, kind, kind_paths, standalone_paths  # noqa: F401
+from fmu_fixtures import IDS, exported, fmu_dir, fmu_paths, kind, kind_paths, standalone_paths  # noqa: F401
 from hosts import libcosim_complaints, libcosim_run, recorded_names, strict_fmpy_run
-from titop_fmu.cli import main
+from marks import by_kind
 from titop_fmu.cosim import systemfile
 from titop_fmu.scenarios import balloon
 from titop_fmu.titop import monolithic
@@ -34,26 +35,21 @@ from titop_fmu.titop import monolithic
 from fmpy import read_model_description  # noqa: E402  (fmu_fixtures skips without FMPy)
 
 ROOT = Path(__file__).resolve().parents[2]
-ASSEMBLIES = {"balloon": ["balloon"], "spacecraft": [str(ROOT / "examples" / "spacecraft.toml")]}
+ASSEMBLIES = {"balloon": "balloon", "spacecraft": str(ROOT / "examples" / "spacecraft.toml")}
 
 
-@pytest.fixture(scope="module")
-def assemblies(tmp_path_factory, kind):
-    """``{name: path}``: ``titop-fmu export SYSTEM --out NAME.fmu`` for the balloon and the spacecraft,
-    of each kind (``--fmu-kind KIND``)."""
-    d = tmp_path_factory.mktemp(f"strict_{kind}")
-    out = {}
-    for name, system in ASSEMBLIES.items():
-        out[name] = d / f"{name}.fmu"
-        assert main(["export", *system, "--out", str(out[name]), "--fmu-kind", kind]) == 0
-    return out
+@pytest.fixture
+def assembly(exported, kind):
+    """``assembly(name)``: ``titop-fmu export SYSTEM --out NAME.fmu --fmu-kind KIND`` of the balloon
+    or the spacecraft (exported once in the session)."""
+    return lambda name: exported(ASSEMBLIES[name], kind, name)
 
 
 def outputs_of(path):
     return [v.name for v in read_model_description(str(path)).modelVariables if v.causality == "output"]
 
 
-@pytest.mark.parametrize("mid", IDS)
+@pytest.mark.parametrize("kind, mid", by_kind(IDS), indirect=["kind"])
 def test_block_fmu_runs_in_a_strict_fmpy_host(kind_paths, mid):
     r = strict_fmpy_run(kind_paths[mid])                # the default experiment: 1 s
     assert r["time"][-1] == pytest.approx(1.0)
@@ -62,7 +58,7 @@ def test_block_fmu_runs_in_a_strict_fmpy_host(kind_paths, mid):
 
 def monolithic_reference(name, stop):
     """``(recorded outputs' names, their in-process monolithic run)`` for the system ``name``."""
-    cs = balloon.system() if name == "balloon" else systemfile.read(ASSEMBLIES[name][0]).system
+    cs = balloon.system() if name == "balloon" else systemfile.read(ASSEMBLIES[name]).system
     return recorded_names(cs), monolithic.simulate(cs, stop, 0.01)[1]
 
 
@@ -73,21 +69,21 @@ def close_to(y, ref):
     return np.abs(y - ref).max() <= 1e-6 * max(1.0, np.abs(ref).max())
 
 
-RUNS = [("balloon", 1.0), ("spacecraft", 1.0),
-        pytest.param("spacecraft", 20.0, marks=pytest.mark.slow, id="spacecraft-default-experiment")]
+RUNS = [("balloon", 1.0), ("spacecraft", 1.0), pytest.param("spacecraft", 20.0, id="spacecraft-default-experiment")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,stop", RUNS)
-def test_assembly_fmu_runs_in_a_strict_fmpy_host(assemblies, name, stop):
+def test_assembly_fmu_runs_in_a_strict_fmpy_host(assembly, name, stop):
     """To completion (20 s: the default experiment), near the monolithic run."""
-    r = strict_fmpy_run(assemblies[name], stop_time=stop)
+    r = strict_fmpy_run(assembly(name), stop_time=stop)
     assert r["time"][-1] == pytest.approx(stop)
     names, ref = monolithic_reference(name, stop)
     every = int(round((r["time"][1] - r["time"][0]) / 0.01))     # FMPy keeps at most 1000 intervals
     assert len(r) == len(ref[::every]) and close_to(np.column_stack([r[n] for n in names]), ref[::every])
 
 
-@pytest.mark.parametrize("mid", IDS)
+@pytest.mark.parametrize("kind, mid", by_kind(IDS), indirect=["kind"])
 def test_block_fmu_runs_in_libcosim_with_no_warning(kind_paths, mid, capfd):
     path = kind_paths[mid]
     t, y = libcosim_run({"u": path}, [], {}, [f"u.{n}" for n in outputs_of(path)], 1.0, 0.01)
@@ -95,9 +91,10 @@ def test_block_fmu_runs_in_libcosim_with_no_warning(kind_paths, mid, capfd):
     assert libcosim_complaints(capfd) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,stop", RUNS)
-def test_assembly_fmu_runs_in_libcosim_with_no_warning(assemblies, name, stop, capfd):
+def test_assembly_fmu_runs_in_libcosim_with_no_warning(assembly, name, stop, capfd):
     names, ref = monolithic_reference(name, stop)
-    t, y = libcosim_run({"a": assemblies[name]}, [], {}, [f"a.{n}" for n in names], stop, 0.01)
+    t, y = libcosim_run({"a": assembly(name)}, [], {}, [f"a.{n}" for n in names], stop, 0.01)
     assert len(t) == len(ref) - 1 and close_to(y, ref[1:])
     assert libcosim_complaints(capfd) == []

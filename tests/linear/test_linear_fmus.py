@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from marks import slow
 
 from titop_fmu.cosim import systemfile
 from titop_fmu.errors import ConnectionError_
@@ -39,7 +40,7 @@ def assert_same(model, ref, rtol):
     assert np.abs(model.xdot0).max() <= 1e-12 and np.abs(model.y0 - ref.y0).max() <= 1e-12
 
 
-@pytest.mark.parametrize("engine,kind", [("inprocess", "pythonfmu"), ("fmu", "pythonfmu"), ("fmu", "standalone")])
+@pytest.mark.parametrize("engine,kind", [("inprocess", "pythonfmu"), *slow(("fmu", "pythonfmu")), ("fmu", "standalone")])
 def test_the_balloon_through_its_units_is_the_in_process_model(engine, kind, tmp_path_factory):
     """The standalone FMUs too: their C layer's exposed states and exact derivatives."""
     cs = balloon.system(TILTED)

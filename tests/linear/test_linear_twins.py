@@ -65,6 +65,7 @@ def hover_twin_eigenvalues(eq):
     return np.linalg.eigvals(twin.linearization(q, v))
 
 
+@pytest.mark.slow
 def test_the_hovering_spacecraft_has_its_pinocchio_twins_modes_and_exact_C_D():
     """Full inertias, offset centres of mass, mount angles, oblique axes, a welded boom, a
     prismatic rail with a spring, the bus tilted by its equilibrium; C, D (the file's record

@@ -37,6 +37,7 @@ def assert_matrices_match(model, system, y, rtol=1e-7):
         assert err <= rtol * scale, f"{name}: {err:.2e} > {rtol:g} * {scale:.3g}"
 
 
+@pytest.mark.slow
 def test_the_spacecraft_moving_near_gimbal_lock_linearizes_to_its_finite_differences():
     """examples/spacecraft.toml at t = 12.24 s: the bus within half a degree of gimbal lock,
     spinning (the co-rotating attitude chart), every joint moving; every input (thrust
@@ -57,6 +58,7 @@ def test_the_spacecraft_moving_near_gimbal_lock_linearizes_to_its_finite_differe
     assert np.abs(model.xdot0).max() > 0.1                              # not an equilibrium
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_random_trees_linearize_to_their_finite_differences(seed):
     """Floating and imposed-motion bases, welded, revolute and prismatic bodies forward and

@@ -60,12 +60,14 @@ def test_center_of_mass_stays_put(balloon_run):
     assert np.ptp(tr.y[:, 6:9], axis=0).max() > 0.1          # while the balloon itself moves
 
 
+@pytest.mark.slow
 def test_energy_constant_without_damping(balloon_undamped_run):
     s, tr = balloon_undamped_run
     E = np.array([invariants.energy(s, y) for y in tr.y[::10]])
     assert np.max(np.abs(E - E[0])) / abs(E[0]) <= 1e-8
 
 
+@pytest.mark.slow
 def test_energy_never_increases_with_damping(balloon_run):
     s, tr = balloon_run
     E = np.array([invariants.energy(s, y) for y in tr.y])
@@ -118,12 +120,14 @@ def test_cli_simulate_writes_the_csv(tmp_path, balloon_run):
     assert np.max(np.abs(read_csv(out2)[1][:, 7] - data[:, 7])) > 1e-6
 
 
+@pytest.mark.slow
 def test_cli_reports_bad_set_names():
     r = subprocess.run([sys.executable, "-m", "titop_fmu.cli", "simulate", "balloon", "--set", "kk=1",
                         "--stop", "0.1", "--out", "unused.csv"], capture_output=True, text=True)
     assert r.returncode == 2 and "parameter 'kk'" in r.stderr
 
 
+@pytest.mark.slow
 def test_the_cli_starts_without_the_monolithic_integrator():
     """scipy.integrate takes 0.4 s to import and only the in-process engine integrates with it:
     starting titop-fmu (every FMU run) must not import it."""

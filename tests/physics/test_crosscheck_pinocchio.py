@@ -37,6 +37,7 @@ def test_accelerations_agree_at_random_states():
     assert worst <= 1e-9
 
 
+@pytest.mark.slow
 def test_trajectories_agree(balloon_run):
     s, tr = balloon_run
     ref = pb.simulate(None, t_stop=5.0, dt=0.01)
@@ -45,6 +46,7 @@ def test_trajectories_agree(balloon_run):
     assert np.max(np.abs(mine - theirs)) <= 1e-6
 
 
+@pytest.mark.slow
 def test_inertial_outputs_agree_with_pinocchio_frames():
     """The balloon's pendulum tip P2 and the point P1 in R_i, pendulum 2's DCM and the tip's
     velocity [v; omega] in R_i, recorded by the in-process engine (from the blocks' outputs at

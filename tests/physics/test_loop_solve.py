@@ -581,6 +581,7 @@ def test_kernel_outputs_of_chosen_ports_and_their_fallback():
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["spacecraft", "two_branch"])
 def test_recorded_outputs_on_the_kernel_equal_those_of_the_numpy_blocks(name, monkeypatch):
     """A system file's recorded outputs (unit outputs and inertial quantities) over its 20 s,

@@ -46,6 +46,7 @@ def test_kinematics_match_spec():
         assert np.allclose(data.oMi[4].act(np.array([0.0, -1.6, 0.0])), P2, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_center_of_mass_fixed():
     states = _run()
     com = np.array([pb.center_of_mass(None, r, P, q) for r, P, _v, _w, q, _qd in states])
@@ -54,6 +55,7 @@ def test_center_of_mass_fixed():
     assert drift <= 1e-8
 
 
+@pytest.mark.slow
 def test_energy_conserved_without_damping():
     states = _run(UNDAMPED)
     E = np.array([pb.energy(UNDAMPED, *s) for s in states])
@@ -62,6 +64,7 @@ def test_energy_conserved_without_damping():
     assert rel <= 1e-8
 
 
+@pytest.mark.slow
 def test_energy_never_increases_with_damping():
     states = _run()
     E = np.array([pb.energy(None, *s) for s in states])

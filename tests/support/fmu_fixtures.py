@@ -92,6 +92,23 @@ def fmu_paths(fmu_dir):
     return _BUILT["paths"]
 
 
+@pytest.fixture(scope="session")
+def exported(tmp_path_factory):
+    """``export(system, kind, name)``: ``titop-fmu export SYSTEM --out NAME.fmu --fmu-kind KIND``,
+    once per system and kind in the session (the assembly FMUs of test_assembly.py and
+    test_strict_hosts.py)."""
+    from titop_fmu.cli import main
+    made = {}
+
+    def export(system, kind, name):
+        if (system, kind) not in made:
+            out = tmp_path_factory.mktemp(f"{name}_{kind}") / f"{name}.fmu"
+            assert main(["export", system, "--out", str(out), "--fmu-kind", kind]) == 0
+            made[(system, kind)] = out
+        return made[(system, kind)]
+    return export
+
+
 #: the two kinds of TITOP block FMUs: the same contract, checked by the same tests
 FMU_KINDS = ("pythonfmu", "standalone")
 

@@ -162,6 +162,7 @@ end EulerCheck;
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path, dcm, names", EULER_OUTPUTS, ids=["balloon", "two_branch", "spacecraft"])
 def test_model_euler_formulas_with_the_msl_compiled(path, dcm, names, tmp_path):
     """The model's Euler formulas and the MSL's own Frames.axesRotations({3,2,1}, {psi, theta, phi}),
@@ -251,6 +252,7 @@ print("record SimulationResult end SimulationResult;")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name == "nt", reason="fake omc uses a POSIX shebang")
 @no_ompython
 def test_script_with_fake_omc(tmp_path):

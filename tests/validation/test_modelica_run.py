@@ -32,6 +32,7 @@ def balloon_error(mo: modelica.Result, t, cols):
 
 # -- the balloon ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_modelica_balloon_run_is_the_scenario(modelica_balloon):
     mo = modelica_balloon
     assert len(mo.t) == 2001 and mo.t[-1] == 20.0
@@ -44,6 +45,7 @@ def test_modelica_balloon_run_is_the_scenario(modelica_balloon):
           f"simulate {mo.info['simulate_s']:.2f} s")
 
 
+@pytest.mark.slow
 def test_balloon_inprocess_matches_modelica(modelica_balloon, balloon_run):
     """In-process monolithic run vs Modelica MultiBody over [0, 20] s: <= 1e-9 on every column."""
     s, tr = balloon_run
@@ -75,6 +77,7 @@ def test_committed_msl_reference_agrees_with_pinocchio():
     assert "make_msl_reference.py" in info["command"]
 
 
+@pytest.mark.slow
 def test_modelica_run_reproduces_the_committed_reference(modelica_balloon):
     """The committed reference is what the engine computes today (same tool, same settings)."""
     ref = load_reference(REFERENCES / "balloon_msl.csv")
@@ -82,14 +85,17 @@ def test_modelica_run_reproduces_the_committed_reference(modelica_balloon):
     assert e.max() <= 1e-12
 
 
+@pytest.mark.slow
 def test_teeth_one_mass_changed_by_one_percent(tmp_path, balloon_run):
-    """A copy of the model with m_P2 = 3.03 kg instead of 3 kg: the comparison must see it."""
+    """A copy of the model with m_P2 = 3.03 kg instead of 3 kg: the comparison must see it, in
+    the first 2 s already (the in-process runs differ by 2.6e-2 there, as over 20 s)."""
     need_modelica()
     copy = mutated_copy(BALLOON_MO, 'parameter Real m_P2(unit="kg") = 3 ', 'parameter Real m_P2(unit="kg") = 3.03 ',
                         tmp_path)
-    mo = modelica.simulate(copy, twin.balloon_columns(), 20.0, 0.01)
+    mo = modelica.simulate(copy, twin.balloon_columns(), 2.0, 0.01)
     s, tr = balloon_run
-    e = balloon_error(mo, tr.t, twin.balloon_columns_of(s, tr.y))
+    n = len(mo.t)
+    e = balloon_error(mo, tr.t[:n], twin.balloon_columns_of(s, tr.y[:n]))
     print("\n1 % heavier pendulum 2 vs in-process:", e.max())
     assert e.max() > 1e-4                        # five decades above the 1e-9 bound
 
@@ -102,6 +108,7 @@ def two_branch():
     return twin.compare_system_file(TWO_BRANCH, TWO_BRANCH_MO, stop=10.0)
 
 
+@pytest.mark.slow
 def test_two_branch_twin_matches_inprocess(two_branch):
     """examples/two_branch.toml in process vs its Modelica twin over [0, 10] s: <= 1e-8
     (absolute up to magnitude 1, relative above)."""
@@ -112,6 +119,7 @@ def test_two_branch_twin_matches_inprocess(two_branch):
     assert r["scaled"].max() <= 1e-8, r["scaled"]
 
 
+@pytest.mark.slow
 def test_two_branch_teeth_wrong_mount(tmp_path):
     """The twin with the mount sequence read the other way (1-2-3 instead of 3-2-1): caught."""
     need_modelica()

@@ -59,6 +59,7 @@ def test_system_file_names_its_twin():
         assert f"output Real {n}(" in text, n
 
 
+@pytest.mark.slow
 def test_spacecraft_twin_matches_inprocess(spacecraft):
     """examples/spacecraft.toml in process vs its Modelica twin over [0, 20] s: <= 1e-8 on every
     column (absolute up to magnitude 1, relative above: the bus falls ~2 km), and the bus attitude

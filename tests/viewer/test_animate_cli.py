@@ -39,6 +39,7 @@ def worst(a: dict, b: dict) -> float:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("system", ["balloon", str(ROOT / "examples" / "balloon.toml")])
 def test_both_engines_animate_the_same_motion_and_leave_the_csv_as_it_was(system, tmp_path,
                                                                         standalone_dir):  # noqa: F811

@@ -118,6 +118,7 @@ def colour_near(img, centre, radius, colour, tol=80.0):
     return int(np.sum(disc & (np.linalg.norm(img.astype(float) - rgb, axis=2) < tol)))
 
 
+@pytest.mark.slow
 def test_screenshots_at_two_times_show_the_pendulum_where_it_is(balloon_view, tmp_path):
     data = scene_of(balloon_view)
     assert not data["follow"]
@@ -145,6 +146,7 @@ def test_screenshots_at_two_times_show_the_pendulum_where_it_is(balloon_view, tm
     assert at[0][1] < 0.1 * area[1] and at[1][0] < 0.1 * area[0], at    # and not where it is not
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("system, fragment", [
     ("examples/spacecraft.toml", "t=3.5"),             # falls 80 m: the camera follows
     ("examples/two_branch.toml", "t=3&az=120&el=-20"),
@@ -172,6 +174,7 @@ def test_every_kind_of_body_draws_without_a_message(system, fragment, tmp_path):
     assert np.mean(np.any(img < 200, axis=2)) > 0.01          # something is drawn
 
 
+@pytest.mark.slow
 def test_a_run_of_one_sample_shows_its_configuration(tmp_path):
     """One row (the initial state): no time to play, a still view."""
     run = tmp_path / "one.csv"
@@ -183,6 +186,7 @@ def test_a_run_of_one_sample_shows_its_configuration(tmp_path):
     assert loaded(page) and 'data-t="0"' in page
 
 
+@pytest.mark.slow
 def test_the_units_not_drawn_are_named_on_the_page(tmp_path):
     page, console = dom(undrawable_view(tmp_path / "v.html"))
     no_messages(console)

@@ -111,6 +111,7 @@ def test_the_written_view_holds_the_frames_to_its_quantum(balloon_run, tmp_path)
     assert out.stat().st_size < 150_000
 
 
+@pytest.mark.slow
 def test_attitudes_are_written_without_sign_jumps(tmp_path):
     """Quaternions of consecutive samples on the same side (the viewer interpolates between
     them): the spacecraft's link3 turns several times."""
