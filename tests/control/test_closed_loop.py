@@ -152,6 +152,7 @@ def test_a_pid_with_limits_and_anti_windup_against_its_equations(tmp_path):
     assert abs(values[-1, 0] - np.radians(10)) < 1e-2          # and come back near 10 deg, unwound
 
 
+@pytest.mark.slow
 def test_a_campaign_varies_a_sensors_seed_and_a_gain(tmp_path):
     """``sweep`` of a noisy sensor's seed and a gain: each run equals ``simulate`` with the same
     values set; two seeds measure differently, one seed twice the same."""
@@ -193,6 +194,7 @@ def test_a_continuous_sensor_of_an_inertial_quantity_closes_no_algebraic_loop(tm
     np.testing.assert_allclose(yaw, joint, rtol=0, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_a_points_acceleration_is_the_derivative_of_its_velocity(tmp_path):
     """``<point>.acceleration`` ([a_X; omega_dot] in R_i) of a floating base, a prismatic and
     two revolute bodies of the balloon (motion in every direction, a torque signal on the

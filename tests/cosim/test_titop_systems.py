@@ -438,6 +438,7 @@ def test_balloon_through_fmus_matches_the_monolithic_run(balloon_fmus, balloon_t
     assert err <= DEFAULT_BOUND
 
 
+@pytest.mark.slow
 def test_fmus_compute_exactly_what_the_blocks_compute(balloon_fmus, balloon_inprocess):
     """The FMUs run the same blocks: the FMI layer must not change a bit."""
     assert np.array_equal(balloon_fmus[0].values, balloon_inprocess[0].values)

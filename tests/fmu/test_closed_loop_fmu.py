@@ -20,6 +20,7 @@ import closed_loops
 from c_host import harness, harness_args, run, under_wine, windows_harness  # noqa: F401
 from fmu_fixtures import Host
 from hosts import recorded_names, strict_fmpy_run
+from marks import slow
 from titop_fmu.cli import main
 from titop_fmu.cosim import systemfile
 from titop_fmu.titop import monolithic
@@ -75,8 +76,9 @@ def error(result, path, names, stop, dt=H):
     return np.abs(np.column_stack([result[n] for n in names]) - ref).max()
 
 
-CO_SIMULATION = [("sensors", 2.0, "standalone"), ("pid", 2.0, "standalone"), ("pid", 2.0, "pythonfmu"),
-                 ("table_hold", 3.0, "standalone"), ("balloon_gain", 10.0, "standalone"),
+#: the plain run exports and runs the table_hold loop only (tests/support/marks.py)
+CO_SIMULATION = [*slow(("sensors", 2.0, "standalone"), ("pid", 2.0, "standalone"), ("pid", 2.0, "pythonfmu")),
+                 ("table_hold", 3.0, "standalone"), *slow(("balloon_gain", 10.0, "standalone")),
                  pytest.param("spinup", 20.0, "standalone", marks=pytest.mark.slow),
                  pytest.param("spinup", 20.0, "pythonfmu", marks=pytest.mark.slow),
                  pytest.param("table", 3.0, "standalone", marks=pytest.mark.slow),
@@ -97,7 +99,7 @@ def test_co_simulation_in_fmpy_is_the_in_process_run(exported, name, stop, kind)
     assert err <= 1e-8
 
 
-ME = [("sensors", 2.0), ("pid", 2.0), ("table_hold", 3.0), ("balloon_gain", 10.0),
+ME = [*slow(("sensors", 2.0), ("pid", 2.0)), ("table_hold", 3.0), *slow(("balloon_gain", 10.0)),
       pytest.param("spinup", 20.0, marks=pytest.mark.slow),
       pytest.param("table", 3.0, marks=pytest.mark.slow)]
 
@@ -142,6 +144,7 @@ def test_the_slew_example_exports(exported):
     assert errors[0] <= 1e-8 and errors[1] <= 1e-6
 
 
+@pytest.mark.slow
 def test_the_fmu_s_variables_and_its_c(exported):
     """The signals and controllers are inside: the inputs they feed are no FMU inputs (the
     pendulum's torque, the PID's input), the free ones are (the base's motion, the PID's
@@ -163,6 +166,7 @@ def test_the_fmu_s_variables_and_its_c(exported):
     assert "static double signal0(double t)" in code and "titop_first_change(signal0_c0, t, t1)" in code
 
 
+@pytest.mark.slow
 def test_time_events_in_model_exchange(exported):
     """fmi2NewDiscreteStates gives the next sample (every 0.01 s) or table row (0.37, 1.1, ...) as
     nextEventTime; at the event the held torque jumps (before it, the left limit), the
@@ -206,7 +210,7 @@ def test_time_events_in_model_exchange(exported):
     host.free()
 
 
-@pytest.mark.parametrize("name,step,stop", [("discrete", 0.05, 1.0), ("table_hold", 0.5, 3.0)])
+@pytest.mark.parametrize("name,step,stop", [*slow(("discrete", 0.05, 1.0)), ("table_hold", 0.5, 3.0)])
 def test_samples_and_rows_inside_a_long_step_are_met(exported, name, step, stop):
     """Steps of 0.05 s over a controller sampled every 0.01 s, of 0.5 s over a hold table's rows
     (0.37, 1.1, 1.75, 2.6): each step is split at the events inside it, the values at the
@@ -224,6 +228,7 @@ def test_samples_and_rows_inside_a_long_step_are_met(exported, name, step, stop)
     assert np.abs(np.array(rows) - ref).max() <= 1e-10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["standalone", "pythonfmu"])
 def test_the_fmu_state_holds_the_discrete_states(exported, kind):
     """Saved between two samples (and serialized), restored later: the steps after it are the same
@@ -249,6 +254,7 @@ def test_the_fmu_state_holds_the_discrete_states(exported, kind):
     host.free()
 
 
+@pytest.mark.slow
 def test_a_setpoint_is_an_input(exported, folder):
     """The PID's setpoint set to 20 deg through FMI: the in-process run of the file with 20 deg."""
     path, fmu = exported("pid")
@@ -260,6 +266,7 @@ def test_a_setpoint_is_an_input(exported, folder):
     assert error(r, other, names, 1.0) <= 1e-8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,stop", [("sensors", 2.0), ("pid", 2.0),
                                        pytest.param("spinup", 20.0, marks=pytest.mark.slow)])
 def test_a_strict_c_host_with_an_empty_environment(harness, exported, tmp_path, name, stop):
@@ -282,6 +289,7 @@ def test_a_strict_c_host_with_an_empty_environment(harness, exported, tmp_path, 
     assert err <= 1e-8
 
 
+@pytest.mark.slow
 def test_win64_binaries_under_wine_give_the_linux64_outputs(harness, exported, tmp_path):
     """The sensors' loop and the spin-up over 2 s in the C host: the win64 binaries (the host
     built with MinGW-w64, under Wine) give the linux64 ones' outputs to 1e-12 of the largest."""
