@@ -17,8 +17,8 @@ CASES = ROOT / "tests" / "support" / "interrupted_run.py"
 @pytest.mark.parametrize("engine", [[], ["--inprocess-units"]], ids=["inprocess", "master"])
 def test_one_ctrl_c_ends_the_run(engine, tmp_path):
     """pytest in a process group of its own, as a terminal runs it; one SIGINT to the group while
-    its first test runs a long simulation: the run ends there (pytest's status 2, interrupted),
-    the next test is not run. It used to go on: the command line took the Ctrl-C for its own."""
+    its first test runs a long simulation: the run ends there, the next test is not run. It used
+    to go on, and end with status 0: the command line took the Ctrl-C for its own."""
     mark = tmp_path / "mark"
     env = dict(os.environ, TITOP_TEST_MARK=str(mark), TITOP_TEST_ARGS=" ".join(engine))
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(CASES)], cwd=ROOT,
@@ -36,4 +36,7 @@ def test_one_ctrl_c_ends_the_run(engine, tmp_path):
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert proc.returncode == pytest.ExitCode.INTERRUPTED and not mark.with_suffix(".next").exists(), out[-3000:]
+    # pytest's status for an interrupted run, or the interpreter ended by SIGINT itself (a KeyboardInterrupt
+    # that reached the top: seen once in twenty runs on a loaded machine)
+    ended = proc.returncode in (pytest.ExitCode.INTERRUPTED, -signal.SIGINT)
+    assert ended and not mark.with_suffix(".next").exists(), (proc.returncode, out[-3000:])
