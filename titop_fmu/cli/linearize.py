@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import TitopError
 from ..io import parse_set
 from ..scenarios import balloon
+from ..titop.totals import SYSTEM
 from .options import command, system_of, writable_file
 
 
@@ -22,7 +23,11 @@ def run(args):
     if out.suffix not in (".mat", ".npz"):
         raise TitopError(f"--out {out}: write a .mat or a .npz file")
     cs = system_of(args)
-    outputs = cs.recorded if args.outputs is None else args.outputs
+    outputs = args.outputs
+    if outputs is None:                  # the record list, but the system's totals (no linear outputs)
+        outputs = [r for r in cs.recorded if r.partition(".")[0] != SYSTEM or SYSTEM in cs.units]
+        if len(outputs) < len(cs.recorded) and not args.quiet:
+            print("the outputs: the record list without the system's totals (not outputs of a linear model)")
     if args.grid:
         return _linearize_family(args, cs, outputs, out)
     state, system = None, cs

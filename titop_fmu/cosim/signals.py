@@ -139,10 +139,11 @@ def _table_or_source(value: dict, where, base, number):
 
 def has_signals(cs: CoSystem) -> bool:
     """Some input of ``cs`` is a time signal."""
-    return any(_is_signal(v) for v in cs.inputs.values())
+    return any(is_signal(v) for v in cs.inputs.values())
 
 
-def _is_signal(v) -> bool:
+def is_signal(v) -> bool:
+    """``v``, an input's value, is or holds a time signal (not a constant)."""
     return isinstance(v, (Signal, TableSpec)) or (isinstance(v, list) and any(isinstance(x, Signal) for x in v))
 
 
@@ -152,7 +153,7 @@ def resolve(cs: CoSystem, types: dict) -> tuple:
     ``{(unit, input scalar): Signal}`` of the time signals."""
     constants, signals = {}, {}
     for ref, value in cs.inputs.items():
-        if not _is_signal(value):
+        if not is_signal(value):
             constants[ref] = value
             continue
         unit, _, var = ref.partition(".")
