@@ -3,12 +3,12 @@ or a family of them along a scheduling parameter (LPV)."""
 
 from __future__ import annotations
 
-import math
+import re
 
 import numpy as np
 
 from ..errors import TitopError
-from ..io import parse_set
+from ..simulation import set_values
 from ..scenarios import balloon
 from ..titop.totals import SYSTEM
 from .options import command, system_of, writable_file
@@ -52,25 +52,30 @@ def run(args):
 
 
 def _grid(text) -> tuple:
-    """``NAME=START:STOP:N`` or ``NAME=V1,V2,...`` (a ``deg`` suffix on the values converts
-    degrees) -> ``(name, values)``."""
+    """``NAME=START:STOP:N`` or ``NAME=V1,V2,...`` -> ``(name, values)``: values in SI, or
+    with their units (``0 deg:20 deg:5``), or with one unit after them all (``0:20:5deg``,
+    ``1,2,3 mm``), converted to SI."""
+    from ..quantities import UnitError, has_unit, quantity
     name, sep, values = text.partition("=")
-    scale = 1.0
-    if values.endswith("deg"):
-        values, scale = values[:-3], math.pi / 180.0
+    m = re.fullmatch(r"(.*?)\s*([A-Za-z\u00b0\u00b5][^:,]*)", values.strip())
+    common = m.group(2) if m and not any(has_unit(v) for v in re.split(r"[:,]", m.group(1))) else ""
+    body = m.group(1) if common else values
+
+    def si(v):
+        return quantity(f"{v} {common}" if common else v, None, f"--grid {text}")
     try:
-        if ":" in values:
-            lo, hi, n = values.split(":")
-            grid = np.linspace(float(lo), float(hi), int(n))
+        if ":" in body:
+            lo, hi, n = body.split(":")
+            grid = np.linspace(si(lo), si(hi), int(n))
         else:
-            grid = np.array([float(v) for v in values.split(",")])
-    except ValueError:
+            grid = np.array([si(v) for v in body.split(",")])
+    except (ValueError, UnitError):
         grid = None
     if not sep or not name or grid is None or len(grid) < 2 or not np.all(np.diff(grid) > 0) \
             or not np.all(np.isfinite(grid)):
         raise TitopError(f"--grid {text}: expected NAME=START:STOP:N or NAME=V1,V2,... with at least two "
-                         "increasing values")
-    return name.strip(), grid * scale
+                         "increasing values (numbers in SI, or with their units: 0 deg:20 deg:5)")
+    return name.strip(), grid
 
 
 def _is_parameter(cs, name) -> bool:
@@ -94,7 +99,7 @@ def _linearize_family(args, cs, outputs, out):
         raise TitopError("--grid needs --trim: the family's models are at equilibria")
     system = cs
     if args.system == "balloon" and name in balloon.DEFAULTS:
-        overrides = parse_set(args.set, balloon.DEFAULTS)
+        overrides = set_values(args.set)
         if np.shape(balloon.DEFAULTS[name]):
             raise TitopError(f"--grid {name}: a scalar scenario value is needed")
         for value in (grid[0], grid[-1]):

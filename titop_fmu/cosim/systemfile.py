@@ -29,7 +29,7 @@ Example (``examples/balloon.toml`` is the full balloon; docs/system-files.md des
     inertia = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
     com = [0, -1.2, 0]
     axis = [0, 0, 1]
-    q0 = "170 deg"                     # a string "<number> deg" is converted to radians
+    q0 = "170 deg"                     # a number with its unit, converted to the parameter's (rad)
 
     [inputs]                           # constant values of unconnected inputs
     "base.ext.w" = [0, 117.72, 0, 0, 0, 0]
@@ -53,13 +53,15 @@ per scalar pair (:mod:`.ssp` writes and reads such packages).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConnectionError_, did_you_mean
 from ..control.build import FILE_KEYS, read_matrices
+from ..control.expressions import ExpressionError
 from ..control.signals import Signal, SignalError
+from ..quantities import UnitError
+from . import values
 from .control_unit import is_control_model
 from .graph import MOTION, WRENCH, CoSystem
 from .names import expand_parameters
@@ -100,27 +102,22 @@ def _load(path: Path) -> dict:
         raise ConnectionError_(f"{path}: not valid TOML: {e}") from None
 
 
-def _number(text: str) -> float:
-    """A number written as a string with its unit: ``"30 deg"`` in radians; ``ValueError`` else."""
-    text = text.strip()
-    if text.endswith("deg"):
-        return math.radians(float(text[:-3]))
-    raise ValueError(text)
+def _value(where, v, unit=None, names=None):
+    """A unit's parameter: numbers (``true``/``false`` as they are: a unit may have Boolean
+    parameters), strings (a number with its unit, an expression of the named ``names``), nested
+    lists of them (:func:`.values.read`); ``unit(index)``: the declared unit of an element."""
+    try:
+        return values.read(v, where, unit, names)
+    except (ExpressionError, UnitError) as e:
+        raise ConnectionError_(str(e)) from None
 
 
-def _value(where, v):
-    """Numbers (``true``/``false`` as they are: a unit may have Boolean parameters), nested lists
-    of numbers; ``"<x> deg"`` strings in radians."""
-    if isinstance(v, (int, float)):
-        return v
-    if isinstance(v, str):
-        try:
-            return _number(v)
-        except ValueError:
-            raise ConnectionError_(f"{where}: cannot read {v!r} (a number, a list, or '<number> deg')") from None
-    if isinstance(v, list):
-        return [_value(where, x) for x in v]
-    raise ConnectionError_(f"{where}: unsupported value {v!r}")
+def _declared(unit_of, model, key):
+    """``unit(index)``: the declared unit of the element ``index`` of the parameter or port ``key``
+    of a unit of ``model`` (``unit_of(model, FMI scalar name)``), or None without ``unit_of``."""
+    if unit_of is None or not isinstance(model, str):
+        return None
+    return lambda index: unit_of(model, f"{key}[{','.join(str(i + 1) for i in index)}]" if index else key)
 
 
 def _pairs(path, d, key):
@@ -131,23 +128,26 @@ def _pairs(path, d, key):
     return items
 
 
-def read(path) -> SystemFile:
-    """Read a system file; errors name the file and the offending entry."""
+def read(path, unit_of=None) -> SystemFile:
+    """Read a system file; errors name the file and the offending entry. ``unit_of(model,
+    scalar)``: the unit a unit's parameter or input is declared in (an FMI unit string, or None),
+    to which a value written with its unit is converted, its dimension checked; without it,
+    such values are in SI base units."""
     path = Path(path)
     if not path.is_file():
         raise ConnectionError_(f"no system file {path}")
     d = _load(path)
-    system, sim = from_dict(d, str(path), path.parent)
+    system, sim = from_dict(d, str(path), path.parent, unit_of)
     twin = d.get("modelica")
     if twin is not None and not isinstance(twin, str):
         raise ConnectionError_(f'{path}: modelica = "<path of the twin model, relative to this file>"')
     return SystemFile(system, path, sim, (path.parent / twin).resolve() if twin else None)
 
 
-def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
+def from_dict(d: dict, where: str = "system", base: Path = Path("."), unit_of=None) -> tuple:
     """``(CoSystem, simulation defaults)`` from the content of a system file; ``where`` names
-    it in errors, ``fmu`` paths are relative to the folder ``base``. ``d`` is left as it is,
-    and the system shares nothing mutable with it."""
+    it in errors, ``fmu`` paths are relative to the folder ``base``, ``unit_of`` as for
+    :func:`read`. ``d`` is left as it is, and the system shares nothing mutable with it."""
     path = where
     if not isinstance(d, dict):
         raise ConnectionError_(f"{path}: a system file holds a table, got {type(d).__name__}")
@@ -174,7 +174,7 @@ def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
         elif not isinstance(model, str):
             raise ConnectionError_(f"{path}: units.{name}.model must be a string")
         params = {k: _control_text(k, v, Path(base)) if is_control_model(model) and k in CONTROL_TEXT
-                  else _value(f"{path}: units.{name}.{k}", v) for k, v in spec.items()}
+                  else _value(f"{path}: units.{name}.{k}", v, _declared(unit_of, model, k)) for k, v in spec.items()}
         s.add(name, model, params)
     for a, b in _pairs(path, d, "connections"):
         s.connect(a, b)
@@ -185,7 +185,9 @@ def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
         raise ConnectionError_(f"{path}: [inputs] must be a table of \"unit.input\" = value")
     misplaced(path, "inputs", inputs)
     for ref, v in inputs.items():
-        s.set_input(ref, parse_input(ref, v, f"{path}: inputs.{ref}", Path(base), number=_number))
+        unit, _, var = ref.partition(".")
+        model = s.units[unit].model if unit in s.units else None
+        s.set_input(ref, parse_input(ref, v, f"{path}: inputs.{ref}", Path(base), unit=_declared(unit_of, model, var)))
     record = d.get("record", [])
     if not isinstance(record, list) or not all(isinstance(r, str) for r in record):
         raise ConnectionError_(f'{path}: "record" must be a list of "unit.output" strings')

@@ -19,7 +19,7 @@ from ..cosim.control_unit import control_spec, is_control_model
 from ..cosim.names import expand_parameters, grouped
 from ..fmu import catalog
 from .twin import build_titop_unit
-from .units import is_titop
+from .units import declared_unit, is_titop
 
 _INDEXED = re.compile(r"^(.*)\[([\d,]+)\]$")
 
@@ -75,6 +75,16 @@ def settable(cs: CoSystem) -> dict:
             if (name, port) not in fed:
                 out[f"{name}.{port}"] = v
     return out
+
+
+def unit_of(cs: CoSystem):
+    """``unit("link1.q0")``: the unit a settable FMI scalar of ``cs`` (``unit.scalar``) is
+    declared in (:func:`~.units.declared_unit`), None if not known."""
+    def unit(name: str):
+        u, _, scalar = name.partition(".")
+        spec = cs.units.get(u)
+        return None if spec is None else declared_unit(spec.model, scalar)
+    return unit
 
 
 def apply(cs: CoSystem, overrides: dict, check: bool = True) -> CoSystem:
