@@ -44,12 +44,11 @@ def resolve(name: str, defaults: dict) -> tuple:
     raise unknown(name, defaults)
 
 
-def parse_value(name: str, text: str, unit=None, names: dict | None = None):
+def parse_value(name: str, text: str, unit=None):
     """The value of ``--set NAME=TEXT``: a number, a number with its unit (``"170 deg"``,
     ``"5 mm"``: in ``unit(())``, the unit the value is declared in, its dimension checked; SI
     without it), a list of them (``"[3 deg, 0, 0]"``, each element in ``unit(index)``) as an
-    array, an expression of the named values ``names`` (a system's parameters), or an
-    expression in ``t`` (``"where(t < 1, 2, 0)"``): a time signal
+    array, or an expression in ``t`` (``"where(t < 1, 2, 0)"``): a time signal
     (:class:`~titop_fmu.control.signals.ExpressionSignal`), for an input."""
     from .control.expressions import ExpressionError
     from .cosim import values
@@ -57,9 +56,9 @@ def parse_value(name: str, text: str, unit=None, names: dict | None = None):
     parts = values.split(text)
     try:
         if isinstance(parts, list):
-            value = values.read(parts, name, unit, names)
+            value = values.read(parts, name, unit)
         else:
-            value = values.text_value(parts, name, unit(()) if unit else None, names, time=True)
+            value = values.text_value(parts, name, unit(()) if unit else None, time=True)
     except (ExpressionError, UnitError) as e:
         detail = str(e).removeprefix(f"{name}: ")
         raise ParameterError(name, f"cannot read the value {text.strip()!r}: {detail}") from None
@@ -105,14 +104,14 @@ def assign(out: dict, defaults: dict, name: str, value) -> dict:
     return out
 
 
-def parse_set(items, defaults: dict, unit_of=None, names: dict | None = None) -> dict:
+def parse_set(items, defaults: dict, unit_of=None) -> dict:
     """``["k=60", "theta1_0=170deg", "I_B[1,1]=6"]`` -> ``{"k": 60.0, "theta1_0": 2.967..., "I_B": [[6, ..]]}``.
 
     Names must be keys of ``defaults``, values of the same shape, or one element of a
     vector or matrix (``name[i]``, ``name[i,j]``, from 1). Values are SI numbers, numbers
     with their units (``170 deg``, ``5 mm``: converted to ``unit_of(scalar)``, the unit the
-    FMI scalar ``name``, ``name[i]``, ... is declared in, its dimension checked), expressions
-    of the named values ``names``, lists of them (``t=[1,0,-1]``, ``"mount=[3 deg, 0, 0]"``).
+    FMI scalar ``name``, ``name[i]``, ... is declared in, its dimension checked), lists of
+    them (``t=[1,0,-1]``, ``"mount=[3 deg, 0, 0]"``).
     Later items win over earlier ones.
     """
     out = {}
@@ -127,7 +126,7 @@ def parse_set(items, defaults: dict, unit_of=None, names: dict | None = None) ->
             def unit(at, base=base, index=index):
                 at = index if index is not None else at
                 return unit_of(f"{base}[{','.join(str(i + 1) for i in at)}]" if at else base)
-        assign(out, defaults, name, parse_value(name, text, unit, names))
+        assign(out, defaults, name, parse_value(name, text, unit))
     return out
 
 

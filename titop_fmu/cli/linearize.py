@@ -79,8 +79,12 @@ def _grid(text) -> tuple:
 
 
 def _is_parameter(cs, name) -> bool:
-    """``name`` is a scalar parameter of a unit of ``cs`` (``link1.mass``), not an input."""
+    """``name`` is a scalar parameter of a unit of ``cs`` (``link1.mass``) or of its
+    ``[parameters]`` (``wing_mass``), not an input."""
     from ..fmu import catalog
+    if name in cs.parameters:
+        from ..cosim.values import evaluate
+        return np.ndim(evaluate(cs.parameters, "parameters")[name]) == 0
     unit, _, var = name.partition(".")
     spec = cs.units.get(unit)
     try:
@@ -107,7 +111,7 @@ def _linearize_family(args, cs, outputs, out):
 
         def system(value):
             return balloon.system({**overrides, name: float(value)})
-    elif args.system != "balloon" and _is_parameter(cs, name):       # a unit parameter of the file
+    elif args.system != "balloon" and _is_parameter(cs, name):       # a parameter of the file
         from ..titop import overrides as ov
         for value in (grid[0], grid[-1]):
             ov.apply(cs, {name: float(value)})

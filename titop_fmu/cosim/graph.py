@@ -55,6 +55,8 @@ class CoSystem:
         self.links: list[tuple[str, str]] = []
         self.inputs: dict[str, object] = {}
         self.recorded: list[str] = []
+        self.parameters: dict[str, object] = {}     # named values as a file writes them ([parameters])
+        self.bindings: dict[str, object] = {}       # "unit.parameter" or input -> how it reads them
 
     def add(self, name: str, model, parameters: dict | None = None, **kw) -> str:
         """Add a unit; parameters as ``parameters={...}`` and/or keywords, vectors and

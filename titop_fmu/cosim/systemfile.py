@@ -58,7 +58,7 @@ from pathlib import Path
 
 from ..errors import ConnectionError_, did_you_mean
 from ..control.build import FILE_KEYS, read_matrices
-from ..control.expressions import ExpressionError
+from ..control.expressions import CONSTANTS, FUNCTIONS, ExpressionError
 from ..control.signals import Signal, SignalError
 from ..quantities import UnitError
 from . import values
@@ -67,7 +67,7 @@ from .graph import MOTION, WRENCH, CoSystem
 from .names import expand_parameters
 from .signals import TableSpec, parse_input
 
-TOP_KEYS = {"connections", "links", "record", "simulation", "units", "inputs", "modelica"}
+TOP_KEYS = {"connections", "links", "record", "simulation", "units", "inputs", "modelica", "parameters"}
 SIMULATION_KEYS = {"stop": float, "output_interval": float, "tolerance": float, "start": float}
 
 
@@ -120,6 +120,45 @@ def _declared(unit_of, model, key):
     return lambda index: unit_of(model, f"{key}[{','.join(str(i + 1) for i in index)}]" if index else key)
 
 
+@dataclass(frozen=True)
+class Binding:
+    """A value that a system file writes with named parameters: the parameter ``key`` of a unit
+    of ``model``, or its input ``key`` (``input``), as written (``raw``); :meth:`value` reads it
+    again with other values of the parameters (``--set``, ``--vary`` of a parameter). Plain
+    data (``unit_of`` a module's function): it pickles."""
+
+    raw: object
+    where: str
+    key: str
+    model: object = None
+    unit_of: object = None
+    base: Path | None = None
+    input: bool = False
+
+    def value(self, names: dict):
+        unit = _declared(self.unit_of, self.model, self.key)
+        if self.input:
+            return parse_input(self.key, self.raw, self.where, self.base, names, unit)
+        return _value(self.where, self.raw, unit, names)
+
+
+def parameters(path, d: dict, unit_names) -> tuple:
+    """``(table as written, {name: value})`` of the ``[parameters]`` table of the file content
+    ``d`` (:func:`.values.evaluate`); a name must be an identifier that is not a unit's
+    (``unit_names``), ``t`` or a name expressions know (``pi``, ``sin``, ...)."""
+    table = d.get("parameters", {})
+    if not isinstance(table, dict):
+        raise ConnectionError_(f"{path}: [parameters] must be a table of NAME = value")
+    misplaced(path, "parameters", table)
+    for name in table:
+        taken = "a unit's name" if name in unit_names else "the time" if name == "t" else \
+            "a constant" if name in CONSTANTS else "a function" if name in FUNCTIONS else None
+        if not name.isidentifier() or taken:
+            raise ConnectionError_(f"{path}: parameters.{name}: a parameter's name is an identifier"
+                                   + (f", not {taken}" if taken else " (letters, digits, _)"))
+    return dict(table), values.evaluate(table, f"{path}: parameters")
+
+
 def _pairs(path, d, key):
     items = d.get(key, [])
     if not isinstance(items, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
@@ -159,6 +198,7 @@ def from_dict(d: dict, where: str = "system", base: Path = Path("."), unit_of=No
     if not isinstance(units, dict) or not units:
         raise ConnectionError_(f"{path}: no [units.NAME] table")
     s = CoSystem()
+    s.parameters, named = parameters(path, d, units)
     for name, spec in units.items():
         if not isinstance(spec, dict):
             raise ConnectionError_(f"{path}: units.{name} must be a table")
@@ -173,8 +213,15 @@ def from_dict(d: dict, where: str = "system", base: Path = Path("."), unit_of=No
             model = str(fmu_path if fmu_path.is_absolute() else (Path(base) / fmu_path).resolve())
         elif not isinstance(model, str):
             raise ConnectionError_(f"{path}: units.{name}.model must be a string")
-        params = {k: _control_text(k, v, Path(base)) if is_control_model(model) and k in CONTROL_TEXT
-                  else _value(f"{path}: units.{name}.{k}", v, _declared(unit_of, model, k)) for k, v in spec.items()}
+        params = {}
+        for k, v in spec.items():
+            if is_control_model(model) and k in CONTROL_TEXT:
+                params[k] = _control_text(k, v, Path(base))
+                continue
+            binding = Binding(v, f"{path}: units.{name}.{k}", k, model, unit_of)
+            params[k] = binding.value(named)
+            if values.references(v, named):
+                s.bindings[f"{name}.{k}"] = binding
         s.add(name, model, params)
     for a, b in _pairs(path, d, "connections"):
         s.connect(a, b)
@@ -187,7 +234,10 @@ def from_dict(d: dict, where: str = "system", base: Path = Path("."), unit_of=No
     for ref, v in inputs.items():
         unit, _, var = ref.partition(".")
         model = s.units[unit].model if unit in s.units else None
-        s.set_input(ref, parse_input(ref, v, f"{path}: inputs.{ref}", Path(base), unit=_declared(unit_of, model, var)))
+        binding = Binding(v, f"{path}: inputs.{ref}", var, model, unit_of, Path(base), input=True)
+        s.set_input(ref, binding.value(named))
+        if values.references(v, named):
+            s.bindings[ref] = binding
     record = d.get("record", [])
     if not isinstance(record, list) or not all(isinstance(r, str) for r in record):
         raise ConnectionError_(f'{path}: "record" must be a list of "unit.output" strings')

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from ..control.expressions import ExpressionError, parse
 from ..control.signals import ExpressionSignal
 from ..errors import ConnectionError_
@@ -88,3 +90,53 @@ def split(text: str):
     if last.strip() or items:
         items.append(last)
     return [split(x) for x in items]
+
+
+def references(value, names) -> set:
+    """The names of ``names`` that the strings of ``value`` (a number, a string, a list) use as
+    names of an expression (read by Python's parser, nothing evaluated)."""
+    if isinstance(value, str):
+        try:
+            tree = ast.parse(value.strip(), mode="eval")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return set()
+        return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & set(names)
+    if isinstance(value, list):
+        return set().union(*(references(v, names) for v in value)) if value else set()
+    if isinstance(value, dict):
+        return set().union(*(references(v, names) for v in value.values())) if value else set()
+    return set()
+
+
+def evaluate(table: dict, where: str) -> dict:
+    """``{name: value}`` of a ``[parameters]`` table: each value a number, a number with its
+    unit (in SI base units), an expression of the other names, or a list of them (an array),
+    evaluated in the order of their dependencies. A cycle among them, an unknown name or a
+    value that cannot be read is a :class:`ConnectionError_` naming ``where.<name>``."""
+    deps = {n: references(v, table) for n, v in table.items()}
+    order, done = [], set()
+
+    def visit(name, path):
+        if name in done:
+            return
+        if name in path:
+            cycle = path[path.index(name):] + [name]
+            raise ConnectionError_(f"{where}: the parameters depend on each other in a cycle: {' -> '.join(cycle)}")
+        for d in sorted(deps[name]):
+            visit(d, path + [name])
+        done.add(name)
+        order.append(name)
+
+    for name in table:
+        visit(name, [])
+    out = {}
+    for name in order:
+        try:
+            v = read(table[name], f"{where}.{name}", None, out)
+        except (ExpressionError, UnitError) as e:
+            raise ConnectionError_(str(e)) from None
+        if isinstance(v, bool) or np.ndim(v) == 0 and not isinstance(v, (int, float, np.floating)):
+            raise ConnectionError_(f"{where}.{name}: a number, a number with its unit, an expression or a list "
+                                   f"of them is expected, got {table[name]!r}")
+        out[name] = float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float)
+    return out
