@@ -33,6 +33,7 @@ class UnitSpec:
     model: object
     parameters: dict = field(default_factory=dict)      # FMI scalar name -> value
     shapes: dict = field(default_factory=dict)          # name -> shape of each vector or matrix given whole
+    appearance: dict | None = None                      # how a view draws it (a system file's shape = {...})
 
 
 class CoSystem:

@@ -56,6 +56,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import ConnectionError_, did_you_mean
 from ..control.build import FILE_KEYS, read_matrices
 from ..control.expressions import CONSTANTS, FUNCTIONS, ExpressionError
@@ -159,6 +161,46 @@ def parameters(path, d: dict, unit_names) -> tuple:
     return dict(table), values.evaluate(table, f"{path}: parameters")
 
 
+#: the shapes a body may be drawn as: their sizes [m], and the key of their direction
+SHAPES = {"box": (3, None), "cylinder": (2, "axis"), "panel": (2, "normal")}
+AXES = {"x": [1.0, 0.0, 0.0], "y": [0.0, 1.0, 0.0], "z": [0.0, 0.0, 1.0]}
+
+
+def read_shape(where, value, names=None) -> dict:
+    """A body's ``shape = {...}`` (how a 3-D view draws it), checked: ``{box = [lx, ly, lz]}``,
+    ``{cylinder = [radius, length], axis = "z"}``, ``{panel = [a, b], normal = "y"}`` (``a``, ``b``
+    along the two other axes, in order), each with ``at = [x, y, z]`` (its centre in the body
+    frame; default the centre of mass). Sizes in m (numbers, numbers with their units,
+    expressions of the parameters ``names``). Returns ``{"kind", "size", "axis", "at"}``."""
+    if not isinstance(value, dict) or len(set(value) & set(SHAPES)) != 1:
+        raise ConnectionError_(f"{where}: one of {{box = [lx, ly, lz]}}, {{cylinder = [radius, length], axis = "
+                               "\"z\"}}, {{panel = [a, b], normal = \"y\"}} (sizes in m), with at = [x, y, z] if "
+                               "not centred on the centre of mass")
+    kind = next(k for k in value if k in SHAPES)
+    n, direction = SHAPES[kind]
+    for key in value:
+        if key not in (kind, "at", direction):
+            raise ConnectionError_(f"{where}: a {kind} takes {kind}, at" + (f", {direction}" if direction else "")
+                                   + f"; not {key!r}")
+    size = _value(f"{where}.{kind}", value[kind], lambda index: "m", names)
+    if np.shape(size) != (n,) or not all(np.isfinite(size)) or min(size) <= 0:
+        raise ConnectionError_(f"{where}.{kind}: {n} sizes > 0 [m], got {value[kind]!r}")
+    at = value.get("at")
+    if at is not None:
+        at = _value(f"{where}.at", at, lambda index: "m", names)
+        if np.shape(at) != (3,) or not all(np.isfinite(at)):
+            raise ConnectionError_(f"{where}.at: a point [x, y, z] in the body frame [m], got {value['at']!r}")
+    axis = None
+    if direction:
+        axis = value.get(direction, "y" if kind == "panel" else "z")
+        axis = AXES.get(axis, axis) if isinstance(axis, str) else _value(f"{where}.{direction}", axis, None, names)
+        if np.shape(axis) != (3,) or not np.all(np.isfinite(axis)) or not np.any(axis):
+            raise ConnectionError_(f"{where}.{direction}: \"x\", \"y\", \"z\" or a non-zero vector [x, y, z] "
+                                   f"in the body frame, got {value.get(direction)!r}")
+    return {"kind": kind, "size": [float(x) for x in size], "axis": None if axis is None else
+            [float(x) for x in axis], "at": None if at is None else [float(x) for x in at]}
+
+
 def _pairs(path, d, key):
     items = d.get(key, [])
     if not isinstance(items, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
@@ -205,6 +247,7 @@ def from_dict(d: dict, where: str = "system", base: Path = Path("."), unit_of=No
         misplaced(path, f"units.{name}", spec)
         spec = dict(spec)
         model, fmu = spec.pop("model", None), spec.pop("fmu", None)
+        shape = spec.pop("shape", None)
         if (model is None) == (fmu is None):
             raise ConnectionError_(f"{path}: units.{name} needs exactly one of model = \"<TITOP model>\" "
                                    "or fmu = \"<file.fmu>\"")
@@ -223,6 +266,8 @@ def from_dict(d: dict, where: str = "system", base: Path = Path("."), unit_of=No
             if values.references(v, named):
                 s.bindings[f"{name}.{k}"] = binding
         s.add(name, model, params)
+        if shape is not None:
+            s.units[name].appearance = read_shape(f"{path}: units.{name}.shape", shape, named)
     for a, b in _pairs(path, d, "connections"):
         s.connect(a, b)
     for a, b in _pairs(path, d, "links"):
@@ -298,6 +343,10 @@ def to_dict(system: CoSystem, simulation: dict | None = None) -> dict:
         entry.update({k: _plain(v) for k, v in spec.parameters.items()})
         if is_control_model(spec.model) and entry.get("file"):          # its matrices, not a path
             entry.update(expand_parameters(read_matrices(entry.pop("file"), FILE_KEYS[spec.model], name)))
+        if spec.appearance is not None:
+            a = spec.appearance
+            entry["shape"] = {a["kind"]: a["size"], **({SHAPES[a["kind"]][1]: a["axis"]} if a["axis"] else {}),
+                              **({"at": a["at"]} if a["at"] else {})}
         units[name] = entry
     linked = set()
     for child_port, parent_port in system.links:

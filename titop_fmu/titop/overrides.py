@@ -130,6 +130,7 @@ def apply(cs: CoSystem, overrides: dict, check: bool = True) -> CoSystem:
             inputs[ref] = value
     for name, spec in cs.units.items():
         out.add(name, spec.model, {**spec.parameters, **params.get(name, {})})
+        out.units[name].appearance = spec.appearance
         if check and is_titop(spec.model):
             build_titop_unit(name, out.units[name])
         elif check and is_control_model(spec.model) and spec.model != "sensor":

@@ -50,6 +50,7 @@ class Body:
     support: np.ndarray | None      # constant motion vector fed to the parent port (a fixed support)
     axis: np.ndarray | None         # joint axis (unit), revolute and prismatic
     mount: np.ndarray               # P_a0/b: the frame w.r.t. the parent's at zero joint motion
+    shape: dict | None = None       # the shape the system file gives it (systemfile.read_shape)
 
     @property
     def joint(self) -> str:
@@ -121,7 +122,8 @@ def model(cs: CoSystem) -> Model:
                             tuple(np.array(c) for c in body.children), parent,
                             None if parent is None else _cut_point(parent, blocks)[1],
                             None if support is None else np.asarray(support, dtype=float),
-                            getattr(block, "axis", None), getattr(block, "P_a0b", np.eye(3)))
+                            getattr(block, "axis", None), getattr(block, "P_a0b", np.eye(3)),
+                            cs.units[name].appearance)
     return Model(_parents_first(bodies), closures, skipped)
 
 
