@@ -55,8 +55,9 @@ def add(sub):
         description="Write a 3-D view of a system's motion: bodies, joints and frames, a time slider, "
                     "play/pause, speed and loop; drag to orbit, wheel to zoom. One HTML file, nothing "
                     "fetched: it opens offline. With RUN.csv, the CSV is shown as it is: it must hold the "
-                    "outputs that place every body (a base's p.m[13..18] or any body's c<i>.m[13..18], and "
-                    "joint.q[3] of the joints below; the balloon's columns x..theta2), as written by "
+                    "outputs that place every body (a base's p.m[13..18] or any body's c<i>.m[13..18], or a "
+                    "body's <unit>.com.position with its <unit>.dcm or <unit>.euler; and joint.q[3] of the "
+                    "joints below; the balloon's columns x..theta2), as written by "
                     "'titop-fmu simulate'. Without RUN.csv, the system is run by the in-process monolithic "
                     "engine; 'titop-fmu simulate SYSTEM --engine fmu --animate VIEW.html' shows a "
                     "co-simulation run. The time shown can be set in the address: VIEW.html#t=3.5.")
