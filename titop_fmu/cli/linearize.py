@@ -4,6 +4,7 @@ or a family of them along a scheduling parameter (LPV)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -11,7 +12,7 @@ from ..errors import TitopError
 from ..simulation import set_values
 from ..scenarios import balloon
 from ..titop.totals import SYSTEM
-from .options import command, system_of, writable_file
+from .options import VIEW, animation_options, command, named_file, system_of, writable_file
 
 
 def run(args):
@@ -22,7 +23,17 @@ def run(args):
     out = writable_file("--out", args.out)
     if out.suffix not in (".mat", ".npz"):
         raise TitopError(f"--out {out}: write a .mat or a .npz file")
+    if args.mode is not None and not args.animate:
+        raise TitopError("--mode N is the mode --animate shows: give --animate VIEW.html")
+    view = named_file("--animate", args.animate, *VIEW) if args.animate else None
     cs = system_of(args)
+    if view is not None:
+        from ..titop.monolithic import is_closed_loop
+        from ..viewer import Animation
+        if args.grid or is_closed_loop(cs):
+            raise TitopError("--animate shows a mode of one linear model of a plant: not with --grid, nor of a "
+                             "system with time signals or control units")
+        view = Animation(view, cs, args.title or Path(args.system).stem, args.trace)
     outputs = args.outputs
     if outputs is None:                  # the record list, but the system's totals (no linear outputs)
         outputs = [r for r in cs.recorded if r.partition(".")[0] != SYSTEM or SYSTEM in cs.units]
@@ -43,12 +54,17 @@ def run(args):
                     print(f"  {name} = {found[name]:.12g}")
         state, system = eq.state, eq.system
     model = linearize(system, state, args.inputs, outputs)
+    if view is not None:
+        from ..viewer.modes import write_mode
+        write_mode(view, system, model, args.mode or 1)
     model.save(out)
     if not args.quiet:
         print(model.modes_table())
         print(f"wrote {out}: A {model.A.shape[0]}x{model.A.shape[1]}, B {model.B.shape[0]}x{model.B.shape[1]}, "
               f"C {model.C.shape[0]}x{model.C.shape[1]}, D {model.D.shape[0]}x{model.D.shape[1]}, with the names "
               "of states, inputs and outputs")
+        if view is not None:
+            print(f"wrote {view.path} ({view.title})")
 
 
 def _grid(text) -> tuple:
@@ -151,4 +167,9 @@ def add(sub):
                         "(pendulum1.q=0:20:5deg) or an input; needs --trim; also NAME=V1,V2,...")
     p.add_argument("--out", required=True, help="the file to write: FILE.mat (MATLAB) or FILE.npz")
     p.add_argument("--quiet", action="store_true", help="print nothing")
+    g = p.add_argument_group("3-D view of a mode (titop-fmu animate --mode)")
+    g.add_argument("--animate", metavar="VIEW.html", help="also write a 3-D view of a mode of the model moving")
+    g.add_argument("--mode", type=int, metavar="N", help="the mode --animate shows: the N-th row of the modes "
+                                                          "table below its zero line (default 1, the slowest)")
+    animation_options(g)
     p.set_defaults(func=run)

@@ -113,6 +113,19 @@ class LinearModel:
             out.append(Mode(complex(l), mag, damping, dominant, 2 if pair else 1))
         return out
 
+    def shape(self, mode: Mode) -> np.ndarray:
+        """The shape of ``mode``: a vector ``v`` with ``A v = lambda v`` (complex for a pair),
+        taken from the null space of ``A - lambda I`` (its right singular vector of the smallest
+        singular value: a defective or repeated eigenvalue has one too) and checked,
+        ``|(A - lambda I) v| <= 1e-8 |A|``; scaled so that its largest component is 1."""
+        M = self.A - mode.eigenvalue * np.eye(len(self.A))
+        v = np.linalg.svd(M)[2][-1].conj()
+        residual = np.linalg.norm(M @ v)
+        if residual > 1e-8 * max(1.0, np.linalg.norm(self.A, 2)):
+            raise TitopError(f"no vector of A for its eigenvalue {mode.eigenvalue:.6g} (residual {residual:.2g})")
+        v = v / v[np.argmax(np.abs(v))]
+        return v if mode.multiplicity == 2 else v.real
+
     def count_zero(self, zero: float = ZERO) -> int:
         """The number of (near-)zero eigenvalues (:meth:`modes`' threshold)."""
         lam = self.eigenvalues
