@@ -41,9 +41,16 @@ def python_control():
 
 
 def control_names(names) -> list:
-    """Signal names as python-control takes them: ``.`` written ``_`` (python-control reserves
-    ``.`` for ``subsystem.signal``): ``balloon.ext.w[2]`` is ``balloon_ext_w[2]``."""
-    return [n.replace(".", "_") for n in names]
+    """Signal names as python-control takes them: every ``.`` written ``_`` and nothing else
+    changed (python-control refuses ``.`` in a name: it is its ``subsystem.signal``):
+    ``balloon.ext.w[2]`` is ``balloon_ext_w[2]``. Two names that would be written the same
+    (``a_b.c``, ``a.b_c``) are an error: the mapping is one to one."""
+    out = [n.replace(".", "_") for n in names]
+    if len(set(out)) < len(out):
+        same = next(n for n in out if out.count(n) > 1)
+        raise TitopError(f"the names {', '.join(n for n, c in zip(names, out) if c == same)} are all {same!r} for "
+                         "python-control ('.' written '_'): rename a unit")
+    return out
 
 
 @dataclass
