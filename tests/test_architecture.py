@@ -14,6 +14,7 @@ LAYERS = [
     {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators",   # generic maths:
      "titop_fmu.spatial", "titop_fmu.archive",        # the paper's spatial algebra; zip files;
      "titop_fmu.cbuild",                              # C compiled on first use;
+     "titop_fmu.quantities",                          # numbers with their units (pint);
      "titop_fmu.control"},                            # time signals and control blocks
     {"titop_fmu.cosim"},                              # generic FMI co-simulation
     {"titop_fmu.blocks", "titop_fmu.kernel",          # pure block models, their C kernel,
@@ -31,7 +32,7 @@ LAYERS = [
 ]
 #: what the co-simulation package may import from the rest of titop_fmu
 COSIM_MAY_IMPORT = {"titop_fmu", "titop_fmu.errors", "titop_fmu.topology", "titop_fmu.integrators",
-                    "titop_fmu.spatial", "titop_fmu.archive", "titop_fmu.cbuild"}
+                    "titop_fmu.spatial", "titop_fmu.archive", "titop_fmu.cbuild", "titop_fmu.quantities"}
 #: ... and these packages, whole: time signals and control blocks, generic as the master is
 COSIM_MAY_IMPORT_PACKAGES = ("titop_fmu.control",)
 

@@ -34,6 +34,9 @@ def test_units_come_from_the_system_the_port_or_the_balloon():
     assert describe("bus.com.velocity[4]")[0] == "rad/s" and describe("bus.euler[1]")[0] == "rad"
     assert describe("bus.position[1]") == (None, "")                      # a point's quantity, no point
     assert describe("t") == ("s", "")
+    assert describe("system.momentum[4]") == ("kg.m2/s", "system: H_I,x")          # the system's totals
+    assert describe("system.energy[2]", cs) == ("J", "system: kinetic T")
+    assert describe("system.com[3]")[0] == "m" and describe("system.momentum[7]") == (None, "")
 
 
 def test_columns_by_name_or_pattern_in_the_order_asked():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import tempfile
@@ -45,26 +44,30 @@ def resolve(name: str, defaults: dict) -> tuple:
     raise unknown(name, defaults)
 
 
-def parse_value(name: str, text: str):
-    """``"170deg"`` -> radians, ``"[1,0,-1]"`` -> an array; SI units otherwise; an expression in
-    ``t`` (``"where(t < 1, 2, 0)"``) -> a time signal
+def parse_value(name: str, text: str, unit=None):
+    """The value of ``--set NAME=TEXT``: a number, a number with its unit (``"170 deg"``,
+    ``"5 mm"``: in ``unit(())``, the unit the value is declared in, its dimension checked; SI
+    without it), a list of them (``"[3 deg, 0, 0]"``, each element in ``unit(index)``) as an
+    array, or an expression in ``t`` (``"where(t < 1, 2, 0)"``): a time signal
     (:class:`~titop_fmu.control.signals.ExpressionSignal`), for an input."""
-    text = text.strip()
-    scale = 1.0
-    if text.endswith("deg"):
-        text, scale = text[:-3], np.pi / 180.0
-    try:
-        return np.asarray(ast.literal_eval(text), dtype=float) * scale
-    except Exception:
-        pass
     from .control.expressions import ExpressionError
-    from .control.signals import ExpressionSignal, SignalError
+    from .cosim import values
+    from .quantities import UnitError
+    parts = values.split(text)
     try:
-        signal = ExpressionSignal(text, where=name)
-    except (ExpressionError, SignalError) as e:
-        raise ParameterError(name, f"cannot read the value {text!r} (a number, a list, or an expression in t: "
-                             f"{str(e).partition(': ')[2]})") from None
-    return np.asarray(signal.value(0.0)) * scale if signal.expression.is_constant else signal
+        if isinstance(parts, list):
+            value = values.read(parts, name, unit)
+        else:
+            value = values.text_value(parts, name, unit(()) if unit else None, time=True)
+    except (ExpressionError, UnitError) as e:
+        detail = str(e).removeprefix(f"{name}: ")
+        raise ParameterError(name, f"cannot read the value {text.strip()!r}: {detail}") from None
+    if isinstance(value, Signal):
+        return value
+    try:
+        return np.asarray(value, dtype=float)
+    except ValueError:
+        raise ParameterError(name, f"cannot read the value {text.strip()!r}: rows of different lengths") from None
 
 
 def assign(out: dict, defaults: dict, name: str, value) -> dict:
@@ -101,13 +104,15 @@ def assign(out: dict, defaults: dict, name: str, value) -> dict:
     return out
 
 
-def parse_set(items, defaults: dict) -> dict:
+def parse_set(items, defaults: dict, unit_of=None) -> dict:
     """``["k=60", "theta1_0=170deg", "I_B[1,1]=6"]`` -> ``{"k": 60.0, "theta1_0": 2.967..., "I_B": [[6, ..]]}``.
 
     Names must be keys of ``defaults``, values of the same shape, or one element of a
-    vector or matrix (``name[i]``, ``name[i,j]``, from 1). Values are SI; a trailing
-    ``deg`` converts degrees to radians. Vectors and matrices are written as Python
-    lists: ``t=[1,0,-1]``. Later items win over earlier ones.
+    vector or matrix (``name[i]``, ``name[i,j]``, from 1). Values are SI numbers, numbers
+    with their units (``170 deg``, ``5 mm``: converted to ``unit_of(scalar)``, the unit the
+    FMI scalar ``name``, ``name[i]``, ... is declared in, its dimension checked), lists of
+    them (``t=[1,0,-1]``, ``"mount=[3 deg, 0, 0]"``).
+    Later items win over earlier ones.
     """
     out = {}
     for item in items or ():
@@ -115,8 +120,13 @@ def parse_set(items, defaults: dict) -> dict:
         name = name.strip()
         if not sep or not name:
             raise ParameterError(item, "expected NAME=VALUE")
-        resolve(name, defaults)
-        assign(out, defaults, name, parse_value(name, text))
+        base, index = resolve(name, defaults)
+        unit = None
+        if unit_of is not None:
+            def unit(at, base=base, index=index):
+                at = index if index is not None else at
+                return unit_of(f"{base}[{','.join(str(i + 1) for i in at)}]" if at else base)
+        assign(out, defaults, name, parse_value(name, text, unit))
     return out
 
 

@@ -3,7 +3,8 @@ for reports (matplotlib, the ``report`` extra): one subplot per column, or one p
 (``--by-unit``), the time in seconds, SI units in the labels where they are known: the
 balloon's columns, the TITOP ports' (motion vectors, wrenches), and with the system
 (``--system``) every output of its units (a joint's ``q`` in rad or m) and the inertial
-quantities it records (positions, velocities, Euler angles)."""
+quantities it records (positions, velocities, Euler angles) and the system's totals
+(momentum, energy)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .fmu import catalog
 from .io import write_atomically
 from .scenarios import balloon
 from .titop.records import quantity_component
+from .titop.totals import SYSTEM, total_component
 
 FORMATS = (".png", ".pdf", ".svg")
 #: most subplots in one figure
@@ -38,7 +40,7 @@ def describe(label: str, system: CoSystem | None = None) -> tuple:
                     return v.unit, v.description
         except (KeyError, TypeError):
             pass
-    component = quantity_component(var)
+    component = quantity_component(var) if spec is not None or name != SYSTEM else total_component(label)
     if component is not None:
         return component
     port, k = port_of(var)

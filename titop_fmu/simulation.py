@@ -77,6 +77,30 @@ def master_options(args, **kw) -> Options:
     return Options(tol=args.tol, h_max=args.dt_max, sequence=args.sequence, workers=args.workers, **kw)
 
 
+def read_file(path):
+    """The :class:`~titop_fmu.cosim.systemfile.SystemFile` at ``path``, every value written with
+    its unit converted to the unit its parameter or input is declared in
+    (:func:`~titop_fmu.titop.units.declared_unit`), its dimension checked."""
+    from .cosim import systemfile
+    from .titop.units import declared_unit
+    return systemfile.read(path, declared_unit)
+
+
+def balloon_unit(name: str):
+    """The SI unit of the balloon's scenario value ``name`` (``theta1_0``, ``I_B[1,2]``)."""
+    return balloon.PARAMETER_UNITS.get(name.partition("[")[0])
+
+
+def set_values(items, system=None) -> dict:
+    """``--set NAME=VALUE`` items read for the balloon's scenario (``system`` None) or for a
+    system (its units' parameters and free inputs, :mod:`titop_fmu.titop.overrides`), values
+    with units in the units declared."""
+    if system is None:
+        return parse_set(items, balloon.DEFAULTS, balloon_unit)
+    from .titop import overrides as ov
+    return parse_set(items, ov.settable(system), ov.unit_of(system))
+
+
 class Target:
     """The system ``name`` names: ``"balloon"`` (the paper's, its scenario values settable
     by name) or a system file / SSP package (its units' parameters and free inputs settable,
@@ -85,7 +109,7 @@ class Target:
     def __init__(self, name: str, recorded: bool = True):
         """``recorded``: a system file must have a record list (False: a run that writes only
         its 3-D view needs none)."""
-        from .cosim import ssp, systemfile
+        from .cosim import ssp
         self.name = str(name)
         self._settable = None
         if self.name == "balloon":
@@ -98,7 +122,7 @@ class Target:
                              "and no such system file")
         from .titop.checks import check
         self.ssp = path.suffix == ".ssp"
-        self.file = (ssp.read if self.ssp else systemfile.read)(path)
+        self.file = ssp.read(path) if self.ssp else read_file(path)
         if recorded and not self.file.system.recorded:
             raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
         self.simulation = self.file.simulation
@@ -112,9 +136,18 @@ class Target:
             self._settable = overrides.settable(self.file.system)
         return self._settable
 
+    def unit_of(self, name: str):
+        """The unit the settable scalar ``name`` is declared in (None: not known)."""
+        if self.file is None:
+            return balloon_unit(name)
+        from .titop import overrides
+        return overrides.unit_of(self.file.system)(name)
+
     def overrides(self, items) -> dict:
         """``--set NAME=VALUE`` items, checked (one line naming the bad name or value)."""
-        return self.checked(parse_set(items, self.settable) if items else {})
+        if not items:
+            return self.checked({})
+        return self.checked(parse_set(items, self.settable, self.unit_of))
 
     def checked(self, overrides: dict) -> dict:
         """``overrides`` once the system they make is valid (:class:`ParameterError` naming the value)."""

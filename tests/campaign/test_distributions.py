@@ -49,7 +49,7 @@ def test_grid_is_every_combination_first_slowest():
     ("uniform(2, 1)", "uniform(a, b) needs a < b"),
     ("normal(1)", "normal takes 2 numbers, got 1"),
     ("normal(1, 0)", "sigma must be > 0"),
-    ("uniform(1, x)", "cannot read the number 'x'"),
+    ("uniform(1, x)", "cannot read 'x'"),
     ("uniform(1, inf)", "is not a finite number"),
     ("linspace(0, 1, 2.5)", "a whole number n >= 1"),
     ("[]", "no values to choose from"),

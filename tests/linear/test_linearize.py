@@ -154,6 +154,15 @@ def test_python_control_state_space_carries_the_names():
     assert np.allclose(np.sort_complex(sys.poles()), np.sort_complex(model.eigenvalues))
 
 
+def test_python_control_names_are_one_to_one():
+    """'.' written '_', nothing else (docs/linear-models.md); two names written the same refused."""
+    from titop_fmu.errors import TitopError
+    from titop_fmu.linear.model import control_names
+    assert control_names(["bus.ext.w[2]", "bus.rotvec_x"]) == ["bus_ext_w[2]", "bus_rotvec_x"]
+    with pytest.raises(TitopError, match=r"a_b.c, a.b_c are all 'a_b_c' for python-control"):
+        control_names(["a_b.c", "x.y", "a.b_c"])
+
+
 def test_a_linearizer_is_reused_along_input_values():
     lin = Linearizer(balloon.build(), ["balloon.ext.w[2]"], [])
     a = lin.at(lin.system.initial_state(), outputs=False)

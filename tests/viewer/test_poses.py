@@ -244,3 +244,51 @@ def test_units_the_view_cannot_draw_are_named_in_it(tmp_path):
     assert [b["name"] for b in data["bodies"]] == ["base"]
     assert data["notes"] == ["ext: not drawn: not a TITOP block (an FMU file or a function)",
                              "arm: not drawn: its parent is not a TITOP body and it has no motion output"]
+
+
+@pytest.mark.parametrize("name", ["spacecraft.toml", "two_branch.toml"])
+def test_a_recorded_inertial_pose_places_a_body_as_its_motion_does(name):
+    """Each body placed from the position of one of its points and its attitude as a run records
+    them in the inertial frame (its centre of mass with its DCM, its port point or a child point
+    with its Euler angles) equals its forward kinematics from the joints."""
+    cs = systemfile.read(EXAMPLES / name).system
+    m = poses.model(cs)
+    fk = poses.needed(m)
+    recorded = []
+    for k, (n, b) in enumerate(m.bodies.items()):
+        point = list(b.points())[k % len(b.points())]
+        recorded += [f"{n}.{point}.position", f"{n}.{'dcm' if k % 2 else 'euler'}"]
+    run = copy.copy(cs)
+    run.recorded = fk + recorded
+    _, values = monolithic.run(run, 4.0, 0.1)
+    columns = dict(zip(Records(run).labels, values.T))
+    by_fk = poses.poses(m, {k: columns[k] for k in fk})
+    inertial = {k: v for k, v in columns.items() if k not in fk}
+    rules, missing = poses.rules(m, inertial)
+    assert not missing and {r[0] for r in rules.values()} == {"inertial"}
+    by_record = poses.poses(m, inertial)
+    for n in m.bodies:
+        assert np.max(np.abs(by_fk[n][0] - by_record[n][0])) <= 1e-12, n
+        assert np.max(np.abs(by_fk[n][1] - by_record[n][1])) <= 1e-11 * max(1.0, np.abs(by_fk[n][1]).max()), n
+
+
+def test_animate_takes_a_csv_with_the_bus_centre_of_mass_and_dcm(tmp_path, capsys):
+    """The spacecraft's CSV records its bus's centre of mass and DCM (not its p.m) and its
+    joints: `animate` draws it (it refused before), the bus where its p.m puts it."""
+    text = (EXAMPLES / "spacecraft.toml").read_text()
+    start = text.index("record = [")
+    end = text.index("]\n", start) + 2
+    joints = ", ".join(f'"{n}.joint.q[3]"' for n in ("panel", "slider", "link1", "link2", "link3"))
+    path = tmp_path / "sc.toml"
+    path.write_text(text[:start] + f'record = ["bus.com.position", "bus.dcm", {joints}]\n' + text[end:])
+    run = tmp_path / "sc.csv"
+    assert main(["simulate", str(path), "--stop", "2", "--out", str(run), "--quiet"]) == 0
+    assert main(["animate", str(path), str(run), "--out", str(tmp_path / "v.html"), "--quiet"]) == 0
+    data = scene_of(tmp_path / "v.html")
+    cs = systemfile.read(path).system
+    cs.recorded[:] = [f"bus.p.m[{k}]" for k in range(13, 19)]
+    _, values = monolithic.run(cs, 2.0, 0.01)
+    t, p, R = decoded(data["bodies"][0], data)
+    rows = np.searchsorted(np.arange(len(values)) * 0.01, t - 1e-9)
+    truth = np.array([inertial_position(np.r_[np.zeros(12), v]) for v in values[rows]])
+    assert np.abs(p - truth).max() <= 2 * data["p_quantum"]

@@ -1,6 +1,7 @@
 """The distributions of varied quantities and the designs that sample them.
 
-A distribution is written as text, numbers in SI units or with a ``deg`` suffix:
+A distribution is written as text, numbers in SI units or with their units (``170 deg``,
+``5 mm``, :mod:`titop_fmu.quantities`):
 
 * ``uniform(a, b)``, ``normal(mu, sigma)``, ``truncnormal(mu, sigma, a, b)`` (``a``, ``b``
   the bounds themselves, not in units of sigma);
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import TitopError, did_you_mean
+from ..quantities import UnitError, quantity
 
 SAMPLINGS = ("random", "lhs", "sobol", "grid")
 KINDS = {"uniform": 2, "normal": 2, "truncnormal": 4, "choice": None, "linspace": 3}
@@ -36,18 +38,12 @@ class SweepError(TitopError):
     """A campaign is described wrongly (a distribution, a sampling, the store)."""
 
 
-def _number(where, text) -> float:
-    text = text.strip()
-    scale = 1.0
-    if text.endswith("deg"):
-        text, scale = text[:-3].strip(), math.pi / 180.0
+def _number(where, text, unit=None) -> float:
+    """A number, or a number with its unit (converted to ``unit``, SI without one)."""
     try:
-        v = float(text) * scale
-    except ValueError:
-        raise SweepError(f"{where}: cannot read the number {text!r}") from None
-    if not math.isfinite(v):
-        raise SweepError(f"{where}: {text!r} is not a finite number")
-    return v
+        return quantity(text.strip(), unit, where)
+    except UnitError as e:
+        raise SweepError(str(e)) from None
 
 
 @dataclass(frozen=True)
@@ -84,9 +80,10 @@ class Distribution:
         return values[np.minimum((u * len(values)).astype(int), len(values) - 1)]
 
 
-def parse(name: str, text: str) -> Distribution:
-    """``"normal(170deg, 2deg)"`` -> ``Distribution("normal", (2.967.., 0.0349..))``; errors
-    name the quantity and say what is wrong."""
+def parse(name: str, text: str, unit: str | None = None) -> Distribution:
+    """``"normal(170deg, 2deg)"`` -> ``Distribution("normal", (2.967.., 0.0349..))``: values in
+    SI, or with their units, converted to ``unit`` (the varied value's, its dimension checked);
+    errors name the quantity and say what is wrong."""
     where = f"--vary {name}={text}"
     text = str(text).strip()
     if text.startswith("[") and text.endswith("]"):
@@ -99,7 +96,8 @@ def parse(name: str, text: str) -> Distribution:
         kind, body = m.group(1), m.group(2)
     if kind not in KINDS:
         raise SweepError(f"{where}: unknown distribution {kind!r}{did_you_mean(kind, KINDS)}; known: {', '.join(KINDS)}")
-    args = tuple(_number(where, a) for a in body.split(",")) if body.strip() else ()
+    parts = body.split(",") if body.strip() else []
+    args = tuple(_number(where, a, None if kind == "linspace" and k == 2 else unit) for k, a in enumerate(parts))
     n = KINDS[kind]
     if n is not None and len(args) != n:
         raise SweepError(f"{where}: {kind} takes {n} numbers, got {len(args)}")

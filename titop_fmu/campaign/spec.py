@@ -90,7 +90,7 @@ class Sweep:
         if not s.vary:
             raise SweepError("nothing varies: give --vary NAME=DISTRIBUTION")
         target.overrides(s.set)
-        dists = self.distributions(s.vary)
+        dists = self.distributions(s.vary, target.unit_of)
         for name in s.vary:
             value = _element(target.settable, name)
             if np.ndim(value):
@@ -118,8 +118,10 @@ class Sweep:
         return s
 
     @staticmethod
-    def distributions(vary: dict) -> list:
-        return [parse(name, text) for name, text in vary.items()]
+    def distributions(vary: dict, unit_of=None) -> list:
+        """The distributions of ``vary``; ``unit_of(name)``: the unit each value is declared in
+        (its values with units checked against it; SI without it)."""
+        return [parse(name, text, unit_of(name) if unit_of else None) for name, text in vary.items()]
 
     def design(self) -> np.ndarray:
         """``(samples, len(vary))``: the varied values of every sample, SI units."""

@@ -14,7 +14,7 @@ from .options import command, fmu_kind_option, writable_file, writable_folder
 def run(args):
     """``titop-fmu export {balloon | SYSTEM_FILE} --out NAME.fmu | --ssp NAME.ssp``: the whole
     system as one FMU, or its block FMUs as an SSP package."""
-    from ..cosim import systemfile
+    from ..simulation import read_file
     from ..titop.checks import check
     from ..titop.export import export_fmu, export_ssp
     for option, path in (("--out", args.out), ("--ssp", args.ssp)):
@@ -25,7 +25,7 @@ def run(args):
     if args.system == "balloon":
         system, simulation = balloon.system(), {"stop": DEFAULTS["stop"], "output_interval": DEFAULTS["dt"]}
     elif Path(args.system).is_file():
-        sf = systemfile.read(args.system)
+        sf = read_file(args.system)
         check(sf.system, stated=True, exported=not args.ssp)    # an assembly's free ports are its inputs
         system, simulation = sf.system, sf.simulation
     else:

@@ -3,14 +3,16 @@ or a family of them along a scheduling parameter (LPV)."""
 
 from __future__ import annotations
 
-import math
+import re
+from pathlib import Path
 
 import numpy as np
 
 from ..errors import TitopError
-from ..io import parse_set
+from ..simulation import set_values
 from ..scenarios import balloon
-from .options import command, system_of, writable_file
+from ..titop.totals import SYSTEM
+from .options import VIEW, animation_options, command, named_file, system_of, writable_file
 
 
 def run(args):
@@ -21,8 +23,22 @@ def run(args):
     out = writable_file("--out", args.out)
     if out.suffix not in (".mat", ".npz"):
         raise TitopError(f"--out {out}: write a .mat or a .npz file")
+    if args.mode is not None and not args.animate:
+        raise TitopError("--mode N is the mode --animate shows: give --animate VIEW.html")
+    view = named_file("--animate", args.animate, *VIEW) if args.animate else None
     cs = system_of(args)
-    outputs = cs.recorded if args.outputs is None else args.outputs
+    if view is not None:
+        from ..titop.monolithic import is_closed_loop
+        from ..viewer import Animation
+        if args.grid or is_closed_loop(cs):
+            raise TitopError("--animate shows a mode of one linear model of a plant: not with --grid, nor of a "
+                             "system with time signals or control units")
+        view = Animation(view, cs, args.title or Path(args.system).stem, args.trace)
+    outputs = args.outputs
+    if outputs is None:                  # the record list, but the system's totals (no linear outputs)
+        outputs = [r for r in cs.recorded if r.partition(".")[0] != SYSTEM or SYSTEM in cs.units]
+        if len(outputs) < len(cs.recorded) and not args.quiet:
+            print("the outputs: the record list without the system's totals (not outputs of a linear model)")
     if args.grid:
         return _linearize_family(args, cs, outputs, out)
     state, system = None, cs
@@ -38,39 +54,53 @@ def run(args):
                     print(f"  {name} = {found[name]:.12g}")
         state, system = eq.state, eq.system
     model = linearize(system, state, args.inputs, outputs)
+    if view is not None:
+        from ..viewer.modes import write_mode
+        write_mode(view, system, model, args.mode or 1)
     model.save(out)
     if not args.quiet:
         print(model.modes_table())
         print(f"wrote {out}: A {model.A.shape[0]}x{model.A.shape[1]}, B {model.B.shape[0]}x{model.B.shape[1]}, "
               f"C {model.C.shape[0]}x{model.C.shape[1]}, D {model.D.shape[0]}x{model.D.shape[1]}, with the names "
               "of states, inputs and outputs")
+        if view is not None:
+            print(f"wrote {view.path} ({view.title})")
 
 
 def _grid(text) -> tuple:
-    """``NAME=START:STOP:N`` or ``NAME=V1,V2,...`` (a ``deg`` suffix on the values converts
-    degrees) -> ``(name, values)``."""
+    """``NAME=START:STOP:N`` or ``NAME=V1,V2,...`` -> ``(name, values)``: values in SI, or
+    with their units (``0 deg:20 deg:5``), or with one unit after them all (``0:20:5deg``,
+    ``1,2,3 mm``), converted to SI."""
+    from ..quantities import UnitError, has_unit, quantity
     name, sep, values = text.partition("=")
-    scale = 1.0
-    if values.endswith("deg"):
-        values, scale = values[:-3], math.pi / 180.0
+    m = re.fullmatch(r"(.*?)\s*([A-Za-z\u00b0\u00b5][^:,]*)", values.strip())
+    common = m.group(2) if m and not any(has_unit(v) for v in re.split(r"[:,]", m.group(1))) else ""
+    body = m.group(1) if common else values
+
+    def si(v):
+        return quantity(f"{v} {common}" if common else v, None, f"--grid {text}")
     try:
-        if ":" in values:
-            lo, hi, n = values.split(":")
-            grid = np.linspace(float(lo), float(hi), int(n))
+        if ":" in body:
+            lo, hi, n = body.split(":")
+            grid = np.linspace(si(lo), si(hi), int(n))
         else:
-            grid = np.array([float(v) for v in values.split(",")])
-    except ValueError:
+            grid = np.array([si(v) for v in body.split(",")])
+    except (ValueError, UnitError):
         grid = None
     if not sep or not name or grid is None or len(grid) < 2 or not np.all(np.diff(grid) > 0) \
             or not np.all(np.isfinite(grid)):
         raise TitopError(f"--grid {text}: expected NAME=START:STOP:N or NAME=V1,V2,... with at least two "
-                         "increasing values")
-    return name.strip(), grid * scale
+                         "increasing values (numbers in SI, or with their units: 0 deg:20 deg:5)")
+    return name.strip(), grid
 
 
 def _is_parameter(cs, name) -> bool:
-    """``name`` is a scalar parameter of a unit of ``cs`` (``link1.mass``), not an input."""
+    """``name`` is a scalar parameter of a unit of ``cs`` (``link1.mass``) or of its
+    ``[parameters]`` (``wing_mass``), not an input."""
     from ..fmu import catalog
+    if name in cs.parameters:
+        from ..cosim.values import evaluate
+        return np.ndim(evaluate(cs.parameters, "parameters")[name]) == 0
     unit, _, var = name.partition(".")
     spec = cs.units.get(unit)
     try:
@@ -89,7 +119,7 @@ def _linearize_family(args, cs, outputs, out):
         raise TitopError("--grid needs --trim: the family's models are at equilibria")
     system = cs
     if args.system == "balloon" and name in balloon.DEFAULTS:
-        overrides = parse_set(args.set, balloon.DEFAULTS)
+        overrides = set_values(args.set)
         if np.shape(balloon.DEFAULTS[name]):
             raise TitopError(f"--grid {name}: a scalar scenario value is needed")
         for value in (grid[0], grid[-1]):
@@ -97,7 +127,7 @@ def _linearize_family(args, cs, outputs, out):
 
         def system(value):
             return balloon.system({**overrides, name: float(value)})
-    elif args.system != "balloon" and _is_parameter(cs, name):       # a unit parameter of the file
+    elif args.system != "balloon" and _is_parameter(cs, name):       # a parameter of the file
         from ..titop import overrides as ov
         for value in (grid[0], grid[-1]):
             ov.apply(cs, {name: float(value)})
@@ -137,4 +167,9 @@ def add(sub):
                         "(pendulum1.q=0:20:5deg) or an input; needs --trim; also NAME=V1,V2,...")
     p.add_argument("--out", required=True, help="the file to write: FILE.mat (MATLAB) or FILE.npz")
     p.add_argument("--quiet", action="store_true", help="print nothing")
+    g = p.add_argument_group("3-D view of a mode (titop-fmu animate --mode)")
+    g.add_argument("--animate", metavar="VIEW.html", help="also write a 3-D view of a mode of the model moving")
+    g.add_argument("--mode", type=int, metavar="N", help="the mode --animate shows: the N-th row of the modes "
+                                                          "table below its zero line (default 1, the slowest)")
+    animation_options(g)
     p.set_defaults(func=run)

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import TitopError
-from ..io import parse_set, write_atomically, write_csv
+from ..io import write_atomically, write_csv
 from ..scenarios import balloon
 from ..titop.units import DEFAULT_FMU_KIND, FMU_KINDS
 
@@ -124,16 +124,16 @@ def system_of(args):
     """The :class:`~titop_fmu.cosim.CoSystem` of ``SYSTEM`` with its ``--set`` overrides: the
     built-in balloon (its scenario values) or a system file (its units' parameters and free
     inputs, as simulate sets them), checked as simulate checks it."""
-    from ..cosim import systemfile
+    from ..simulation import read_file, set_values
     from ..titop import overrides as ov
     from ..titop.checks import check
     if args.system == "balloon":
-        return balloon.system(balloon.checked(parse_set(args.set, balloon.DEFAULTS)))
+        return balloon.system(balloon.checked(set_values(args.set)))
     if not Path(args.system).is_file():
         raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file (TOML or JSON)")
-    system = systemfile.read(args.system).system
+    system = read_file(args.system).system
     if args.set:
-        system = ov.apply(system, parse_set(args.set, ov.settable(system)))
+        system = ov.apply(system, set_values(args.set, system))
     check(system, stated=True)                  # every body's physical data stated
     return system
 

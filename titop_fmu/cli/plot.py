@@ -13,7 +13,7 @@ from .options import command, writable_file
 
 def run(args):
     """``titop-fmu plot RUN.csv --out FIG.png``: chosen columns of a result CSV as a figure."""
-    from ..cosim import systemfile
+    from ..simulation import read_file
     from ..plot import check_format, plot
     out = args.out or str(Path(args.run).with_suffix(".png"))
     check_format("--out", out)
@@ -24,7 +24,7 @@ def run(args):
     elif args.system is not None:
         if not Path(args.system).is_file():
             raise TitopError(f"--system {args.system}: not 'balloon' and no such system file")
-        system = systemfile.read(args.system).system
+        system = read_file(args.system).system
     t, columns = read_result(args.run)
     plot(t, columns, out, args.columns, args.by_unit, system, args.title)
     print(f"wrote {out}", file=sys.stderr)

@@ -132,7 +132,8 @@ def add(sub):
                         "when it covers the system and a compiler is there, else numpy")
     p.add_argument("--out", default="run.csv", help="CSV file to write (default run.csv)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
-                   help="override a scenario value, SI units or e.g. theta1_0=170deg (repeatable)")
+                   help="override a value: SI units, or with its unit (theta1_0=170deg, \"link1.com=[0, -35 mm, 0]\"); "
+                        "repeatable")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     g = p.add_argument_group("co-simulation master (--engine fmu)")
     g.add_argument("--tol", type=float,

@@ -51,7 +51,7 @@ def add(sub):
     p.add_argument("--vary", action="append", metavar="NAME=DISTRIBUTION",
                    help="a varied quantity (a --set name, e.g. m_P1 or link1.inertia[1,1]) and its distribution: "
                         "uniform(a,b), normal(mu,sigma), truncnormal(mu,sigma,a,b), [v1,v2,..], choice(..), "
-                        "linspace(a,b,n); numbers in SI units or with a deg suffix (repeatable)")
+                        "linspace(a,b,n); numbers in SI units or with their units, 170deg, 5 mm (repeatable)")
     p.add_argument("--samples", type=int, help="number of samples (a grid: its combinations)")
     p.add_argument("--seed", type=int, help="seed of the campaign: sample i depends on it and i alone (default 0)")
     p.add_argument("--sampling", choices=["random", "lhs", "sobol", "grid"],

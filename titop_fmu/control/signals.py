@@ -20,6 +20,7 @@ its integrator exactly there and evaluates each piece within its own open interv
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
 from dataclasses import dataclass, field
@@ -113,9 +114,30 @@ class ExpressionSignal(Signal):
                        f"    return b;\n}}\n" if truths else super().c_breakpoints(name))
 
     def to_input(self):
-        if self.parameters:
-            raise SignalError(f"{self.where}: {self.text!r} uses named values: it has no system-file form")
-        return self.text
+        """Its text, the named values it uses written in as numbers (a system file without its
+        ``[parameters]``: an exported system travels with the values it was made with)."""
+        if not self.parameters:
+            return self.text
+        tree = _Literals(self.parameters).visit(ast.parse(self.text.strip(), mode="eval"))
+        return ast.unparse(ast.fix_missing_locations(tree))
+
+
+class _Literals(ast.NodeTransformer):
+    """The names of ``values`` replaced by their numbers (lists for arrays), signs as operators
+    (so that ``x ** 2`` of a negative ``x`` is written ``(-1.5) ** 2``)."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def visit_Name(self, node):
+        return _literal(self.values[node.id]) if node.id in self.values else node
+
+
+def _literal(value):
+    if np.ndim(value):
+        return ast.List([_literal(v) for v in np.asarray(value, dtype=float)], ast.Load())
+    v = float(value)
+    return ast.UnaryOp(ast.USub(), ast.Constant(-v)) if math.copysign(1.0, v) < 0 else ast.Constant(v)
 
 
 INTERPOLATIONS = ("hold", "linear", "cubic")

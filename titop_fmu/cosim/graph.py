@@ -33,6 +33,7 @@ class UnitSpec:
     model: object
     parameters: dict = field(default_factory=dict)      # FMI scalar name -> value
     shapes: dict = field(default_factory=dict)          # name -> shape of each vector or matrix given whole
+    appearance: dict | None = None                      # how a view draws it (a system file's shape = {...})
 
 
 class CoSystem:
@@ -55,6 +56,8 @@ class CoSystem:
         self.links: list[tuple[str, str]] = []
         self.inputs: dict[str, object] = {}
         self.recorded: list[str] = []
+        self.parameters: dict[str, object] = {}     # named values as a file writes them ([parameters])
+        self.bindings: dict[str, object] = {}       # "unit.parameter" or input -> how it reads them
 
     def add(self, name: str, model, parameters: dict | None = None, **kw) -> str:
         """Add a unit; parameters as ``parameters={...}`` and/or keywords, vectors and

@@ -16,13 +16,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 
 from ..control.expressions import ExpressionError
-from ..control.signals import ExpressionSignal, Signal, SignalError, TableSignal, read_table, source, table_data
+from ..control.signals import Signal, SignalError, TableSignal, read_table, source, table_data
 from ..errors import ConnectionError_, did_you_mean
+from ..quantities import UnitError
 from .graph import CoSystem
 from .names import port_of
 from .signal_unit import SignalSpec
+from .values import text_value
 
 TABLE_KEYS = ("table", "column", "interpolation", "extrapolation")
 
@@ -80,32 +83,32 @@ class TableSpec:
         return out
 
 
-def parse_input(ref: str, value, where: str, base: Path, parameters: dict | None = None, number=None):
-    """The value of an ``[inputs]`` entry: a number or list of numbers as it is (``number``
-    reads a string constant such as ``"3 deg"``, or raises ``ValueError``), a
-    :class:`Signal`, a :class:`TableSpec`, or a list of numbers and signals."""
-    parameters = parameters or {}
+def parse_input(ref: str, value, where: str, base: Path, parameters: dict | None = None, unit=None):
+    """The value of an ``[inputs]`` entry: a number, a list of numbers, a string (a number with
+    its unit, in ``unit(index)``, the declared unit of the scalar at ``index``: ``()`` for the
+    entry, ``(k,)`` for a port's element ``k``; or an expression of ``t`` and the named
+    ``parameters``: a :class:`Signal`, a number when it is constant), a table or a source, or a
+    list of numbers and signals (:mod:`.values`)."""
+    return _input(ref, value, where, base, parameters or {}, unit, ())
+
+
+def _input(ref, value, where, base, parameters, unit, index):
     if isinstance(value, bool):
         raise ConnectionError_(f"{where}: a number or a signal is expected, got {str(value).lower()}")
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, str):
-        if number is not None:
-            try:
-                return number(value)
-            except ValueError:
-                pass
         try:
-            signal = ExpressionSignal(value, parameters, where)
-        except (ExpressionError, SignalError) as e:
+            v = text_value(value, where, unit(index) if unit else None, parameters, time=True)
+        except (ExpressionError, SignalError, UnitError) as e:
             raise ConnectionError_(str(e)) from None
-        if signal.expression.is_constant:
-            return signal.value(0.0)
-        return signal
+        if isinstance(v, Signal):
+            return v
+        return float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float).tolist()
     if isinstance(value, dict):
-        return _table_or_source(value, where, Path(base), number)
-    if isinstance(value, list):
-        items = [parse_input(ref, v, f"{where}[{k + 1}]", base, parameters, number) for k, v in enumerate(value)]
+        return _table_or_source(value, where, Path(base), parameters)
+    if isinstance(value, list) and not index:
+        items = [_input(ref, v, f"{where}[{k + 1}]", base, parameters, unit, (k,)) for k, v in enumerate(value)]
         if any(isinstance(v, list) or isinstance(v, TableSpec) for v in items):
             raise ConnectionError_(f"{where}: a port's value is a list of numbers or signals, one per scalar")
         return items if any(isinstance(v, Signal) for v in items) else [float(v) for v in items]
@@ -113,13 +116,13 @@ def parse_input(ref: str, value, where: str, base: Path, parameters: dict | None
                            f"got {value!r}")
 
 
-def _table_or_source(value: dict, where, base, number):
+def _table_or_source(value: dict, where, base, parameters):
     if ("table" in value) == ("source" in value):
         raise ConnectionError_(f"{where}: a signal table holds table = \"file.csv\" or source = \"step\" "
                                f"(sources: step, ramp, sine, pulse, bangbang), got keys {', '.join(value)}")
     try:
         if "source" in value:
-            return source(value, where, number or float)
+            return source(value, where, lambda v: text_value(v, f"{where}: {value['source']}", None, parameters))
         for k in value:
             if k not in TABLE_KEYS:
                 raise SignalError(f"{where}: a table takes {', '.join(TABLE_KEYS)}; not {k!r}{did_you_mean(k, TABLE_KEYS)}")
@@ -139,10 +142,11 @@ def _table_or_source(value: dict, where, base, number):
 
 def has_signals(cs: CoSystem) -> bool:
     """Some input of ``cs`` is a time signal."""
-    return any(_is_signal(v) for v in cs.inputs.values())
+    return any(is_signal(v) for v in cs.inputs.values())
 
 
-def _is_signal(v) -> bool:
+def is_signal(v) -> bool:
+    """``v``, an input's value, is or holds a time signal (not a constant)."""
     return isinstance(v, (Signal, TableSpec)) or (isinstance(v, list) and any(isinstance(x, Signal) for x in v))
 
 
@@ -152,7 +156,7 @@ def resolve(cs: CoSystem, types: dict) -> tuple:
     ``{(unit, input scalar): Signal}`` of the time signals."""
     constants, signals = {}, {}
     for ref, value in cs.inputs.items():
-        if not _is_signal(value):
+        if not is_signal(value):
             constants[ref] = value
             continue
         unit, _, var = ref.partition(".")

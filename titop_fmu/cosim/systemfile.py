@@ -29,7 +29,7 @@ Example (``examples/balloon.toml`` is the full balloon; docs/system-files.md des
     inertia = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
     com = [0, -1.2, 0]
     axis = [0, 0, 1]
-    q0 = "170 deg"                     # a string "<number> deg" is converted to radians
+    q0 = "170 deg"                     # a number with its unit, converted to the parameter's (rad)
 
     [inputs]                           # constant values of unconnected inputs
     "base.ext.w" = [0, 117.72, 0, 0, 0, 0]
@@ -53,19 +53,23 @@ per scalar pair (:mod:`.ssp` writes and reads such packages).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import ConnectionError_, did_you_mean
 from ..control.build import FILE_KEYS, read_matrices
+from ..control.expressions import CONSTANTS, FUNCTIONS, ExpressionError
 from ..control.signals import Signal, SignalError
+from ..quantities import UnitError
+from . import values
 from .control_unit import is_control_model
 from .graph import MOTION, WRENCH, CoSystem
 from .names import expand_parameters
 from .signals import TableSpec, parse_input
 
-TOP_KEYS = {"connections", "links", "record", "simulation", "units", "inputs", "modelica"}
+TOP_KEYS = {"connections", "links", "record", "simulation", "units", "inputs", "modelica", "parameters"}
 SIMULATION_KEYS = {"stop": float, "output_interval": float, "tolerance": float, "start": float}
 
 
@@ -100,27 +104,101 @@ def _load(path: Path) -> dict:
         raise ConnectionError_(f"{path}: not valid TOML: {e}") from None
 
 
-def _number(text: str) -> float:
-    """A number written as a string with its unit: ``"30 deg"`` in radians; ``ValueError`` else."""
-    text = text.strip()
-    if text.endswith("deg"):
-        return math.radians(float(text[:-3]))
-    raise ValueError(text)
+def _value(where, v, unit=None, names=None):
+    """A unit's parameter: numbers (``true``/``false`` as they are: a unit may have Boolean
+    parameters), strings (a number with its unit, an expression of the named ``names``), nested
+    lists of them (:func:`.values.read`); ``unit(index)``: the declared unit of an element."""
+    try:
+        return values.read(v, where, unit, names)
+    except (ExpressionError, UnitError) as e:
+        raise ConnectionError_(str(e)) from None
 
 
-def _value(where, v):
-    """Numbers (``true``/``false`` as they are: a unit may have Boolean parameters), nested lists
-    of numbers; ``"<x> deg"`` strings in radians."""
-    if isinstance(v, (int, float)):
-        return v
-    if isinstance(v, str):
-        try:
-            return _number(v)
-        except ValueError:
-            raise ConnectionError_(f"{where}: cannot read {v!r} (a number, a list, or '<number> deg')") from None
-    if isinstance(v, list):
-        return [_value(where, x) for x in v]
-    raise ConnectionError_(f"{where}: unsupported value {v!r}")
+def _declared(unit_of, model, key):
+    """``unit(index)``: the declared unit of the element ``index`` of the parameter or port ``key``
+    of a unit of ``model`` (``unit_of(model, FMI scalar name)``), or None without ``unit_of``."""
+    if unit_of is None or not isinstance(model, str):
+        return None
+    return lambda index: unit_of(model, f"{key}[{','.join(str(i + 1) for i in index)}]" if index else key)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A value that a system file writes with named parameters: the parameter ``key`` of a unit
+    of ``model``, or its input ``key`` (``input``), as written (``raw``); :meth:`value` reads it
+    again with other values of the parameters (``--set``, ``--vary`` of a parameter). Plain
+    data (``unit_of`` a module's function): it pickles."""
+
+    raw: object
+    where: str
+    key: str
+    model: object = None
+    unit_of: object = None
+    base: Path | None = None
+    input: bool = False
+
+    def value(self, names: dict):
+        unit = _declared(self.unit_of, self.model, self.key)
+        if self.input:
+            return parse_input(self.key, self.raw, self.where, self.base, names, unit)
+        return _value(self.where, self.raw, unit, names)
+
+
+def parameters(path, d: dict, unit_names) -> tuple:
+    """``(table as written, {name: value})`` of the ``[parameters]`` table of the file content
+    ``d`` (:func:`.values.evaluate`); a name must be an identifier that is not a unit's
+    (``unit_names``), ``t`` or a name expressions know (``pi``, ``sin``, ...)."""
+    table = d.get("parameters", {})
+    if not isinstance(table, dict):
+        raise ConnectionError_(f"{path}: [parameters] must be a table of NAME = value")
+    misplaced(path, "parameters", table)
+    for name in table:
+        taken = "a unit's name" if name in unit_names else "the time" if name == "t" else \
+            "a constant" if name in CONSTANTS else "a function" if name in FUNCTIONS else None
+        if not name.isidentifier() or taken:
+            raise ConnectionError_(f"{path}: parameters.{name}: a parameter's name is an identifier"
+                                   + (f", not {taken}" if taken else " (letters, digits, _)"))
+    return dict(table), values.evaluate(table, f"{path}: parameters")
+
+
+#: the shapes a body may be drawn as: their sizes [m], and the key of their direction
+SHAPES = {"box": (3, None), "cylinder": (2, "axis"), "panel": (2, "normal")}
+AXES = {"x": [1.0, 0.0, 0.0], "y": [0.0, 1.0, 0.0], "z": [0.0, 0.0, 1.0]}
+
+
+def read_shape(where, value, names=None) -> dict:
+    """A body's ``shape = {...}`` (how a 3-D view draws it), checked: ``{box = [lx, ly, lz]}``,
+    ``{cylinder = [radius, length], axis = "z"}``, ``{panel = [a, b], normal = "y"}`` (``a``, ``b``
+    along the two other axes, in order), each with ``at = [x, y, z]`` (its centre in the body
+    frame; default the centre of mass). Sizes in m (numbers, numbers with their units,
+    expressions of the parameters ``names``). Returns ``{"kind", "size", "axis", "at"}``."""
+    if not isinstance(value, dict) or len(set(value) & set(SHAPES)) != 1:
+        raise ConnectionError_(f"{where}: one of {{box = [lx, ly, lz]}}, {{cylinder = [radius, length], axis = "
+                               "\"z\"}}, {{panel = [a, b], normal = \"y\"}} (sizes in m), with at = [x, y, z] if "
+                               "not centred on the centre of mass")
+    kind = next(k for k in value if k in SHAPES)
+    n, direction = SHAPES[kind]
+    for key in value:
+        if key not in (kind, "at", direction):
+            raise ConnectionError_(f"{where}: a {kind} takes {kind}, at" + (f", {direction}" if direction else "")
+                                   + f"; not {key!r}")
+    size = _value(f"{where}.{kind}", value[kind], lambda index: "m", names)
+    if np.shape(size) != (n,) or not all(np.isfinite(size)) or min(size) <= 0:
+        raise ConnectionError_(f"{where}.{kind}: {n} sizes > 0 [m], got {value[kind]!r}")
+    at = value.get("at")
+    if at is not None:
+        at = _value(f"{where}.at", at, lambda index: "m", names)
+        if np.shape(at) != (3,) or not all(np.isfinite(at)):
+            raise ConnectionError_(f"{where}.at: a point [x, y, z] in the body frame [m], got {value['at']!r}")
+    axis = None
+    if direction:
+        axis = value.get(direction, "y" if kind == "panel" else "z")
+        axis = AXES.get(axis, axis) if isinstance(axis, str) else _value(f"{where}.{direction}", axis, None, names)
+        if np.shape(axis) != (3,) or not np.all(np.isfinite(axis)) or not np.any(axis):
+            raise ConnectionError_(f"{where}.{direction}: \"x\", \"y\", \"z\" or a non-zero vector [x, y, z] "
+                                   f"in the body frame, got {value.get(direction)!r}")
+    return {"kind": kind, "size": [float(x) for x in size], "axis": None if axis is None else
+            [float(x) for x in axis], "at": None if at is None else [float(x) for x in at]}
 
 
 def _pairs(path, d, key):
@@ -131,23 +209,26 @@ def _pairs(path, d, key):
     return items
 
 
-def read(path) -> SystemFile:
-    """Read a system file; errors name the file and the offending entry."""
+def read(path, unit_of=None) -> SystemFile:
+    """Read a system file; errors name the file and the offending entry. ``unit_of(model,
+    scalar)``: the unit a unit's parameter or input is declared in (an FMI unit string, or None),
+    to which a value written with its unit is converted, its dimension checked; without it,
+    such values are in SI base units."""
     path = Path(path)
     if not path.is_file():
         raise ConnectionError_(f"no system file {path}")
     d = _load(path)
-    system, sim = from_dict(d, str(path), path.parent)
+    system, sim = from_dict(d, str(path), path.parent, unit_of)
     twin = d.get("modelica")
     if twin is not None and not isinstance(twin, str):
         raise ConnectionError_(f'{path}: modelica = "<path of the twin model, relative to this file>"')
     return SystemFile(system, path, sim, (path.parent / twin).resolve() if twin else None)
 
 
-def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
+def from_dict(d: dict, where: str = "system", base: Path = Path("."), unit_of=None) -> tuple:
     """``(CoSystem, simulation defaults)`` from the content of a system file; ``where`` names
-    it in errors, ``fmu`` paths are relative to the folder ``base``. ``d`` is left as it is,
-    and the system shares nothing mutable with it."""
+    it in errors, ``fmu`` paths are relative to the folder ``base``, ``unit_of`` as for
+    :func:`read`. ``d`` is left as it is, and the system shares nothing mutable with it."""
     path = where
     if not isinstance(d, dict):
         raise ConnectionError_(f"{path}: a system file holds a table, got {type(d).__name__}")
@@ -159,12 +240,14 @@ def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
     if not isinstance(units, dict) or not units:
         raise ConnectionError_(f"{path}: no [units.NAME] table")
     s = CoSystem()
+    s.parameters, named = parameters(path, d, units)
     for name, spec in units.items():
         if not isinstance(spec, dict):
             raise ConnectionError_(f"{path}: units.{name} must be a table")
         misplaced(path, f"units.{name}", spec)
         spec = dict(spec)
         model, fmu = spec.pop("model", None), spec.pop("fmu", None)
+        shape = spec.pop("shape", None)
         if (model is None) == (fmu is None):
             raise ConnectionError_(f"{path}: units.{name} needs exactly one of model = \"<TITOP model>\" "
                                    "or fmu = \"<file.fmu>\"")
@@ -173,9 +256,18 @@ def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
             model = str(fmu_path if fmu_path.is_absolute() else (Path(base) / fmu_path).resolve())
         elif not isinstance(model, str):
             raise ConnectionError_(f"{path}: units.{name}.model must be a string")
-        params = {k: _control_text(k, v, Path(base)) if is_control_model(model) and k in CONTROL_TEXT
-                  else _value(f"{path}: units.{name}.{k}", v) for k, v in spec.items()}
+        params = {}
+        for k, v in spec.items():
+            if is_control_model(model) and k in CONTROL_TEXT:
+                params[k] = _control_text(k, v, Path(base))
+                continue
+            binding = Binding(v, f"{path}: units.{name}.{k}", k, model, unit_of)
+            params[k] = binding.value(named)
+            if values.references(v, named):
+                s.bindings[f"{name}.{k}"] = binding
         s.add(name, model, params)
+        if shape is not None:
+            s.units[name].appearance = read_shape(f"{path}: units.{name}.shape", shape, named)
     for a, b in _pairs(path, d, "connections"):
         s.connect(a, b)
     for a, b in _pairs(path, d, "links"):
@@ -185,7 +277,12 @@ def from_dict(d: dict, where: str = "system", base: Path = Path(".")) -> tuple:
         raise ConnectionError_(f"{path}: [inputs] must be a table of \"unit.input\" = value")
     misplaced(path, "inputs", inputs)
     for ref, v in inputs.items():
-        s.set_input(ref, parse_input(ref, v, f"{path}: inputs.{ref}", Path(base), number=_number))
+        unit, _, var = ref.partition(".")
+        model = s.units[unit].model if unit in s.units else None
+        binding = Binding(v, f"{path}: inputs.{ref}", var, model, unit_of, Path(base), input=True)
+        s.set_input(ref, binding.value(named))
+        if values.references(v, named):
+            s.bindings[ref] = binding
     record = d.get("record", [])
     if not isinstance(record, list) or not all(isinstance(r, str) for r in record):
         raise ConnectionError_(f'{path}: "record" must be a list of "unit.output" strings')
@@ -246,6 +343,10 @@ def to_dict(system: CoSystem, simulation: dict | None = None) -> dict:
         entry.update({k: _plain(v) for k, v in spec.parameters.items()})
         if is_control_model(spec.model) and entry.get("file"):          # its matrices, not a path
             entry.update(expand_parameters(read_matrices(entry.pop("file"), FILE_KEYS[spec.model], name)))
+        if spec.appearance is not None:
+            a = spec.appearance
+            entry["shape"] = {a["kind"]: a["size"], **({SHAPES[a["kind"]][1]: a["axis"]} if a["axis"] else {}),
+                              **({"at": a["at"]} if a["at"] else {})}
         units[name] = entry
     linked = set()
     for child_port, parent_port in system.links:

@@ -42,6 +42,7 @@ from ..errors import ConnectionError_
 from ..spatial import chart_rate_jacobian, dcm_from_quat, quat_chart, quat_exp, quat_multiply
 from ..system import System
 from ..titop.records import ACCELERATION_QUANTITIES, inertial_entry
+from ..titop.totals import SYSTEM
 
 MINIMAL_BASE_STATES = ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y", "r_z",
                        "rotvec_x", "rotvec_y", "rotvec_z")
@@ -207,6 +208,9 @@ def resolve_outputs(system: System, names) -> list:
     spec, offsets = output_layout(system)
     out = []
     for ref in names:
+        if ref.partition(".")[0] == SYSTEM and SYSTEM not in system.blocks:
+            raise ConnectionError_(f"output {ref!r}: the system's totals (momentum, energy, centre of mass) are not "
+                                   "outputs of a linear model: record them in a run")
         block = system.blocks.get(ref.partition(".")[0])
         entry = inertial_entry(ref, ref.partition(".")[0], block, type(block).__name__, "output") if block else None
         if entry is not None:

@@ -41,9 +41,16 @@ def python_control():
 
 
 def control_names(names) -> list:
-    """Signal names as python-control takes them: ``.`` written ``_`` (python-control reserves
-    ``.`` for ``subsystem.signal``): ``balloon.ext.w[2]`` is ``balloon_ext_w[2]``."""
-    return [n.replace(".", "_") for n in names]
+    """Signal names as python-control takes them: every ``.`` written ``_`` and nothing else
+    changed (python-control refuses ``.`` in a name: it is its ``subsystem.signal``):
+    ``balloon.ext.w[2]`` is ``balloon_ext_w[2]``. Two names that would be written the same
+    (``a_b.c``, ``a.b_c``) are an error: the mapping is one to one."""
+    out = [n.replace(".", "_") for n in names]
+    if len(set(out)) < len(out):
+        same = next(n for n in out if out.count(n) > 1)
+        raise TitopError(f"the names {', '.join(n for n, c in zip(names, out) if c == same)} are all {same!r} for "
+                         "python-control ('.' written '_'): rename a unit")
+    return out
 
 
 @dataclass
@@ -112,6 +119,19 @@ class LinearModel:
             damping = -l.real / mag + 0.0 if mag else float("nan")     # + 0.0: no negative zero
             out.append(Mode(complex(l), mag, damping, dominant, 2 if pair else 1))
         return out
+
+    def shape(self, mode: Mode) -> np.ndarray:
+        """The shape of ``mode``: a vector ``v`` with ``A v = lambda v`` (complex for a pair),
+        taken from the null space of ``A - lambda I`` (its right singular vector of the smallest
+        singular value: a defective or repeated eigenvalue has one too) and checked,
+        ``|(A - lambda I) v| <= 1e-8 |A|``; scaled so that its largest component is 1."""
+        M = self.A - mode.eigenvalue * np.eye(len(self.A))
+        v = np.linalg.svd(M)[2][-1].conj()
+        residual = np.linalg.norm(M @ v)
+        if residual > 1e-8 * max(1.0, np.linalg.norm(self.A, 2)):
+            raise TitopError(f"no vector of A for its eigenvalue {mode.eigenvalue:.6g} (residual {residual:.2g})")
+        v = v / v[np.argmax(np.abs(v))]
+        return v if mode.multiplicity == 2 else v.real
 
     def count_zero(self, zero: float = ZERO) -> int:
         """The number of (near-)zero eigenvalues (:meth:`modes`' threshold)."""

@@ -40,6 +40,7 @@ from .assembly_unit import AssemblyUnit, ClosedLoopUnit
 from .closedloop import ClosedLoop
 from .monolithic import is_closed_loop, twin, twin_and_warnings
 from .records import Records
+from .totals import refuse
 
 #: the parent port of a sub-assembly, named as a block's
 ROOT_PORT = "p"
@@ -167,6 +168,7 @@ def assembly_interface(system: dict, model_id: str) -> AssemblyInterface:
                    if (n, port) not in fed]
     taken = {name for p in outputs for name in port_names({p.name: p.size})}       # the FMI scalars
     records = AssemblyInterface.records(cs, loop)
+    refuse(records, "an exported FMU")
     for e in records.entries:     # each recorded scalar once: a free port's, or listed twice, is there
         new = [(k, label) for k, label in zip(e.select, e.labels) if label not in taken]
         taken.update(label for _, label in new)

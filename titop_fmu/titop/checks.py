@@ -53,8 +53,10 @@ def check(cs: CoSystem, stated: bool = False, exported: bool = False) -> Records
         if is_titop(spec.model):
             records.block(name)                    # the values a block accepts, errors naming unit.parameter
     for e in records.entries:
+        if e.labels is not None:                   # resolved: a TITOP unit's output or a quantity
+            continue
         outputs = types[e.unit].ports("output")
-        if e.labels is None and not types[e.unit].scalars(e.port, "output"):
+        if not types[e.unit].scalars(e.port, "output"):
             raise ConnectionError_(f"record {e.ref!r}: {e.unit!r} ({types[e.unit].name}) has no output {e.port!r}"
                                    f"{did_you_mean(e.port, outputs)}; outputs: {', '.join(outputs)}")
     if is_closed_loop(cs) and not exported:

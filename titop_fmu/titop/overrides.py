@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from ..control.build import PARAMETERS as CONTROL_PARAMETERS
 from ..cosim import CoSystem, FileUnits, Variable
 from ..cosim.control_unit import control_spec, is_control_model
 from ..cosim.names import expand_parameters, grouped
+from ..cosim.values import evaluate
 from ..fmu import catalog
 from .twin import build_titop_unit
-from .units import is_titop
+from .units import declared_unit, is_titop
 
 _INDEXED = re.compile(r"^(.*)\[([\d,]+)\]$")
 
@@ -59,7 +62,8 @@ def _fed(cs: CoSystem) -> set:
 def settable(cs: CoSystem) -> dict:
     """``{"unit.parameter" | "unit.input": current value}`` of every parameter and every free
     input of ``cs`` (numbers, nested lists for vectors and matrices)."""
-    out = {}
+    out = dict(evaluate(cs.parameters, "parameters")) if cs.parameters else {}
+    out = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in out.items()}
     fed = _fed(cs)
     for name, spec in cs.units.items():
         variables = _variables(name, spec)
@@ -77,14 +81,42 @@ def settable(cs: CoSystem) -> dict:
     return out
 
 
+def bound(cs: CoSystem, overrides: dict) -> tuple:
+    """``(overrides, parameters, bindings)``: ``overrides`` with the named parameters among them
+    replaced by the values written with them, read again (the others set by name win), and the
+    new system's ``[parameters]`` table and bindings."""
+    named = {k: v for k, v in overrides.items() if k in cs.parameters}
+    rest = {k: v for k, v in overrides.items() if k not in cs.parameters}
+    bindings = {ref: b for ref, b in cs.bindings.items()
+                if not any(r == ref or r.startswith(ref + "[") or ref.startswith(r + "[") for r in rest)}
+    table = {**cs.parameters, **{k: np.asarray(v, dtype=float).tolist() for k, v in named.items()}}
+    if not named:
+        return rest, table, bindings
+    values = evaluate(table, "parameters")
+    return {**{ref: b.value(values) for ref, b in bindings.items()}, **rest}, table, bindings
+
+
+def unit_of(cs: CoSystem):
+    """``unit("link1.q0")``: the unit a settable FMI scalar of ``cs`` (``unit.scalar``) is
+    declared in (:func:`~.units.declared_unit`), None if not known."""
+    def unit(name: str):
+        u, _, scalar = name.partition(".")
+        spec = cs.units.get(u)
+        return None if spec is None else declared_unit(spec.model, scalar)
+    return unit
+
+
 def apply(cs: CoSystem, overrides: dict, check: bool = True) -> CoSystem:
     """A new system: ``cs`` with the ``overrides`` (names of :func:`settable`) set; ``check``:
     every TITOP unit built once to check its values (a :class:`~titop_fmu.errors.ParameterError`
-    names the unit and parameter)."""
+    names the unit and parameter). A named parameter of the ``[parameters]`` table sets every
+    value written with it (read again, :class:`~titop_fmu.cosim.systemfile.Binding`), but those
+    set here by name: they win, and are no longer tied to it."""
     out = CoSystem()
     params = {}
     inputs = dict(cs.inputs)
     units = set(cs.units)
+    overrides, out.parameters, out.bindings = bound(cs, overrides)
     for ref, value in overrides.items():
         unit, _, var = ref.partition(".")
         if unit not in units:
@@ -98,6 +130,7 @@ def apply(cs: CoSystem, overrides: dict, check: bool = True) -> CoSystem:
             inputs[ref] = value
     for name, spec in cs.units.items():
         out.add(name, spec.model, {**spec.parameters, **params.get(name, {})})
+        out.units[name].appearance = spec.appearance
         if check and is_titop(spec.model):
             build_titop_unit(name, out.units[name])
         elif check and is_control_model(spec.model) and spec.model != "sensor":

@@ -33,6 +33,7 @@ from ..errors import ConnectionError_, ParameterError, did_you_mean
 from ..fmu import catalog
 from ..spatial import (dcm_euler_partials, dcm_from_euler, inertial_acceleration, inertial_position,
                        inertial_twist, skew)
+from .totals import total_entry
 from .units import TitopUnits, titop_model
 
 #: inertial quantities: their size and the SI unit of each component
@@ -128,6 +129,12 @@ class BodyMotion:
         own = {(self.unit, "joint.q")} if "joint.q" in self.block.outputs_spec else set()
         return own | ({self.parent} if self.parent else set())
 
+    def constants(self, cs: CoSystem) -> dict:
+        """``{(unit, "p.m"): value}`` of the constant motion fed to its parent port, if it reads one."""
+        if self.is_base or self.parent is not None:
+            return {}
+        return {(self.unit, "p.m"): np.asarray(cs.inputs[f"{self.unit}.p.m"], dtype=float)}
+
     def __call__(self, outs: dict, inputs: dict) -> np.ndarray:
         if self.is_base:
             return np.asarray(outs[self.unit]["p.m"], dtype=float)
@@ -165,6 +172,10 @@ class Entry:
         if self.quantity is None:
             return {(self.unit, self.port)}
         return self.motion.needs()
+
+    def constants(self, cs: CoSystem) -> dict:
+        """The constant inputs its value reads (:meth:`BodyMotion.constants`)."""
+        return self.motion.constants(cs)
 
     def value(self, outs: dict, inputs: dict, motions: dict) -> np.ndarray:
         """The value of an inertial quantity from the outputs and constant inputs of the units
@@ -278,9 +289,12 @@ class Records:
         if not dot or not var:
             raise ConnectionError_(f"record {ref!r}: expected \"unit.output\" (e.g. \"arm.joint.q[3]\" or "
                                    "\"arm.c1.position\")")
+        total = total_entry(ref, self)
+        if total is not None:
+            return total
         if unit not in self.cs.units:
-            raise ConnectionError_(f"record {ref!r}: unknown unit {unit!r}{did_you_mean(unit, self.cs.units)}; "
-                                   f"units: {', '.join(self.cs.units)}")
+            raise ConnectionError_(f"record {ref!r}: unknown unit {unit!r}{did_you_mean(unit, [*self.cs.units, 'system'])}; "
+                                   f"units: {', '.join(self.cs.units)} (and the system's totals, system.momentum, ...)")
         block = self.block(unit)
         entry = inertial_entry(ref, unit, block, self.cs.units[unit].model)
         if entry is not None:
@@ -331,34 +345,43 @@ class Records:
     def motion(self, ref, unit, block) -> BodyMotion:
         """Where the motion of the body of ``unit`` comes from (see :class:`BodyMotion`)."""
         motion = BodyMotion(unit, block)
-        if motion.is_base:
-            return motion
+        return motion if motion.is_base else replace(motion, parent=self.feeding(ref, unit, "p"))
+
+    def feeding(self, ref, unit: str, port: str):
+        """``(unit, output port)`` whose motion vector feeds the motion input ``<port>.m`` of
+        ``unit`` (a body's parent port ``p``, a loop closure's ``l`` or ``r``): a link, a
+        connection of the whole port or of its 18 scalars from one port (as an SSP package
+        does); None when ``[inputs]`` gives it a constant value; else a
+        :class:`ConnectionError_` naming the entry ``ref``."""
         for child_port, parent_port in self.cs.links:
-            if parent_port in (unit, f"{unit}.p"):
-                parent, _, port = child_port.partition(".")
-                return replace(motion, parent=(parent, f"{port}.m"))
-        scalars = {}                      # p.m fed whole, or scalar by scalar (as an SSP package does)
+            if parent_port == f"{unit}.{port}" or (port == "p" and parent_port == unit):
+                source, _, child = child_port.partition(".")
+                return source, f"{child}.m"
+        target, scalars = f"{unit}.{port}.m", {}
         for out, inp in self.cs.connections:
-            if inp == f"{unit}.p.m":
-                parent, _, port = out.partition(".")
-                return replace(motion, parent=(parent, port))
-            if port_of(inp)[0] == f"{unit}.p.m":
+            if inp == target:
+                source, _, out_port = out.partition(".")
+                return source, out_port
+            if port_of(inp)[0] == target:
                 scalars[port_of(inp)[1]] = port_of(out)
         sources = {(src.partition(".")[0], src.partition(".")[2]) for src, _ in scalars.values()}
         if len(scalars) == 18 and len(sources) == 1 and all(scalars[k][1] == k for k in scalars):
-            return replace(motion, parent=sources.pop())
-        if f"{unit}.p.m" in self.cs.inputs:
-            return motion
-        raise ConnectionError_(f"record {ref!r}: the motion of {unit!r} is that of its parent port p, which is "
-                               "not linked (link it, or give p.m a constant value in [inputs])")
+            return sources.pop()
+        if target in self.cs.inputs:
+            return None
+        what = f"the motion of {unit!r} is that of its parent port p" if port == "p" else \
+            f"{unit!r} reads the motion at its port {port}"
+        raise ConnectionError_(f"record {ref!r}: {what}, which is not linked (link it, or give {port}.m a "
+                               "constant value in [inputs])")
 
     # -- evaluation ---------------------------------------------------------------------------
     def inputs(self) -> dict:
-        """``{(unit, "p.m"): value}``: the constant motions of free parent ports that entries read."""
+        """``{(unit, port): value}``: the constant inputs that entries read (the motions of free
+        parent ports, the loads of :mod:`.totals`)."""
         out = {}
         for e in self.entries:
-            if e.motion is not None and not e.motion.is_base and e.motion.parent is None:
-                out[(e.unit, "p.m")] = np.asarray(self.cs.inputs[f"{e.unit}.p.m"], dtype=float)
+            if e.quantity is not None:
+                out.update(e.constants(self.cs))
         return out
 
     def needs(self) -> list:

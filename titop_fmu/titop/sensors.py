@@ -24,6 +24,7 @@ from ..cosim.names import grouped, port_names
 from ..cosim.protocol import UnitType, Variable
 from ..errors import ConnectionError_, ParameterError
 from .records import ACCELERATION_QUANTITIES, Entry, Records, recording
+from .totals import TotalEntry
 
 
 def sensor_entry(cs: CoSystem, name: str) -> Entry:
@@ -36,6 +37,9 @@ def sensor_entry(cs: CoSystem, name: str) -> Entry:
         entry = Records(recording(cs, [of])).entries[0]
     except ConnectionError_ as e:
         raise ConnectionError_(f"unit {name!r} (sensor): of = {of!r}: {str(e).partition(': ')[2] or e}") from None
+    if isinstance(entry, TotalEntry):
+        raise ConnectionError_(f"unit {name!r} (sensor): of = {of!r}: a sensor measures a unit's output or a body's "
+                               "inertial quantity; the system's totals are recorded, not measured")
     if entry.unit == name:
         raise ConnectionError_(f"unit {name!r} (sensor): of = {of!r}: a sensor cannot measure itself")
     return entry

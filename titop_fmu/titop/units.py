@@ -96,6 +96,30 @@ def declared_unit_type(model_id: str) -> UnitType:
                                      state_derivatives=tuple(f"der({x})" for x in iface.state_names)))
 
 
+def declared_unit(model, scalar: str) -> str | None:
+    """The unit the FMI scalar ``scalar`` (a parameter or an input: ``"q0"``, ``"com[2]"``,
+    ``"ext.w[4]"``) of a unit of ``model`` is declared in: a TITOP model's from its catalog, an
+    FMU file's from its model description; None when not known (a control unit's, a name the
+    model does not have: its own error comes later). What a value written with its unit is
+    converted to (:func:`titop_fmu.cosim.systemfile.read`)."""
+    if is_titop(model):
+        return _catalog_units(model).get(scalar)
+    if isinstance(model, str) and is_fmu_path(model) and Path(model).is_file():
+        from ..cosim.fmpy_unit import fmu_unit_type
+        variable = fmu_unit_type(model).variables.get(scalar)
+        return None if variable is None else variable.unit
+    return None
+
+
+@lru_cache(maxsize=None)
+def _catalog_units(model_id: str) -> dict:
+    from ..fmu import catalog
+    try:
+        return {v.name: v.unit for v in catalog.interface_of(model_id).variables}
+    except KeyError:
+        return {}
+
+
 @lru_cache(maxsize=None)
 def titop_unit_type(model_id: str) -> UnitType:
     """The :class:`UnitType` of the TITOP FMU ``model_id`` (``"revolute_c1"``), with the

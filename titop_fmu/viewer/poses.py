@@ -6,6 +6,9 @@ A body's frame follows from what its unit gives, in this order:
 * its own motion vector (``p.m`` of a base, ``ci.m`` of any body): components 16-18 are
   the Euler angles ``Theta`` of its frame, ``P_a/i = P(Theta)``, and 13-15 the point
   ``[IC_i]`` projected in that frame, so ``[IP]_Ri = P_a/i ([IC_i]_Ra - [PC_i]_Ra)``;
+* else its pose in the inertial frame, when recorded: the position of one of its points
+  ``<unit>.<point>.position`` (``p``, ``com``, ``c<i>``) and its attitude ``<unit>.dcm`` (the
+  rows of ``P_a/i``) or ``<unit>.euler``, ``[IP]_Ri = [IX]_Ri - P_a/i [PX]_Ra``;
 * else its parent's frame and its joint (forward kinematics): the joint point is the
   parent's child point ``C_j``, ``P_a/i = P_b/i P_a0/b e^{q (*r~)}`` for a revolute body
   (eq. (16)), ``P_b/i P_a0/b`` for welded and prismatic ones, and a prismatic body's point
@@ -50,6 +53,7 @@ class Body:
     support: np.ndarray | None      # constant motion vector fed to the parent port (a fixed support)
     axis: np.ndarray | None         # joint axis (unit), revolute and prismatic
     mount: np.ndarray               # P_a0/b: the frame w.r.t. the parent's at zero joint motion
+    shape: dict | None = None       # the shape the system file gives it (systemfile.read_shape)
 
     @property
     def joint(self) -> str:
@@ -65,6 +69,11 @@ class Body:
     def point(self, port: str) -> np.ndarray:
         """``[PX]_Ra`` of the point of a motion port: ``P`` for ``p.m``, ``C_i`` for ``ci.m``."""
         return np.zeros(3) if port == "p.m" else self.children[int(port[1:-2]) - 1]
+
+    def points(self) -> dict:
+        """``{point: [PX]_Ra}``: ``p``, ``com`` and the child points ``c<i>``, whose inertial
+        positions may be recorded."""
+        return {"p": np.zeros(3), "com": self.com, **{f"c{i + 1}": c for i, c in enumerate(self.children)}}
 
 
 @dataclass(frozen=True)
@@ -121,7 +130,8 @@ def model(cs: CoSystem) -> Model:
                             tuple(np.array(c) for c in body.children), parent,
                             None if parent is None else _cut_point(parent, blocks)[1],
                             None if support is None else np.asarray(support, dtype=float),
-                            getattr(block, "axis", None), getattr(block, "P_a0b", np.eye(3)))
+                            getattr(block, "axis", None), getattr(block, "P_a0b", np.eye(3)),
+                            cs.units[name].appearance)
     return Model(_parents_first(bodies), closures, skipped)
 
 
@@ -157,13 +167,28 @@ def _joint_label(name):
     return f"{name}.joint.q[3]"
 
 
+#: a body's attitude as it may be recorded in the inertial frame: its DCM, or its Euler angles
+ATTITUDES = {"dcm": 9, "euler": 3}
+
+
+def inertial_pose(name, b: Body, available):
+    """``(point, attitude)`` of a pose of ``b`` recorded in the inertial frame among the labels
+    ``available`` (``bus.com.position[1..3]`` and ``bus.dcm[1..9]`` or ``bus.euler[1..3]``), or None."""
+    point = next((x for x in b.points() if {f"{name}.{x}.position[{k}]" for k in (1, 2, 3)} <= available), None)
+    attitude = next((a for a, n in ATTITUDES.items()
+                     if {f"{name}.{a}[{k}]" for k in range(1, n + 1)} <= available), None)
+    return (point, attitude) if point and attitude else None
+
+
 def rules(m: Model, available) -> tuple:
     """``({body: rule}, [missing outputs])``: how each body is placed from the outputs
     ``available`` (scalar labels such as ``"bus.p.m[13]"``), and the outputs to add so
     that every body is placed: a body's own motion port when all six pose components are
-    there, else forward kinematics from its parent, else a base's ``p.m`` pose (or a root
+    there, else its recorded inertial pose, else forward kinematics from its parent, else a
+    base's ``p.m`` pose (or a root
     body's ``c1.m``); joints need ``joint.q[3]``. A rule is ``("own", port)``,
-    ``("joint", None)`` or ``("none", why)``."""
+    ``("inertial", (point, attitude))`` (:func:`inertial_pose`), ``("joint", None)`` or
+    ``("none", why)``."""
     available = set(available)
     out, missing = {}, []
 
@@ -172,8 +197,11 @@ def rules(m: Model, available) -> tuple:
 
     for name, b in m.bodies.items():
         own = next((p for p in b.motion_ports() if set(pose_labels(name, p)) <= available), None)
+        recorded = inertial_pose(name, b, available)
         if own is not None:
             out[name] = ("own", own)
+        elif recorded is not None:
+            out[name] = ("inertial", recorded)
         elif (b.parent is not None and out[b.parent[0]][0] != "none") or b.support is not None:
             out[name] = ("joint", None)
             if b.joint in ("revolute", "prismatic"):
@@ -202,7 +230,9 @@ def poses(m: Model, columns: dict, n: int | None = None) -> dict:
     for every body that can be placed; a :class:`TitopError` names the outputs missing."""
     r, missing = rules(m, columns)
     if missing:
-        raise TitopError("the run lacks the outputs that place the bodies: " + ", ".join(missing))
+        raise TitopError("the run lacks the outputs that place the bodies: " + ", ".join(missing) +
+                         " (or, for a body, the position of one of its points and its attitude in the inertial "
+                         "frame: <unit>.com.position with <unit>.dcm or <unit>.euler)")
     n = len(next(iter(columns.values()))) if n is None else n
     out = {}
     for name, b in m.bodies.items():
@@ -212,6 +242,12 @@ def poses(m: Model, columns: dict, n: int | None = None) -> dict:
             M[:, 12:18] = np.column_stack([columns[x] for x in pose_labels(name, port)])
             R = np.array([dcm_from_euler(m[15:18]) for m in M])
             out[name] = (R, np.array([inertial_position(m) for m in M]) - np.einsum("kij,j->ki", R, b.point(port)))
+        elif how == "inertial":                           # [IP]_Ri = [IX]_Ri - P_a/i [PX]_Ra
+            point, attitude = port
+            X = np.column_stack([columns[f"{name}.{point}.position[{k}]"] for k in (1, 2, 3)])
+            A = np.column_stack([columns[f"{name}.{attitude}[{k}]"] for k in range(1, ATTITUDES[attitude] + 1)])
+            R = A.reshape(n, 3, 3) if attitude == "dcm" else np.array([dcm_from_euler(e) for e in A])
+            out[name] = (R, X - np.einsum("kij,j->ki", R, b.points()[point]))
         elif how == "joint":
             q = np.asarray(columns[_joint_label(name)], dtype=float) if b.joint in ("revolute", "prismatic") \
                 else np.zeros(n)

@@ -53,6 +53,70 @@ def equivalent_box(mass, inertia) -> tuple:
     return np.maximum(h, h.max() / 20), axes
 
 
+#: sides of the polygon a cylinder is drawn with
+CYLINDER_SIDES = 24
+
+
+def mesh(b) -> tuple | None:
+    """``(points (k, 3) in the body frame, faces)`` of the body ``b`` as drawn: the shape its
+    system file gives it (a box, a cylinder, a panel: :func:`~titop_fmu.cosim.systemfile.read_shape`),
+    else the box of its inertia (:func:`equivalent_box`); None for a point mass. Each face is a
+    list of point indices, wound counter-clockwise seen from outside (a panel has both sides)."""
+    s = b.shape
+    if s is None:
+        if b.mass <= 0 or np.linalg.eigvalsh(b.inertia)[-1] <= 0:
+            return None
+        h, axes = equivalent_box(b.mass, b.inertia)
+        return _box(b.com, axes, h)
+    centre = b.com if s["at"] is None else np.asarray(s["at"], dtype=float)
+    if s["kind"] == "box":
+        return _box(centre, np.eye(3), np.asarray(s["size"]) / 2)
+    u, v, n = _frame(s["axis"])
+    if s["kind"] == "panel":
+        a, c = s["size"]
+        points = np.array([centre + x * a / 2 * u + y * c / 2 * v for x, y in ((-1, -1), (1, -1), (1, 1), (-1, 1))])
+        return points, [[0, 1, 2, 3], [3, 2, 1, 0]]
+    radius, length = s["size"]
+    angles = 2 * np.pi * np.arange(CYLINDER_SIDES) / CYLINDER_SIDES
+    ring = np.outer(np.cos(angles), u) + np.outer(np.sin(angles), v)
+    points = np.vstack([centre - length / 2 * n + radius * ring, centre + length / 2 * n + radius * ring])
+    k = CYLINDER_SIDES
+    faces = [list(range(k)), list(range(k, 2 * k))] + [[i, (i + 1) % k, k + (i + 1) % k, k + i] for i in range(k)]
+    return points, _outward(points, faces)
+
+
+def _frame(axis) -> tuple:
+    """``(u, v, n)``: the unit ``axis`` ``n`` and two unit vectors across it; for a body axis, the
+    two others in order (``y``: ``x``, ``z``), a panel's sizes being along them."""
+    n = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+    k = int(np.argmax(np.abs(n)))
+    if np.isclose(abs(n[k]), 1.0):
+        u, v = (np.eye(3)[i] for i in range(3) if i != k)
+        return u, v, n
+    u = np.cross(n, np.eye(3)[int(np.argmin(np.abs(n)))])
+    u /= np.linalg.norm(u)
+    return u, np.cross(n, u), n
+
+
+def _box(centre, axes, half) -> tuple:
+    """The box of half sizes ``half`` along the columns of ``axes``, centred at ``centre``."""
+    signs = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1], indexing="ij")).reshape(3, -1).T
+    points = centre + (signs * half) @ np.asarray(axes).T
+    faces = [[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4], [1, 5, 7, 3]]
+    return points, _outward(points, faces)
+
+
+def _outward(points, faces) -> list:
+    """The faces of a convex solid, each wound so that its normal points away from its centre."""
+    centre = points.mean(axis=0)
+    out = []
+    for f in faces:
+        p = points[f]
+        outward = np.cross(p[1] - p[0], p[2] - p[0]).dot(p.mean(axis=0) - centre) >= 0
+        out.append(list(f) if outward else list(f)[::-1])
+    return out
+
+
 def body_points(m: Model) -> dict:
     """``{body: (k, 3)}``: the points drawn of each body in its frame (``P``, the centre of mass,
     the child points)."""
@@ -115,10 +179,10 @@ def scene(m: Model, t, placed: dict, title: str, traces=(), notes=()) -> dict:
     points = body_points(m)
     first = _world({n: (R[:1], p[:1]) for n, (R, p) in placed.items()}, points)[0]
     size = float(np.linalg.norm(first.max(axis=0) - first.min(axis=0)))
-    boxes = {n: equivalent_box(b.mass, b.inertia) for n, b in m.bodies.items()
-             if n in placed and b.joint == "base" and b.mass > 0}
+    meshes = {n: mesh(b) for n, b in m.bodies.items() if n in placed}
+    meshes = {n: x for n, x in meshes.items() if x is not None}
     if size < 1e-9:                                   # one body, all its points at P
-        size = 2 * max([float(h.max()) for h, _ in boxes.values()] + [0.5])
+        size = 2 * max([float(np.abs(p - m.bodies[n].com).max()) for n, (p, _) in meshes.items()] + [0.5])
     quantum = float(f"{POSITION_QUANTUM * size:.1g}")
     masses = [b.mass for n, b in m.bodies.items() if n in placed]
     heaviest = max(masses) or 1.0
@@ -138,13 +202,11 @@ def scene(m: Model, t, placed: dict, title: str, traces=(), notes=()) -> dict:
             joint_point=None if b.joint_point is None else _round(b.joint_point),
             p=[_deltas(p[:, k], quantum) for k in range(3)],
             q=[_deltas(q[:, k], QUATERNION_QUANTUM) for k in range(4)])
-        if name in boxes:
-            h, axes = boxes[name]
-            corners = np.array([b.com + axes.dot(h * s) for s in
-                                np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1], indexing="ij")).reshape(3, -1).T])
-            entry["box"] = [_round(c) for c in corners]
-            box_world = p[:, None, :] + np.einsum("kij,lj->kli", R, corners)
-            lo, hi = np.minimum(lo, box_world.min(axis=(0, 1))), np.maximum(hi, box_world.max(axis=(0, 1)))
+        if name in meshes:
+            vertices, faces = meshes[name]
+            entry["mesh"] = dict(points=[_round(c) for c in vertices], faces=faces)
+            drawn = p[:, None, :] + np.einsum("kij,lj->kli", R, vertices)
+            lo, hi = np.minimum(lo, drawn.min(axis=(0, 1))), np.maximum(hi, drawn.max(axis=(0, 1)))
         bodies.append(entry)
     closures = [dict(name=c.name, a=[index[c.left[0]], _round(c.left[1])], b=[index[c.right[0]], _round(c.right[1])])
                 for c in m.closures if c.left and c.right and c.left[0] in index and c.right[0] in index]

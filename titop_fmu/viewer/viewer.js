@@ -154,7 +154,6 @@
       ctx.closePath(); ctx.fill(); ctx.stroke();
     } });
   }
-  const BOX_FACES = [[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4], [1, 5, 7, 3]];
   const labels = [];
   function label(P, text, color) { const c = toCam(P); if (c[2] > near()) labels.push([screen(c), text, color]); }
   function axes(pose, length, width, bias) {
@@ -236,13 +235,13 @@
     }
     bodies.forEach((b, i) => {
       const pose = poses[i], P = pose.p, tube = 0.022 * SIZE;
-      if (b.box) {
-        const c = b.box.map((v) => toWorld(pose, v));
-        BOX_FACES.forEach((f) => face(f.map((j) => c[j]), b.color));
+      if (b.mesh) {
+        const c = b.mesh.points.map((v) => toWorld(pose, v));
+        b.mesh.faces.forEach((f) => face(f.map((j) => c[j]), b.color));
       }
       b.children.forEach((c) => segment(P, toWorld(pose, c), b.color, tube));
       const com = toWorld(pose, b.com);
-      if (Math.hypot(b.com[0], b.com[1], b.com[2]) > 1e-9 && !b.box) {   // a rod to the centre of mass
+      if (Math.hypot(b.com[0], b.com[1], b.com[2]) > 1e-9 && !b.mesh) {   // a rod to the centre of mass
         segment(P, com, b.children.length ? shade(b.color, 0.35) : b.color, (b.children.length ? 0.6 : 1) * tube);
       }
       if (b.radius > 0) sphere(com, b.radius, b.color);
