@@ -29,6 +29,9 @@ from ..errors import TitopError
 
 #: eigenvalues below this times the largest one (and below 1e-6) count as zero
 ZERO = 1e-7
+#: eigenvalues closer to each other than this times the largest one (and 1e-5) are one cluster: a
+#: defective eigenvalue of multiplicity m comes out of ``eig`` split by about (rounding error)^(1/m)
+CLUSTER = 1e-5
 
 
 def python_control():
@@ -92,30 +95,31 @@ class LinearModel:
 
     def modes(self, zero: float = ZERO) -> list:
         """The modes, slowest first: one :class:`Mode` per real eigenvalue or complex pair,
-        the dominant states by participation factor ``|v_i w_i|`` (right and left
-        eigenvectors: independent of the states' units and scales). Eigenvalues with
-        ``|lambda| <= zero * max(1, max |lambda|)`` are zero (rigid-body and neutral modes)."""
+        the dominant states by participation (:func:`participation`: checked invariant
+        subspaces, independent of the states' units and scales, exact at repeated and
+        defective eigenvalues). Eigenvalues with ``|lambda| <= zero * max(1, max |lambda|)``
+        are zero (rigid-body and neutral modes); eigenvalues within ``CLUSTER * max(1, max
+        |lambda|)`` of one another are one cluster (a repeated or defective eigenvalue), whose
+        modes share its participation."""
         if not len(self.A):
             return []
-        lam, V = np.linalg.eig(self.A)
-        try:
-            W = np.linalg.inv(V)                     # rows: left eigenvectors, w_i V_i = 1
-            P = np.abs(V * W.T)
-        except np.linalg.LinAlgError:                # defective (a rigid-body double zero): right only
-            P = np.abs(V) ** 2
-        tol = zero * max(1.0, float(np.max(np.abs(lam))))
+        lam = np.linalg.eigvals(self.A)
+        scale = max(1.0, float(np.max(np.abs(lam))))
+        tol = zero * scale
+        lam = np.where(np.abs(lam) <= tol, 0j, lam)
+        groups = clusters(lam, CLUSTER * scale)
+        share = participation(self.A, lam, groups)
+        of = {i: k for k, g in enumerate(groups) for i in g}
         out = []
         for i in np.argsort(np.abs(lam), kind="stable"):
             l = lam[i]
             if l.imag < -tol:                        # the pair is counted with its Im > 0 member
                 continue
             pair = l.imag > tol
-            share = P[:, i] / P[:, i].sum() if P[:, i].sum() > 0 else P[:, i]
-            order = np.argsort(-share, kind="stable")
-            dominant = [(self.states[j], float(share[j])) for j in order[:3] if share[j] >= 0.1 or j == order[0]]
+            p, k = share[of[i]], len(groups[of[i]])
+            order = np.argsort(-p, kind="stable")
+            dominant = [(self.states[j], float(p[j])) for j in order[:3 * k] if p[j] >= 0.1 / k or j == order[0]]
             mag = abs(l)
-            if mag <= tol:
-                l, mag = 0j, 0.0
             damping = -l.real / mag + 0.0 if mag else float("nan")     # + 0.0: no negative zero
             out.append(Mode(complex(l), mag, damping, dominant, 2 if pair else 1))
         return out
@@ -185,6 +189,56 @@ class LinearModel:
         d = load_arrays(path)
         return cls(d["A"], d["B"], d["C"], d["D"], d["StateName"], d["InputName"], d["OutputName"],
                    d["x0"], d["u0"], d["y0"], d["xdot0"], d["x0_names"], d["chart"])
+
+
+def clusters(lam, tol) -> list:
+    """The eigenvalues ``lam`` in clusters (index arrays): those within ``tol`` of one another,
+    by chains (a defective eigenvalue comes out of ``eig`` as a ring of radius about
+    ``sqrt(eps |A|)``; a repeated one as close values)."""
+    left, out = list(range(len(lam))), []
+    while left:
+        group, grow = [left.pop(0)], 0
+        while grow < len(group):
+            near = [j for j in left if abs(lam[j] - lam[group[grow]]) <= tol]
+            group += near
+            left = [j for j in left if j not in near]
+            grow += 1
+        out.append(np.array(sorted(group)))
+    return out
+
+
+def participation(A, lam, groups) -> list:
+    """Per cluster ``groups`` (index arrays) of the eigenvalues ``lam`` of ``A``, the
+    participation of each state: ``|diag P| / trace P``, ``P`` the spectral projector on the
+    cluster's invariant subspace along the others'. For a simple eigenvalue ``P = v w^T / (w^T v)``
+    (right and left eigenvectors), so these are the classical participation factors
+    ``|v_i w_i|``; for a repeated or defective one (a free body's rigid-body modes: Jordan
+    blocks, whose eigenvectors ``eig`` returns nearly parallel, ``inv(V)`` then meaningless, and
+    whose left ones are orthogonal to the right ones) ``P`` is still well defined. ``P`` comes
+    from the ordered Schur form ``A = Z [[T11, T12], [0, T22]] Z^H`` (the cluster in ``T11``):
+    ``P = Z[:, :k] [I, -R] Z^H`` with ``T11 R - R T22 = -T12``, and it is checked (``A P = P A``,
+    ``P P = P``); if the clusters are too close for that, the row energies of the cluster's
+    orthonormal Schur basis stand in."""
+    from scipy.linalg import schur
+    from scipy.linalg.lapack import ztrsen, ztrsyl
+    n = len(A)
+    T0, Z0 = schur(np.asarray(A, dtype=complex), output="complex")
+    cluster = np.empty(len(lam), dtype=int)
+    for g, members in enumerate(groups):
+        cluster[members] = g
+    nearest = cluster[np.argmin(np.abs(np.diag(T0)[:, None] - np.asarray(lam)[None, :]), axis=1)]
+    scale = max(1.0, np.linalg.norm(A, 1))
+    out = []
+    for g in range(len(groups)):
+        T, Z, _w, k, _s, _sep, info = ztrsen((nearest == g).astype(np.int32), T0, Z0, job="N")
+        R, f, info2 = ztrsyl(T[:k, :k], T[k:, k:], -T[:k, k:], isgn=-1) if k < n else (np.zeros((k, 0)), 1.0, 0)
+        P = Z[:, :k] @ np.hstack([np.eye(k), -R / f]) @ Z.conj().T
+        size = max(1.0, np.linalg.norm(P, 1))
+        ok = not (info or info2) and np.all(np.isfinite(P)) and \
+            np.linalg.norm(A @ P - P @ A, 1) <= 1e-8 * scale * size and np.linalg.norm(P @ P - P, 1) <= 1e-8 * size ** 2
+        d = np.abs(np.diag(P)) if ok else np.sum(np.abs(Z[:, :k]) ** 2, axis=1)
+        out.append(d / d.sum())
+    return out
 
 
 NAMES = ("StateName", "InputName", "OutputName", "x0_names")
