@@ -281,3 +281,39 @@ def test_a_command_whose_extra_is_not_installed_says_which_to_install(argv, miss
     err = capsys.readouterr().err
     assert err == f'titop-fmu: error: titop-fmu {argv[0]} needs {missing}: pip install -e ".[campaign]"\n', err
     assert list(tmp_path.iterdir()) == []
+
+
+#: every command that reads a system file, {file}: the arm saved by an editor in Latin-1
+NOT_UTF8 = [
+    ["simulate", "{file}", "--out", "o.csv"],
+    ["simulate", "{file}", "--engine", "fmu", "--out", "o.csv"],
+    ["animate", "{file}", "--out", "v.html"],
+    ["linearize", "{file}", "--out", "o.npz"],
+    ["export", "{file}", "--out", "o.fmu"],
+    ["sweep", "{file}", "--vary", "link1.mass=uniform(0.9,1.1)", "--samples", "2", "--workers", "0", "--out", "store"],
+    ["sweep", "{campaign}", "--samples", "2", "--workers", "0", "--out", "store"],
+    ["plot", "{run}", "--system", "{file}", "--out", "o.png"],
+]
+
+
+@pytest.mark.parametrize("argv", NOT_UTF8, ids=lambda a: " ".join(a[:1] + a[2:4]))
+def test_a_file_not_in_utf8_is_one_line_naming_where(argv, tmp_path, capsys, monkeypatch):
+    """A system (or campaign) file with a degree sign in a comment, saved in Latin-1 by an
+    editor: one line naming the file, the line and column of the byte, nothing written (it was a
+    UnicodeDecodeError traceback in simulate, linearize, export and sweep)."""
+    monkeypatch.chdir(tmp_path)
+    text = ARM.replace("q0 = 0.3", "q0 = 0.3   # 17° up")
+    line = next(k for k, s in enumerate(text.split("\n"), 1) if "°" in s)
+    (tmp_path / "arm.toml").write_bytes(text.encode("latin-1"))
+    (tmp_path / "campaign.toml").write_bytes('# a sweep of ±10 %\n[sweep]\nsystem = "arm.toml"\n'
+                                             '[sweep.vary]\n"link1.mass" = "uniform(0.9, 1.1)"\n'.encode("latin-1"))
+    (tmp_path / "run.csv").write_text("t,link1.joint.q[3]\n0,0.3\n0.1,0.31\n")
+    before = set(tmp_path.iterdir())
+    argv = [a.format(file="arm.toml", campaign="campaign.toml", run="run.csv") for a in argv]
+    assert main(argv) == 2
+    err = one_line_error(capsys)
+    where = "campaign.toml: not UTF-8 text: line 1, column 14 holds the byte 0xb1" if "campaign.toml" in argv \
+        else f"arm.toml: not UTF-8 text: line {line}, column 16 holds the byte 0xb0"
+    assert where in err, err
+    assert "save it as UTF-8" in err
+    assert set(tmp_path.iterdir()) == before

@@ -130,6 +130,19 @@ def parse_set(items, defaults: dict, unit_of=None) -> dict:
     return out
 
 
+def utf8_text(path) -> str:
+    """The text of the file ``path``, UTF-8 as TOML and JSON files are: another encoding (a
+    file saved in Latin-1 or Windows-1252 by an editor) is a :class:`TitopError` naming the line
+    and column of its first byte that is not UTF-8."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line, column = data.count(b"\n", 0, e.start) + 1, e.start - data.rfind(b"\n", 0, e.start)
+        raise TitopError(f"{path}: not UTF-8 text: line {line}, column {column} holds the byte 0x{data[e.start]:02x} "
+                         "(saved in another encoding, such as Latin-1 or Windows-1252?): save it as UTF-8") from None
+
+
 def write_csv(path, t, cols, header):
     """``t`` and the columns ``cols`` (``(len(t), n)``) under the ``header`` names, full precision."""
     data = np.column_stack([t, cols])

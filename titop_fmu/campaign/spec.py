@@ -32,6 +32,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..io import utf8_text
 from ..simulation import ENGINES, Target, resolve_options
 from ..titop.units import DEFAULT_FMU_KIND, FMU_KINDS
 from .distributions import SAMPLINGS, SweepError, design, grid_size, parse
@@ -154,6 +155,7 @@ def read_file(path) -> dict:
     current folder)."""
     from ..cosim.systemfile import _load
     path = Path(path)
+    utf8_text(path)
     d = _load(path)
     table = d.get("sweep")
     if not isinstance(table, dict):
@@ -181,6 +183,7 @@ def is_campaign_file(path) -> bool:
         return False
     from ..cosim.systemfile import _load
     from ..errors import ConnectionError_
+    utf8_text(p)                                      # else a one-line error here
     try:
         return "sweep" in _load(p)
     except ConnectionError_:
