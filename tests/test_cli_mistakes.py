@@ -317,3 +317,54 @@ def test_a_file_not_in_utf8_is_one_line_naming_where(argv, tmp_path, capsys, mon
     assert where in err, err
     assert "save it as UTF-8" in err
     assert set(tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("engine", ["inprocess", "fmu"])
+@pytest.mark.parametrize("setting, state", [("link1.qd0=1e300", "link1.qd = 1e+300"),
+                                            ("link2.qd0=-1e300", "link2.qd = -1e+300")])
+def test_a_state_whose_derivatives_are_not_finite_is_one_line_naming_it(setting, state, engine, tmp_path, capsys):
+    """qd0 = 1e300: the accelerations overflow. One line with the time and the state, on both
+    engines, nothing written (it was an AttributeError of the in-process run's error path, and
+    the master named a port of the loop)."""
+    path = tmp_path / "arm.toml"
+    path.write_text(ARM)
+    for quiet in (["--quiet"], []):
+        assert main(["simulate", str(path), "--set", setting, "--engine", engine, "--out", str(tmp_path / "o.csv"),
+                     *quiet]) == 2
+        err = one_line_error(capsys)
+        assert f"the run stopped at t = 0 s: the state derivatives are not finite; the largest state: {state}" in err
+        assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("kernel", ["c", "numpy"])
+def test_a_run_that_diverges_stops_naming_the_time_and_the_state(kernel, monkeypatch):
+    """A state so large that the steps shrink below the spacing of the numbers: the integration's
+    failure names the time and the state (it was AttributeError: 'list' object has no attribute
+    'size', the failure coming before the first output). The progress bar shows from the start
+    (it raised OverflowError: its time left from a rate of 1e-300 s per s); no warning printed."""
+    import tqdm
+    import warnings
+    from titop_fmu.errors import SolverError
+    from titop_fmu.titop.monolithic import twin
+    cs = systemfile.read(ROOT / "examples" / "spacecraft.toml").system
+    cs.units["panel"].parameters["qd0"] = 1e150
+    s = twin(cs)
+    shown = []
+
+    class Shown(tqdm.tqdm):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **dict(kw, delay=0, mininterval=0))
+
+        def display(self, *a, **kw):
+            shown.append(self.format_meter(**self.format_dict))
+            return super().display(*a, **kw)
+    monkeypatch.setattr(tqdm, "tqdm", Shown)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(SolverError) as e:
+            s.simulate(1.0, 0.1, progress=True, kernel=kernel)
+    why = {"c": "the integration failed (Required step size is less than spacing between numbers.)",
+           "numpy": "the state derivatives are not finite"}[kernel]      # NumPy's accelerations overflow
+    assert f"{why}; the largest state: panel.qd = 1e+150" in str(e.value)
+    assert str(e.value).startswith("the run stopped at t = ") and "\n" not in str(e.value)
+    assert shown

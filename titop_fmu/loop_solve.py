@@ -49,8 +49,12 @@ def singular(t):
                        "mass or inertia along a joint")
 
 
+class NotFinite(SolverError):
+    """The loop's solution, the accelerations, are not finite."""
+
+
 def not_finite(t):
-    return SolverError(f"the algebraic loop solution is not finite (t={t})")
+    return NotFinite(f"the algebraic loop solution is not finite (t={t})")
 
 
 class DenseLoop:

@@ -209,10 +209,13 @@ def run_master(system, units, args, observe=None, progress=False, stop_requested
     resolved ``args``, ``observe``: more :class:`Options`): ``(result, {unit: UnitType})``, the
     units terminated whatever happens. A Ctrl-C, or ``stop_requested()`` at the end of a macro
     step, ends the run with :class:`KeyboardInterrupt`; its ``t`` is the time reached."""
+    import numpy as np
     from .cosim import build
     master = build(system, units, master_options(args, **(observe or {})))
     try:
-        res = master.simulate(args.stop, args.dt, progress=progress, stop_requested=stop_requested)
+        # overflows are no warnings: the master stops on what is not finite, said in one line
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            res = master.simulate(args.stop, args.dt, progress=progress, stop_requested=stop_requested)
     except KeyboardInterrupt as e:
         e.t = master.t
         raise

@@ -35,7 +35,7 @@ import numpy as np
 from .blocks.base import Block, col
 from .cosim.numerics import single_threaded_blas
 from .errors import ConnectionError_, SolverError, did_you_mean
-from .loop_solve import DenseLoop, RecursiveLoop, Wiring, not_finite, singular
+from .loop_solve import DenseLoop, NotFinite, RecursiveLoop, Wiring, not_finite, singular
 from .topology import tree_order
 
 
@@ -141,6 +141,31 @@ class System:
     def state_slice(self, name: str) -> slice:
         return self.plan().state_slices[name]
 
+    def diverged(self, t, y, what: str = "the state derivatives are not finite") -> SolverError:
+        """The error of a run stopped at ``t`` by ``what``, naming the state of ``y`` that is not
+        finite, else the largest: ``unit.state = value``."""
+        p = self.plan()
+        names = [f"{n}.{s}" for n in p.order for s in self.blocks[n].state_names]
+        bad = np.flatnonzero(~np.isfinite(y))
+        j = bad[0] if bad.size else int(np.argmax(np.abs(y)))
+        return SolverError(f"the run stopped at t = {t:.6g} s: {what}; {'' if bad.size else 'the largest state: '}"
+                           f"{names[j]} = {y[j]:.6g}")
+
+    def finite_rhs(self, rhs):
+        """``rhs(t, y)`` that stops the run (:meth:`diverged`) when the state or its derivative
+        is not finite; its ``last`` holds the last ``(t, y)`` it was given."""
+        def f(t, y):
+            f.last = t, y
+            try:
+                ydot = rhs(t, y)
+            except NotFinite:
+                ydot = None
+            if ydot is None or not (np.all(np.isfinite(y)) and np.all(np.isfinite(ydot))):
+                raise self.diverged(t, y)
+            return ydot
+        f.last = 0.0, np.zeros(0)
+        return f
+
     # -- evaluation --------------------------------------------------------------
     def evaluate(self, y):
         """Kinematics and solved acceleration stage of every block at the state ``y``."""
@@ -201,6 +226,12 @@ class System:
             raise ValueError(f"the C kernel solves the loop recursively: not with solver={self.solver!r}")
         return None
 
+    def right_hand_side(self, kernel: str = "auto") -> tuple:
+        """``(f(t, y), "c" or "numpy")``: :meth:`rhs` on the C kernel or the NumPy blocks, as
+        ``kernel`` asks (:meth:`simulate`'s)."""
+        fun = self._on_kernel(kernel, self.compiled_rhs)
+        return (self.rhs, "numpy") if fun is None else (fun, "c")
+
     def simulate(self, t_stop: float, dt: float = 0.01, rtol: float = 1e-11, atol: float = 1e-11,
                  method: str = "DOP853", progress: bool = False, y0=None, kernel: str = "auto"):
         """Integrate all states together (scipy ``solve_ivp``) and sample every ``dt`` and at ``t_stop``.
@@ -212,8 +243,8 @@ class System:
         """
         t_eval = output_grid(t_stop, dt)
         y0 = self.initial_state() if y0 is None else np.asarray(y0, dtype=float)
-        fun = self._on_kernel(kernel, self.compiled_rhs)
-        fun, used = (self.rhs, "numpy") if fun is None else (fun, "c")
+        fun, used = self.right_hand_side(kernel)
+        fun = checked = self.finite_rhs(fun)
         bar = None
         if progress:
             from tqdm import tqdm
@@ -221,7 +252,7 @@ class System:
                 "{l_bar}{bar}| {n:.2f}/{total:.2f} s [{elapsed}<{remaining}]"))
 
             def fun(t, y, _rhs=fun):
-                if t > bar.n:
+                if t - bar.n >= 1e-9 * bar.total:     # no rate so small that the time left overflows
                     bar.update(t - bar.n)
                 return _rhs(t, y)
         from scipy.integrate import solve_ivp     # here: importing it takes 0.4 s, the FMU runs never need it
@@ -229,8 +260,9 @@ class System:
         start = time.perf_counter()
         try:
             # BLAS on one thread: the matrices are 6x6 to 12 N, where threads cost more than they
-            # give, and under CPU contention a multithreaded BLAS made one RHS 80 times slower
-            with single_threaded_blas():
+            # give, and under CPU contention a multithreaded BLAS made one RHS 80 times slower;
+            # overflows are no warnings: a state or derivative not finite stops the run, said once
+            with single_threaded_blas(), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 sol = solve_ivp(fun, (0.0, t_eval[-1]), y0, method=method, t_eval=t_eval,
                                 rtol=rtol, atol=atol)
             if bar is not None and sol.status == 0:
@@ -239,7 +271,7 @@ class System:
             if bar is not None:
                 bar.close()
         if sol.status != 0:
-            raise SolverError(f"integration failed at t={sol.t[-1] if sol.t.size else 0.0}: {sol.message}")
+            raise self.diverged(*checked.last, f"the integration failed ({sol.message})")
         return Trajectory(self, sol.t, sol.y.T, nfev=sol.nfev, wall=time.perf_counter() - start, kernel=used)
 
 

@@ -48,6 +48,9 @@ def run(args):
     if args.fmu_dir is not None:
         writable_folder("--fmu-dir", args.fmu_dir)
     system = target.system(overrides)
+    if target.file is not None:
+        from ..titop import monolithic
+        monolithic.check_start(system)          # a state that diverges at once: said before any work
     anim = animation(args, system, "co-simulation master" if master else "in-process monolithic run")
     if master:
         observe = target.observed(overrides)

@@ -13,11 +13,27 @@ from __future__ import annotations
 import numpy as np
 
 from ..cosim import CoSystem
+from ..errors import ConnectionError_
 from ..system import System
 from .records import Records
 from .twin import build_titop_unit, twin, twin_and_warnings
 
 __all__ = ["build_titop_unit", "is_closed_loop", "recorded", "run", "simulate", "twin", "twin_and_warnings"]
+
+
+def check_start(cs: CoSystem):
+    """Refuse, before an engine starts, a system of TITOP units whose initial state gives state
+    derivatives that are not finite (``qd0 = 1e300``): a :class:`~titop_fmu.errors.SolverError`
+    naming the time and the largest state, as the in-process run stops (:meth:`System.diverged`);
+    a closed loop (its own engine) or a system with other units (FMUs) is not checked here."""
+    if is_closed_loop(cs):
+        return
+    try:
+        s = twin(cs)
+    except ConnectionError_:
+        return
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        s.finite_rhs(s.right_hand_side()[0])(0.0, s.initial_state())
 
 
 def recorded(cs: CoSystem, system: System, y, records: Records | None = None, kernel="auto") -> np.ndarray:
