@@ -374,6 +374,39 @@ def test_resume_refuses_another_campaign_and_a_new_one_refuses_a_store(serial, t
     equal_stores(again, serial)
 
 
+def test_resume_refuses_a_store_that_is_not_there(tmp_path, capsys):
+    """--resume of a mistyped store started a new campaign there, silently: one line, exit code
+    2, no folder made; an empty folder holds nothing to resume either."""
+    out = tmp_path / "stroe"
+    argv = ["sweep", "balloon", "--vary", "m_P1=uniform(1.5,2.5)", "--samples", "2", "--stop", "0.1", "--workers",
+            "0", "--quiet", "--resume", "--out"]
+    assert main([*argv, str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"titop-fmu: error: --resume: {out} holds no campaign to resume (no campaign.json); without " \
+                  "--resume a new campaign starts there\n", err
+    assert not out.exists()
+    out.mkdir()
+    assert main([*argv, str(out)]) == 2 and "holds no campaign to resume" in capsys.readouterr().err
+    assert list(out.iterdir()) == []
+
+
+def test_no_lock_is_left_and_a_store_in_use_is_refused(serial, tmp_path):
+    """The store's lock is held while a sweep writes it, and gone after (every store kept its
+    .lock); a second sweep of a store in use is refused, and takes it once it is free."""
+    root = tmp_path / "store"
+    c = campaign.run(balloon_spec(), root, workers=0, progress=False)
+    assert sorted(p.name for p in root.iterdir()) == ["campaign.json", "samples"]
+    first = store_module.Store(root, c.spec, c.header, resume=True)
+    first.open()
+    assert (root / ".lock").is_file()
+    with pytest.raises(campaign.SweepError, match="another sweep is writing this store"):
+        campaign.run(balloon_spec(), root, workers=0, resume=True, progress=False)
+    first.close()
+    assert not (root / ".lock").exists()
+    equal_stores(campaign.run(balloon_spec(), root, workers=0, resume=True, progress=False), serial)
+    assert not (root / ".lock").exists()
+
+
 def test_a_campaign_file_is_the_command_line(serial, tmp_path):
     f = tmp_path / "mc.toml"
     f.write_text('[sweep]\nsystem = "balloon"\nsamples = 6\nseed = 1\nstop = 1.0\n[sweep.vary]\n'

@@ -20,6 +20,7 @@ from __future__ import annotations
 import builtins
 import fcntl
 import json
+import os
 import re
 from pathlib import Path
 
@@ -58,19 +59,26 @@ class Store:
                 what = (f"{diff[0]} is {theirs['spec'].get(diff[0])!r} there, {mine['spec'][diff[0]]!r} here"
                         if diff else "the system file has changed")
                 raise SweepError(f"--resume: {self.root} holds another campaign ({what})")
+        elif resume:
+            raise SweepError(f"--resume: {self.root} holds no campaign to resume (no {MANIFEST}); without --resume a "
+                             "new campaign starts there")
         elif self.root.exists() and any(self.root.iterdir()):
             raise SweepError(f"--out {self.root}: a folder that is not empty and holds no campaign")
         self._manifest = mine
         self._lock = None
 
     def open(self):
-        """Create the store (or take the one there), hold its lock, clear what a killed
-        process left half-written."""
+        """Create the store (or take the one there), hold its lock (the file ``.lock`` while
+        this process writes: :meth:`close` removes it), clear what a killed process left
+        half-written."""
         manifest = self.root / MANIFEST
         (self.root / "samples").mkdir(parents=True, exist_ok=True)
-        self._lock = builtins.open(self.root / ".lock", "w")
+        lock = self.root / ".lock"
+        self._lock = builtins.open(lock, "w")
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.stat(lock).st_ino != os.fstat(self._lock.fileno()).st_ino:   # removed by the sweep before
+                raise OSError
         except OSError:
             self._lock.close()
             raise SweepError(f"--out {self.root}: another sweep is writing this store") from None
@@ -100,7 +108,10 @@ class Store:
             table, p, compression="zstd", use_dictionary=False, write_statistics=False))
 
     def close(self):
+        """Release the lock: its file removed while it is held (a sweep that opened it before
+        then finds it gone, :meth:`open`), so that no store keeps a ``.lock``."""
         if self._lock is not None and not self._lock.closed:
+            (self.root / ".lock").unlink(missing_ok=True)
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
 
