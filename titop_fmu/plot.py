@@ -50,9 +50,10 @@ def describe(label: str, system: CoSystem | None = None) -> tuple:
     return None, ""
 
 
-def select(labels: list, patterns) -> list:
+def select(labels: list, patterns, option: str = "--columns", what: str = "column") -> list:
     """The columns named by ``patterns`` (exact names, or shell patterns with ``*`` and ``?``
-    in which brackets are literal: ``arm.joint.q[*]``), in the order asked; all by default."""
+    in which brackets are literal: ``arm.joint.q[*]``), in the order asked; all by default. A
+    pattern that names none is an error of ``option``, listing the ``what``s there are."""
     if not patterns:
         return list(labels)
     out = []
@@ -63,7 +64,7 @@ def select(labels: list, patterns) -> list:
             literal = pattern.replace("[", "[[]")
             found = [lab for lab in labels if fnmatch.fnmatchcase(lab, literal)]
         if not found:
-            raise TitopError(f"--columns {pattern}: no such column; columns: {', '.join(labels)}")
+            raise TitopError(f"{option} {pattern}: no such {what}; {what}s: {', '.join(labels)}")
         out.extend(x for x in found if x not in out)
     return out
 

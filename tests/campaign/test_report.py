@@ -1,6 +1,7 @@
 """The campaign report: envelopes, summary values, worst samples and rank correlations equal
 to their definitions computed here from the stored trajectories; the files a person reads."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,8 @@ pytest.importorskip("pandas")
 from titop_fmu import campaign  # noqa: E402
 from titop_fmu.campaign.report import summarize  # noqa: E402
 from titop_fmu.cli import main  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +92,66 @@ def test_a_system_files_report_gives_its_units_and_without_the_file_none(tmp_pat
     assert units(campaign.open(root)) == {}
     assert main(["report", str(root), "--out", str(tmp_path / "report")]) == 0
     assert "| link1.joint.q[3] |" in (tmp_path / "report" / "report.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def spacecraft_store(tmp_path_factory):
+    """Three short runs of examples/spacecraft.toml: 44 recorded columns of seven bodies."""
+    root = tmp_path_factory.mktemp("spacecraft") / "store"
+    assert main(["sweep", str(ROOT / "examples" / "spacecraft.toml"), "--vary", "panel.mass=uniform(1.5,2.5)",
+                 "--samples", "3", "--stop", "0.05", "--workers", "0", "--quiet", "--out", str(root)]) == 0
+    return campaign.open(root)
+
+
+def figures(md: str) -> list:
+    """``(caption, file)`` of the figures report.md shows."""
+    return re.findall(r"!\[([^]]*)\]\(([^)]*)\)", md)
+
+
+def test_figures_are_readable_at_any_number_of_outputs(spacecraft_store, tmp_path):
+    """44 outputs (the user's 94 made figures of 1320 x 8960 and 7024 x 320 px): pages of envelopes
+    and of sensitivities, twelve outputs at most on a page, a body's outputs together (the bus's
+    twelve, the panel's eight, the slider's five with link1's and link2's one, link3's eight, the
+    boom's nine); every output on one page; each page at most 1500 px wide and high."""
+    import matplotlib.image
+    out = tmp_path / "report"
+    assert main(["report", str(spacecraft_store.root), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    outputs = spacecraft_store.header[1:]
+    assert len(outputs) == 44
+    shown = figures(md)
+    bodies = list(dict.fromkeys(o.split(".")[0] for o in outputs))
+    for kind in ("envelopes", "sensitivity"):
+        pages = [(caption, f) for caption, f in shown if f.startswith(kind)]
+        assert [caption.split(": ")[1] for caption, _ in pages] == [
+            "bus (1/5)", "panel (2/5)", "slider, link1, link2 (3/5)", "link3 (4/5)", "boom (5/5)"], pages
+        assert sorted(b for caption, _ in pages for b in caption.split(": ")[1].split(" (")[0].split(", ")) == \
+            sorted(bodies)
+        for _, f in pages:
+            height, width = matplotlib.image.imread(out / f).shape[:2]
+            assert width <= 1500 and height <= 1500, (f, width, height)
+    listed = re.findall(r"^Outputs on (\S+): (.*)$", md, re.M)
+    for kind in ("envelopes", "sensitivity"):
+        on_pages = [o.strip("`") for f, names in listed if f.startswith(kind) for o in names.split(", ")]
+        assert sorted(on_pages) == sorted(outputs)
+        for f, names in listed:
+            assert len(names.split(", ")) <= 12
+
+
+def test_report_outputs_chooses_what_is_reported(spacecraft_store, tmp_path, capsys):
+    """report --outputs NAME-OR-PATTERN ...: those outputs alone, in the tables and the figures; a
+    pattern that matches nothing is one line, and no report is written."""
+    out = tmp_path / "report"
+    assert main(["report", str(spacecraft_store.root), "--out", str(out), "--outputs", "bus.p.m[1?]",
+                 "link3.joint.q[3]"]) == 0
+    md = (out / "report.md").read_text()
+    chosen = [o for o in spacecraft_store.header if o.startswith("bus.p.m[1")] + ["link3.joint.q[3]"]
+    assert len(chosen) == 10
+    assert re.findall(r"^\| (\S+) \[", md, re.M)[:len(chosen)] == chosen                    # the envelope table
+    assert "panel.joint.q[3]" not in md
+    assert [f for _, f in figures(md)] == ["envelopes.png", "sensitivity.png"]      # ten outputs: one page
+    bad = tmp_path / "bad"
+    assert main(["report", str(spacecraft_store.root), "--out", str(bad), "--outputs", "bus.p.x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("titop-fmu: error: --outputs bus.p.x: no such output") and err.count("\n") == 1, err
+    assert not bad.exists()

@@ -10,8 +10,9 @@ Per recorded output, over the successful samples:
   output's summary values (monotone dependence, whatever the units or the shape).
 
 :func:`report` writes ``report.md``, ``summaries.csv`` (the summary values of every
-sample) and, with matplotlib (the ``report`` extra), ``envelopes.png`` and
-``sensitivity.png``.
+sample) and, with matplotlib (the ``report`` extra), the figures ``envelopes.png`` and
+``sensitivity.png``: with more outputs than a page holds (:data:`PAGE`), a page per unit (a
+unit's outputs over several pages if need be), ``envelopes-1.png``, ``envelopes-2.png``, ...
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ PERCENTILES = (5, 25, 50, 75, 95)
 SUMMARIES = ("final", "min", "max", "dev")
 #: worst samples listed per output
 WORST = 5
+#: outputs on a page of figures, at most (a page of envelopes: 3 columns of 4 panels)
+PAGE = 12
 
 
 @dataclass
@@ -54,13 +57,15 @@ class Summary:
         return self.samples[order]
 
 
-def summarize(c: Campaign) -> Summary:
-    """The :class:`Summary` of the successful samples of ``c``."""
+def summarize(c: Campaign, outputs=None) -> Summary:
+    """The :class:`Summary` of the successful samples of ``c``, of the recorded ``outputs``
+    (names; default all)."""
     from scipy.stats import spearmanr
+    outputs = list(c.header[1:]) if outputs is None else list(outputs)
     idx, tables = c.tables()
     if len(idx) == 0:
         raise SweepError(f"{c.root}: no successful sample to summarize")
-    t, Y = tables[0, :, 0], tables[:, :, 1:]
+    t, Y = tables[0, :, 0], tables[:, :, [c.header.index(o) for o in outputs]]
     envelope = {"min": Y.min(axis=0).T, "max": Y.max(axis=0).T}
     for p, v in zip(PERCENTILES, np.percentile(Y, PERCENTILES, axis=0)):
         envelope[f"p{p}"] = v.T
@@ -76,7 +81,7 @@ def summarize(c: Campaign) -> Summary:
                 if len(idx) > 2 and np.ptp(varied[:, a]) > 0 and np.ptp(v[:, j]) > 0:
                     r[a, j] = spearmanr(varied[:, a], v[:, j]).statistic
         rho[s] = r
-    return Summary(list(c.names), list(c.header[1:]), t, envelope, idx, varied, values, rho)
+    return Summary(list(c.names), outputs, t, envelope, idx, varied, values, rho)
 
 
 def units(c: Campaign) -> dict:
@@ -103,8 +108,34 @@ def _table(header, rows) -> list:
         ["| " + " | ".join(str(x) for x in row) + " |" for row in rows]
 
 
-def report(c: Campaign, out) -> Path:
-    """Write the report of ``c`` into the folder ``out``; returns the path of ``report.md``."""
+def chosen(c: Campaign, patterns) -> list:
+    """The recorded outputs named by ``patterns`` (names or shell patterns, ``bus.*``; all
+    without), checked: one that names none is an error."""
+    from ..plot import select
+    return select(list(c.header[1:]), patterns, "--outputs", "output")
+
+
+def pages(outputs: list) -> list:
+    """The outputs in pages of figures, at most :data:`PAGE` on one, each unit's (the name before
+    the first ``.``) together: a unit with more spans pages of its own, units with fewer share
+    one while they fit; ``(units, [positions in outputs])``, ``units`` empty for names without
+    a unit."""
+    groups = {}
+    for j, o in enumerate(outputs):
+        groups.setdefault(o.split(".")[0] if "." in o else "", []).append(j)
+    book = []
+    for g, js in groups.items():
+        if book and len(book[-1][1]) + len(js) <= PAGE:
+            book[-1] = (", ".join(filter(None, (book[-1][0], g))), book[-1][1] + js)
+        else:
+            book += [(g, js[k:k + PAGE]) for k in range(0, len(js), PAGE)]
+    return book
+
+
+def report(c: Campaign, out, outputs=None) -> Path:
+    """Write the report of ``c`` into the folder ``out`` (of the recorded ``outputs``: names or
+    shell patterns, default all); returns the path of ``report.md``."""
+    names = chosen(c, outputs)
     unit = units(c)
 
     def label(name):
@@ -127,7 +158,7 @@ def report(c: Campaign, out) -> Path:
             [i] + [f"{row[n]:.6g}" for n in c.names] + [row.error] for i, row in failed.head(20).iterrows()])
         md += ([f"", f"... and {len(failed) - 20} more (`samples` of the store)."] if len(failed) > 20 else []) + [""]
     try:
-        sm = summarize(c)
+        sm = summarize(c, names)
     except SweepError as e:
         (out / "report.md").write_text("\n".join(md + [str(e), ""]))
         return out / "report.md"
@@ -160,58 +191,75 @@ def report(c: Campaign, out) -> Path:
             [n] + [f"{r:+.2f}" if np.isfinite(r) else "-" for r in sm.rho[k][a]] for a, n in enumerate(sm.names)])
         md += [""]
     if importlib.util.find_spec("matplotlib") is not None:
-        figs = [write_envelopes(out / "envelopes.png", sm, c, label), write_sensitivity(out / "sensitivity.png", sm)]
-        md += ["## Figures", ""] + [f"![{p.stem}]({p.name})" for p in figs] + [""]
+        md += ["## Figures", ""]
+        book = pages(sm.outputs)
+        for kind, write in (("envelopes", lambda p, js, what: write_envelopes(p, sm, c, label, js, what)),
+                            ("sensitivity", lambda p, js, what: write_sensitivity(p, sm, js))):
+            for k, (group, js) in enumerate(book, 1):
+                what = f"{group or 'outputs'}{f' ({k}/{len(book)})' if len(book) > 1 else ''}"
+                path = write(out / (f"{kind}.png" if len(book) == 1 else f"{kind}-{k}.png"), js,
+                             what if group or len(book) > 1 else "")
+                md += [f"Outputs on {path.name}: " + ", ".join(f"`{sm.outputs[j]}`" for j in js), "",
+                       f"![{kind}: {what}]({path.name})", ""]
     else:
         md += ["Figures skipped: matplotlib is not installed (pip install -e \".[report]\").", ""]
     (out / "report.md").write_text("\n".join(md))
     return out / "report.md"
 
 
-def write_envelopes(path: Path, sm: Summary, c: Campaign, label=str) -> Path:
-    """One panel per output (titled ``label(output)``): min-max and 5-95 % bands, the 25-75 %
-    band, the median, the worst sample."""
+def write_envelopes(path: Path, sm: Summary, c: Campaign, label=str, page=None, what="") -> Path:
+    """One panel per output of the ``page`` (positions in ``sm.outputs``, default all; titled
+    ``label(output)``): min-max and 5-95 % bands, the 25-75 % band, the median, the worst
+    sample; ``what``: the page's heading (its unit)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    n = len(sm.outputs)
+    page = range(len(sm.outputs)) if page is None else page
+    n = len(page)
     ncol = min(3, n)
     nrow = -(-n // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.4 * ncol, 2.8 * nrow), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(max(4.4 * ncol, 8.8), 2.8 * nrow), sharex=True, squeeze=False)
     e = sm.envelope
-    for j, (o, ax) in enumerate(zip(sm.outputs, axes.flat)):
+    for j, ax in zip(page, axes.flat):
+        o = sm.outputs[j]
         ax.fill_between(sm.t, e["min"][j], e["max"][j], color="tab:blue", alpha=0.15, lw=0, label="min-max")
         ax.fill_between(sm.t, e["p5"][j], e["p95"][j], color="tab:blue", alpha=0.25, lw=0, label="5-95 %")
         ax.fill_between(sm.t, e["p25"][j], e["p75"][j], color="tab:blue", alpha=0.4, lw=0, label="25-75 %")
         ax.plot(sm.t, e["p50"][j], color="k", lw=1.0, label="median")
         w = int(sm.worst(j, 1)[0])
-        ax.plot(sm.t, c.trajectory(w).iloc[:, j + 1], color="tab:red", lw=0.7, label="worst sample")
+        ax.plot(sm.t, c.trajectory(w)[o], color="tab:red", lw=0.7, label="worst sample")
         ax.set_title(f"{label(o)} (worst: sample {w})", fontsize=9)
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=8)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    for ax in axes[-1]:
+    for col in range(ncol):                     # the time axis under the lowest panel of each column
+        ax = axes[(n - 1 - col) // ncol, col]
+        ax.tick_params(labelbottom=True)
         ax.set_xlabel("t [s]")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8)
-    fig.suptitle(f"{Path(c.spec.system).name}: {len(sm.samples)} runs, envelopes over the samples", fontsize=11)
+    fig.suptitle(f"{Path(c.spec.system).name}: {len(sm.samples)} runs, envelopes over the samples"
+                 + (f": {what}" if what else ""), fontsize=11)
     fig.tight_layout(rect=(0, 0.05, 1, 0.96))
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 
 
-def write_sensitivity(path: Path, sm: Summary) -> Path:
-    """Heat maps of the rank correlations of the varied quantities with ``final`` and ``dev``."""
+def write_sensitivity(path: Path, sm: Summary, page=None) -> Path:
+    """Heat maps of the rank correlations of the varied quantities with ``final`` and ``dev``, of
+    the outputs of the ``page`` (positions in ``sm.outputs``, default all)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(1.0 + 1.1 * len(sm.outputs), 1.6 + 0.45 * len(sm.names)), squeeze=False)
+    page = list(range(len(sm.outputs)) if page is None else page)
+    fig, axes = plt.subplots(1, 2, figsize=(2.0 + 0.9 * len(page), 2.8 + 0.45 * len(sm.names)), squeeze=False,
+                             layout="constrained")
     for ax, k in zip(axes[0], ("final", "dev")):
-        r = sm.rho[k]
+        r = sm.rho[k][:, page]
         im = ax.imshow(np.nan_to_num(r), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
-        ax.set_xticks(range(len(sm.outputs)), sm.outputs, rotation=60, ha="right", fontsize=8)
+        ax.set_xticks(range(len(page)), [sm.outputs[j] for j in page], rotation=60, ha="right", fontsize=8)
         ax.set_yticks(range(len(sm.names)), sm.names, fontsize=8)
         for (a, j), v in np.ndenumerate(r):
             if np.isfinite(v):

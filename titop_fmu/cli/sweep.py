@@ -40,7 +40,7 @@ def run(args):
         print(f"{args.out}: {counts.get('ok', 0)} runs ok, {counts.get('failed', 0)} failed, "
               f"{counts.get('missing', 0)} missing, of {spec.samples}", file=sys.stderr)
     if args.report:
-        report.run(argparse.Namespace(store=args.out, out=args.report))
+        report.run(argparse.Namespace(store=args.out, out=args.report, outputs=None))
 
 
 def add(sub):
