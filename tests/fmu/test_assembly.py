@@ -307,14 +307,14 @@ def test_fmu_state_is_exact(host):
 def test_accepted_property_is_logged_naming_the_unit_with_status_ok(balloon_fmu):
     """The balloon's principal moments (the paper's) violate the triangle inequality: the
     assembly FMU logs that naming the unit, as the block FMU of the balloon does, with status
-    fmi2OK in the category logStatusWarning, and fmi2ExitInitializationMode returns fmi2OK."""
+    fmi2OK in the FMU's category logParameters, and fmi2ExitInitializationMode returns fmi2OK."""
     host = Host(balloon_fmu, logging=True)
     try:
         host.fmu.setupExperiment(startTime=0.0)
         host.fmu.enterInitializationMode()
         assert host.fmu.fmi2ExitInitializationMode(host.fmu.component) == 0         # fmi2OK
         said = [(s, c, m) for s, c, m in host.log if "triangle inequality" in m]
-        assert len(said) == 1 and said[0][:2] == (0, "logStatusWarning") and "balloon: inertia" in said[0][2]
+        assert len(said) == 1 and said[0][:2] == (0, "logParameters") and "balloon: inertia" in said[0][2]
         assert all(s == 0 for s, _, _ in host.log), host.log
     finally:
         host.free()
@@ -642,7 +642,8 @@ def test_errors_are_the_pythonfmu_assembly_s_messages(exported, name, params, in
 def test_standalone_is_c_only_deterministic_and_described_as_the_pythonfmu_kind(exported, standalone, tmp_path):
     """The binary needs libc and libm only; the FMU holds its C sources and no Python; a second
     export gives the same bytes; its co-simulation description is the pythonfmu kind's but for
-    needsExecutionTool, the GUID and what Model Exchange adds (after the co-simulation's)."""
+    needsExecutionTool, the generationTool (no PythonFMU in it), the GUID and what Model Exchange
+    adds (after the co-simulation's)."""
     again = tmp_path / "balloon.fmu"
     assert main(["export", "balloon", "--out", str(again)]) == 0                 # the default kind
     assert again.read_bytes() == standalone.read_bytes()
@@ -656,14 +657,19 @@ def test_standalone_is_c_only_deterministic_and_described_as_the_pythonfmu_kind(
     assert not any(n.startswith("resources/") for n in names)
     assert linked_libraries(tmp_path / "x" / "binaries" / "linux64" / "balloon.so") == {"libc.so.6", "libm.so.6"}
     _, unzipdir = unzipped(exported("balloon", "pythonfmu", "balloon"))
-    assert co_simulation_part(tmp_path / "x") == co_simulation_part(Path(unzipdir), needs_tool="false")
+    assert co_simulation_part(tmp_path / "x") == co_simulation_part(Path(unzipdir), needs_tool="false",
+                                                                    tool="titop-fmu (standalone FMU: C only)")
+    assert "PythonFMU" in ElementTree.parse(Path(unzipdir) / "modelDescription.xml").getroot().get("generationTool")
 
 
-def co_simulation_part(folder, needs_tool=None) -> bytes:
+def co_simulation_part(folder, needs_tool=None, tool=None) -> bytes:
     """The model description in ``folder`` without the GUID and what Model Exchange adds (its
-    element, states, derivatives, their structure), ``needsExecutionTool`` set to ``needs_tool``."""
+    element, states, derivatives, their structure), ``needsExecutionTool`` set to ``needs_tool``,
+    ``generationTool`` to ``tool``."""
     root = ElementTree.parse(Path(folder) / "modelDescription.xml").getroot()
     root.attrib.pop("guid")
+    if tool:
+        root.set("generationTool", tool)
     root.attrib.pop("numberOfEventIndicators", None)
     for e in root.findall("ModelExchange"):
         root.remove(e)

@@ -48,14 +48,18 @@ def test_the_cli_writes_the_22_block_fmus_deterministically(standalone_paths, tm
 
 
 def test_the_model_description_is_the_pythonfmu_fmus(standalone_paths, fmu_paths):
-    """The same description but for the execution tool and the GUID."""
+    """The same description but for the execution tool, the generation tool (a C-only FMU is not
+    made by PythonFMU) and the GUID."""
     for mid in ("floating_base_c2", "revolute_inverse_c1", "loop_closure"):
-        texts = []
+        texts, tools = [], []
         for path in (standalone_paths[mid], fmu_paths[mid]):
             with zipfile.ZipFile(path) as z:
                 md = z.read("modelDescription.xml").decode()
+            tools.append(md.split('generationTool="')[1].split('"')[0])
+            md = md.replace(f'generationTool="{tools[-1]}"', "")
             texts.append(md.replace('needsExecutionTool="false"', 'needsExecutionTool="true"').split('guid="')[0])
         assert texts[0] == texts[1], mid
+        assert tools[0] == "titop-fmu (standalone FMU: C only)" and tools[1].startswith("titop-fmu (PythonFMU "), tools
 
 
 def test_binaries_need_only_libc_and_libm(standalone_paths, tmp_path):

@@ -2,8 +2,8 @@
 
 Such hosts exist (the Reference FMUs' fmusim, MasterSim): a known and accepted
 property of the parameters (the balloon's principal moments violate the triangle
-inequality) is therefore logged with status fmi2OK (category
-``logStatusWarning``), never returned as fmi2Warning. Checked for the block FMUs
+inequality) is therefore logged with status fmi2OK (in the FMU's category
+``logParameters``), never returned as fmi2Warning. Checked for the block FMUs
 and two assembly FMUs (``titop-fmu export [--fmu-kind KIND]``: the balloon, and
 ``examples/spacecraft.toml``: full inertias, mount angles, oblique axes, an
 attitude near gimbal lock), each of both kinds, over their default experiment, in

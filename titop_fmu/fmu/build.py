@@ -146,7 +146,7 @@ def slave_module(kind: str, n_children: int) -> str:
 
 
 def describe(slave, iface, on_inputs, on_params, guid_parts=(), experiment=None, options=None,
-             extend=None) -> bytes:
+             extend=None, tool=None) -> bytes:
     """The ``modelDescription.xml`` (bytes, UTF-8) of the FMU whose pythonfmu slave instance is
     ``slave``: pythonfmu's description completed by :func:`.model_description.finalize`
     (``iface``, the measured dependencies, ``experiment``), with a GUID derived from it
@@ -154,11 +154,12 @@ def describe(slave, iface, on_inputs, on_params, guid_parts=(), experiment=None,
     the vendor function for several seeds as the slave's ``DERIVATIVES`` says; ``options``:
     the capability flags (default :data:`MODEL_OPTIONS`; the standalone FMUs need no
     execution tool, :mod:`.standalone`); ``extend(root)``: completes the description before its GUID is
-    derived (Model Exchange, :func:`.model_description.add_model_exchange`)."""
+    derived (Model Exchange, :func:`.model_description.add_model_exchange`); ``tool``: the
+    ``generationTool`` (default: titop-fmu with pythonfmu's, which the standalone FMUs do not use)."""
     root = slave.to_xml(MODEL_OPTIONS if options is None else options)
     if slave.DERIVATIVES:
         root.find("CoSimulation").set("providesDirectionalDerivative", "true")
-    finalize(root, iface, on_inputs, on_params, experiment, derivatives=slave.DERIVATIVES)
+    finalize(root, iface, on_inputs, on_params, experiment, derivatives=slave.DERIVATIVES, tool=tool)
     if extend is not None:
         extend(root)
     root.set("guid", "{00000000-0000-0000-0000-000000000000}")
@@ -167,14 +168,14 @@ def describe(slave, iface, on_inputs, on_params, guid_parts=(), experiment=None,
     return parseString(tostring(root, "UTF-8")).toprettyxml(indent="  ", encoding="UTF-8")
 
 
-def model_description(kind: str, n_children: int, guid_parts=(), options=None) -> bytes:
-    """The ``modelDescription.xml`` of one block FMU (bytes, UTF-8); ``options`` as
+def model_description(kind: str, n_children: int, guid_parts=(), options=None, tool=None) -> bytes:
+    """The ``modelDescription.xml`` of one block FMU (bytes, UTF-8); ``options`` and ``tool`` as
     :func:`describe` takes them."""
     from .slave import TitopSlave
     iface = interface(kind, n_children)
     cls = type(iface.model_identifier, (TitopSlave,), {"KIND": kind, "CHILDREN": iface.n_children})
     return describe(cls(instance_name="build", resources=None), iface, *measure_dependencies(iface),
-                    guid_parts=guid_parts, options=options)
+                    guid_parts=guid_parts, options=options, tool=tool)
 
 
 def validate(path):

@@ -196,13 +196,14 @@ def _unknown(parent, index, deps):
 
 
 def finalize(root: Element, iface: Interface, on_inputs, on_params, experiment=None,
-             derivatives=True) -> Element:
+             derivatives=True, tool=None) -> Element:
     """Complete the pythonfmu model description ``root`` of the FMU ``iface`` in place
     (``experiment``: the attributes of ``<DefaultExperiment>``, default :data:`DEFAULT_EXPERIMENT`;
-    ``derivatives``: the FMU gives directional derivatives, and declares their vendor function)."""
+    ``derivatives``: the FMU gives directional derivatives, and declares their vendor function;
+    ``tool``: the ``generationTool``, default titop-fmu with pythonfmu's)."""
     root.attrib.pop("generationDateAndTime", None)
     root.set("description", iface.description)
-    root.set("generationTool", f"titop-fmu ({root.get('generationTool')})")
+    root.set("generationTool", tool or f"titop-fmu ({root.get('generationTool')})")
 
     # children of fmiModelDescription in schema order
     cosim = root.find("CoSimulation")

@@ -132,6 +132,9 @@ class TitopSlave(Fmi2Slave):
     CHILDREN = 0
     #: the unit gives directional derivatives (``providesDirectionalDerivative``)
     DERIVATIVES = True
+    #: pythonfmu's categories and the FMU's own, of its messages of status fmi2OK on the parameters
+    log_categories = {**Fmi2Slave.log_categories, "logParameters": "Log unusual parameter values accepted as "
+                      "given (principal moments violating the triangle inequality), with fmi2OK status."}
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -197,8 +200,9 @@ class TitopSlave(Fmi2Slave):
         """The unit for the current parameters and tolerance (built or rebuilt if they changed).
 
         A known and accepted property of the parameters (principal moments violating the
-        triangle inequality) is logged with status fmi2OK, category ``logStatusWarning``:
-        a warning status would stop the hosts that treat any status but fmi2OK as fatal.
+        triangle inequality) is logged with status fmi2OK, category ``logParameters`` (the
+        FMU's own: ``logStatusWarning`` is for messages of status fmi2Warning), since a warning
+        status would stop the hosts that treat any status but fmi2OK as fatal.
         The host's tolerance, when it gave one, is the integrator's ``rtol`` and ``atol``
         in place of the parameters'."""
         settings = self._settings()
@@ -207,7 +211,7 @@ class TitopSlave(Fmi2Slave):
             params, tolerance = settings
             unit, warns = self.iface.make_unit(params)
             for w in warns:
-                self.log(f"parameter warning: {w}", Fmi2Status.ok, "logStatusWarning")
+                self.log(f"parameter warning: {w}", Fmi2Status.ok, "logParameters")
             if tolerance is not None:
                 unit.rtol = unit.atol = tolerance
             unit.reset(self._t0)

@@ -46,6 +46,8 @@ SOURCES = ("fmi2_types.h", "model.h", "fmi2.c", "tree.c", "control.c", "format.c
 TABLE = "model.c"
 #: the capability flags: those of the pythonfmu FMUs, with no execution tool
 OPTIONS = dict(MODEL_OPTIONS, needsExecutionTool=False)
+#: the ``generationTool`` of the model description (C only: no PythonFMU in them)
+TOOL = "titop-fmu (standalone FMU: C only)"
 #: the parameter fields of model.h (TITOP_P_*), by catalog parameter name
 FIELDS = ("mass", "inertia", "com", "c1.r", "gravity", "mount", "r0", "Theta0", "twist0", "ext_frame", "axis",
           "q0", "qd0", "k", "d", "K", "D")
@@ -306,7 +308,7 @@ def build_fmu(kind: str, n_children: int, out_dir, compiler: Compiler) -> Path:
     """Write the standalone ``<out_dir>/<model id>.fmu``."""
     mid = interface(kind, n_children).model_identifier
     return package(Path(out_dir) / f"{mid}.fmu", mid,
-                   lambda parts: model_description(kind, n_children, guid_parts=parts, options=OPTIONS),
+                   lambda parts: model_description(kind, n_children, guid_parts=parts, options=OPTIONS, tool=TOOL),
                    lambda guid: model_table(kind, n_children, guid), compiler)
 
 

@@ -31,8 +31,8 @@ from ..errors import TitopError
 from ..fmu import catalog
 from ..fmu.build import describe, validate
 from ..fmu.model_description import N_PARAMETER_SETS, add_model_exchange, measure_dependencies
-from ..fmu.standalone import (OPTIONS, OUTPUT_QUANTITIES, TITOP_VALUE, Compiler, block_spec, c_table, compilers,
-                               first_scalars, package)
+from ..fmu.standalone import (OPTIONS, OUTPUT_QUANTITIES, TITOP_VALUE, TOOL, Compiler, block_spec, c_table,
+                               compilers, first_scalars, package)
 from .assembly import AssemblyInterface, random_parameters
 from .loop_table import inertial_source, loop_table
 
@@ -149,5 +149,5 @@ def export_standalone(out: Path, slave, iface: AssemblyInterface, experiment: di
     with tempfile.TemporaryDirectory(prefix="titop_export_") as tmp:
         return package(out, iface.model_identifier, lambda parts: describe(
             slave, iface, on_inputs, on_params[:n_out], parts, experiment, OPTIONS,
-            extend=lambda root: add_model_exchange(root, states, *structure, x0_on_p, dx0_on_p)),
+            extend=lambda root: add_model_exchange(root, states, *structure, x0_on_p, dx0_on_p), tool=TOOL),
             lambda guid: assembly_table(iface, guid), Compiler(Path(tmp), compilers()), check=validate)

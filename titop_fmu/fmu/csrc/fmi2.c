@@ -29,7 +29,8 @@
  *   ['c1.w[2]']", floats as Python's repr). Those of status fmi2Warning and worse always
  *   reach the host's logger, the others only with logging on (and their category enabled);
  *   '%' is doubled, since the host's logger takes the message as a format. A parameter
- *   accepted but unusual is logged with status fmi2OK, category logStatusWarning.
+ *   accepted but unusual is logged with status fmi2OK in the FMU's category logParameters (a
+ *   warning status would stop the hosts that take any status but fmi2OK as fatal).
  */
 
 #include <math.h>
@@ -180,7 +181,7 @@ static fmi2Status error(const Instance *s, const char *fn, const char *fmt, ...)
 /* ---- the unit ---- */
 
 static void warn(void *env, const char *message) {
-    log_message((Instance *)env, fmi2OK, "logStatusWarning", "parameter warning: %s", message);
+    log_message((Instance *)env, fmi2OK, "logParameters", "parameter warning: %s", message);
 }
 
 /* the unit for the current parameters, built (again) if they changed: 0, or 1 with the error of fn logged */
