@@ -141,11 +141,14 @@ class System:
     def state_slice(self, name: str) -> slice:
         return self.plan().state_slices[name]
 
+    def state_names(self) -> list:
+        """``block.state`` of every state, in state order (a base's quaternion ``q_w .. q_z``)."""
+        return [f"{n}.{s}" for n in self.plan().order for s in self.blocks[n].state_names]
+
     def diverged(self, t, y, what: str = "the state derivatives are not finite") -> SolverError:
         """The error of a run stopped at ``t`` by ``what``, naming the state of ``y`` that is not
         finite, else the largest: ``unit.state = value``."""
-        p = self.plan()
-        names = [f"{n}.{s}" for n in p.order for s in self.blocks[n].state_names]
+        names = self.state_names()
         bad = np.flatnonzero(~np.isfinite(y))
         j = bad[0] if bad.size else int(np.argmax(np.abs(y)))
         return SolverError(f"the run stopped at t = {t:.6g} s: {what}; {'' if bad.size else 'the largest state: '}"

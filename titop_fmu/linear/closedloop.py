@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import SolverError, TitopError
 from ..titop.closedloop import ClosedLoop
 from .coordinates import CHART
-from .linearizer import Linearizer, native_state_names
+from .linearizer import Linearizer
 from .model import LinearModel
 
 
@@ -185,7 +185,7 @@ class ClosedLoopLinearizer:
         r = self.at(Y)
         return LinearModel(r["A"], r["B"], r["C"], r["D"], self.state_names, self.input_names, self.output_names,
                            np.array(Y, dtype=float), self.lin.u[self.n_fed:], r["y"], r["xdot"],
-                           native_state_names(self.loop.plant) + [f"{n.name}.x[{i + 1}]" for n in self.loop.nodes
+                           self.loop.plant.state_names() + [f"{n.name}.x[{i + 1}]" for n in self.loop.nodes
                                                                   for i in range(n.block.n_x)],
                            CHART)
 

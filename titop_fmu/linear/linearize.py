@@ -10,10 +10,10 @@ from ..cosim import CoSystem
 from ..errors import TitopError
 from ..titop.monolithic import is_closed_loop
 from .closedloop import linearize_closed_loop
-from .linearizer import Linearizer, as_system, native_state_names
+from .linearizer import Linearizer, as_system
 from .model import LinearModel
 
-__all__ = ["Linearizer", "as_system", "linearize", "native_state_names"]
+__all__ = ["Linearizer", "as_system", "linearize"]
 
 
 def linearize(system, state=None, inputs=None, outputs=None) -> LinearModel:

@@ -127,10 +127,4 @@ class Linearizer:
         r = self.at(y)
         return LinearModel(r["A"], r["B"], r["C"], r["D"], list(self.coords.state_names), self.input_names,
                            self.output_names, np.array(y, dtype=float), self.u, r["y"], r["xdot"],
-                           native_state_names(self.system), CHART)
-
-
-def native_state_names(system: System) -> list:
-    """The system's own state names, ``block.state`` in state order (a base's quaternion
-    ``q_w .. q_z``)."""
-    return [f"{n}.{s}" for n in system.plan().order for s in system.blocks[n].state_names]
+                           self.system.state_names(), CHART)
