@@ -29,6 +29,7 @@ from hosts import controller_fmu, libcosim_complaints, libcosim_run, recorded_na
 from marks import pythonfmu_slow
 from fmu_fixtures import (Host, exported, fmu_dir, fmu_paths, kind, linked_libraries, messages,  # noqa: F401
                           run_without_scipy, trial_steps, unzipped)
+from lone_closure import LONE_CLOSURE
 from titop_fmu.cli import main
 from titop_fmu.cosim import CoSystem, simulate, systemfile
 from titop_fmu.cosim.fmpy_unit import VENDOR_TOOL, fmu_unit_type
@@ -416,6 +417,23 @@ def test_a_system_file_exports(exported, kind):
     _, y = fmpy_run(out, 0.5, names, tolerance=1e-12)
     _, ref = monolithic.simulate(cs, 0.5, H)
     assert np.abs(y - ref).max() <= 1e-8
+
+
+def test_a_system_without_states_exports(kind, tmp_path):
+    """A lone loop closure (no state): the FMU is valid (the standalone kind's Model Exchange
+    declared no <Derivatives>, which holds one unknown at least: 'Element Derivatives: Missing
+    child element(s)'), and FMPy's runs give the spring's wrenches, -K (x_l - x_r) on the left
+    part and the opposite on the right, co-simulation and Model Exchange alike."""
+    (tmp_path / "lone.toml").write_text(LONE_CLOSURE)
+    out = tmp_path / "lone.fmu"
+    assert main(["export", str(tmp_path / "lone.toml"), "--out", str(out), "--fmu-kind", kind]) == 0
+    md = read_model_description(str(out), validate=True)
+    assert md.numberOfContinuousStates == 0 and md.derivatives == []
+    want = {"lc.l.w[1]": -1.0, "lc.r.w[1]": 1.0, "lc.l.w[2]": 0.0, "lc.r.w[6]": 0.0}
+    for fmi_type in ("CoSimulation", "ModelExchange") if kind == "standalone" else ("CoSimulation",):
+        r = simulate_fmu(str(out), stop_time=0.5, output_interval=0.1, fmi_type=fmi_type, output=list(want))
+        for name, value in want.items():
+            assert np.all(r[name] == value), (fmi_type, name, r[name])
 
 
 # -- a sub-assembly: an appendage that plugs in like one body -----------------------------------

@@ -10,6 +10,7 @@ import pytest
 import scipy.io
 
 from linear_checks import fd_model, outputs
+from lone_closure import LONE_CLOSURE
 from titop_fmu.cosim import systemfile
 from titop_fmu.errors import ConnectionError_, TitopError
 from titop_fmu.linear import LinearModel, Linearizer, linearize
@@ -142,6 +143,26 @@ def test_empty_inputs_and_outputs_round_trip(tmp_path):
         model.save(tmp_path / f"e{suffix}")
         back = LinearModel.load(tmp_path / f"e{suffix}")
         assert back.B.shape == (18, 0) and back.C.shape == (0, 18) and back.D.shape == (0, 0)
+
+
+def test_a_system_without_states_linearizes_to_an_empty_a(tmp_path, capsys):
+    """A lone loop closure (no state; it was ValueError: not enough values to unpack): A is 0 x 0,
+    and D is the closure's feedthrough, -[D K] from the left part's twist and pose (its wrench
+    -K (x_l - x_r) - D (v_l - v_r)), nothing from its accelerations."""
+    from titop_fmu.cli import main
+    (tmp_path / "lone.toml").write_text(LONE_CLOSURE)
+    out = tmp_path / "lone.npz"
+    assert main(["linearize", str(tmp_path / "lone.toml"), "--inputs", "lc.l.m", "--out", str(out)]) == 0
+    assert "0 states, 0 zero eigenvalue(s)" in capsys.readouterr().out
+    model = LinearModel.load(out)
+    assert model.A.shape == (0, 0) and model.B.shape == (0, 18) and model.C.shape == (12, 0)
+    K, D = np.diag([100.0] * 3 + [10.0] * 3), np.eye(6)
+    assert np.array_equal(model.D[:6, :6], np.zeros((6, 6)))
+    assert np.array_equal(model.D[:6, 6:], -np.hstack([D, K]))
+    for cols in (slice(6, 9), slice(12, 15)):                      # the forces on the two parts: opposite
+        assert np.array_equal(model.D[6:9, cols], -model.D[:3, cols])
+    assert model.y0[:6] == pytest.approx([-1, 0, 0, 0, 0, 0]) and model.y0[6:] == pytest.approx([1, 0, 0, 0, 0, 0])
+    assert main(["linearize", str(tmp_path / "lone.toml"), "--trim", "--out", str(out), "--quiet"]) == 0
 
 
 def test_python_control_state_space_carries_the_names():

@@ -288,7 +288,8 @@ _SHARED_FLAGS = ("modelIdentifier", "needsExecutionTool", "canBeInstantiatedOnly
 def add_model_exchange(root: Element, states, out_on_x, dx_on_x, dx_on_u, x0_on_p, dx0_on_p) -> Element:
     """Declare Model Exchange in the completed co-simulation description ``root`` (in place):
     ``<ModelExchange>`` with the co-simulation's flags, no event indicators; the continuous
-    states ``states`` (``(name, unit, unit of the derivative, description)``) and their
+    states ``states`` (``(name, unit, unit of the derivative, description)``; none for loop
+    closures alone, whose outputs are algebraic: then no ``<Derivatives>``) and their
     derivatives ``der(name)`` appended to the variables, so that the co-simulation's value
     references stay; ``<Derivatives>``, and the states and derivatives among the initial
     unknowns, with the dependencies given as boolean matrices: of the outputs, the derivatives
@@ -328,6 +329,8 @@ def add_model_exchange(root: Element, states, out_on_x, dx_on_x, dx_on_u, x0_on_
         deps = sorted([int(d) for d in unknown.get("dependencies").split()] + picked(x_idx, row))
         unknown.set("dependencies", " ".join(map(str, deps)))
         unknown.set("dependenciesKind", " ".join("dependent" for _ in deps))
+    if not states:                                      # no state: no <Derivatives> (it holds one at least)
+        return root
     initial = structure.find("InitialUnknowns")
     if initial is None:                                 # no output
         initial = SubElement(structure, "InitialUnknowns")

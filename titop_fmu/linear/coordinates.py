@@ -123,7 +123,7 @@ class Coordinates:
             xdot[m] = ydot[s]
             if k:
                 dx[m] = dydot[s]
-        return (xdot, dx) if k else xdot
+        return (xdot, dx) if dydot is not None else xdot
 
     def retract(self, y, dx) -> np.ndarray:
         """The system's state ``y (+) dx``: each minimal coordinate moved by ``dx`` (the
