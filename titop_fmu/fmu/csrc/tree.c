@@ -537,11 +537,13 @@ void titop_model_initial_state(const TitopModel *m, const double *par, double t0
     const TitopModelSpec *s = m->spec;
     const TitopLoop *L = s->loop;
     if (L) {                                                     /* ClosedLoop.initial_state, _discrete */
-        memcpy(x + s->n_states - L->n_x, L->x0, L->n_x * sizeof(double));
+        if (L->n_x)                              /* tables of none are NULL, memcpy's may not be */
+            memcpy(x + s->n_states - L->n_x, L->x0, L->n_x * sizeof(double));
         z[0] = t0;
         z[1] = INFINITY;
         z[2] = 1.0;
-        memcpy(z + 3, L->d0, L->n_d * sizeof(double));
+        if (L->n_d)
+            memcpy(z + 3, L->d0, L->n_d * sizeof(double));
     }
     for (int k = 0; k < s->n_blocks; k++) {
         const TitopBlockSpec *b = s->blocks + k;
