@@ -521,6 +521,40 @@ def test_setup_experiment_only_before_initialization(kind_paths):
         host.free()
 
 
+def with_mass(blob: bytes, kind: str, guid: str, mass: float) -> bytes:
+    """A serialized FMU state with the parameter ``mass`` (the first) changed: JSON (pythonfmu)
+    or the standalone kind's binary blob (its parameters after the header and four doubles)."""
+    if kind == "pythonfmu":
+        d = json.loads(blob)
+        d["params"][0] = mass
+        return json.dumps(d).encode()
+    at = 16 + len(guid) + 5 * 4 + 4 * 8
+    return blob[:at] + np.float64(mass).tobytes() + blob[at + 8:]
+
+
+def test_a_failed_set_state_leaves_the_instance_as_it_was(kind_paths, kind):
+    """A state whose parameters cannot build the model (read back whole: parameters are checked
+    when the model is built) fails in fmi2SetFMUstate, and the instance keeps its parameters,
+    time, states and mode: its own state serializes to the same bytes before and after (both
+    kinds overwrote the parameters before the model failed)."""
+    host = Host(kind_paths["revolute_c1"])
+    try:
+        host.initialize()
+        host.fmu.doStep(0.0, H)
+        bad = with_mass(bytes(host.fmu.serializeFMUstate(host.fmu.getFMUstate())), kind, host.md.guid, -1.0)
+        host.fmu.doStep(H, H)
+        before = bytes(host.fmu.serializeFMUstate(host.fmu.getFMUstate()))
+        state = host.fmu.deSerializeFMUstate(bad)
+        with pytest.raises(FMICallException):
+            host.fmu.setFMUstate(state)
+        assert "invalid parameter 'mass': must be >= 0.0, got -1.0" in host.errors()[-1], host.errors()
+        assert bytes(host.fmu.serializeFMUstate(host.fmu.getFMUstate())) == before
+        assert host.get(["mass"])[0] == 1.0
+        host.fmu.doStep(2 * H, H)                                     # and steps on
+    finally:
+        host.free()
+
+
 def test_fmu_state_holds_the_host_tolerance(kind, kind_paths):
     """A state saved by an instance given a tolerance, restored into one given none: the same
     future, bit for bit."""

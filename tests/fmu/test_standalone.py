@@ -14,7 +14,9 @@ binary of every FMU gives the linux64 binary's outputs.
 import os
 import shutil
 import subprocess
+import sys
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -206,6 +208,44 @@ def test_a_serialized_state_is_checked(standalone_paths):
         refused(b, blob, "belongs to another FMU")
     finally:
         b.free()
+
+
+#: a host in a process of its own (a crash must not end the test run): the FMU's state serialized
+#: in step mode, its has_unit set to 0 (a blob that says "step mode, no model"), read back, set,
+#: then a step; prints each call's outcome and the errors logged
+BLOB_WITHOUT_MODEL = """
+import sys
+from fmu_fixtures import Host
+from fmpy.fmi1 import FMICallException
+host = Host(sys.argv[1])
+host.initialize()
+blob = bytearray(host.fmu.serializeFMUstate(host.fmu.getFMUstate()))
+at = 16 + len(host.md.guid) + 4                            # mode, then has_unit (int32)
+blob[at:at + 4] = (0).to_bytes(4, sys.byteorder)
+for name, call in (("deSerialize", lambda: host.fmu.setFMUstate(host.fmu.deSerializeFMUstate(bytes(blob)))),
+                   ("doStep", lambda: host.fmu.doStep(0.0, 0.01))):
+    try:
+        call()
+        print(name, "ok")
+    except FMICallException:
+        print(name, "error")
+print(host.errors())
+"""
+
+
+def test_a_state_blob_without_the_model_its_mode_needs_is_refused(standalone_paths):
+    """The reference hosts' crash: a blob that reads back cleanly but says "step mode" with no
+    model was accepted, and fmi2DoStep then dereferenced NULL (SIGSEGV). It is refused when read
+    back, and the instance steps on."""
+    support = str(Path(__file__).resolve().parents[1] / "support")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([support, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", BLOB_WITHOUT_MODEL, str(standalone_paths["revolute_c1"])],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ["deSerialize error", "doStep ok"], r.stdout
+    assert "fmi2DeSerializeFMUstate: the FMU state is inconsistent: a model is needed in this mode, and the state " \
+           "has none" in lines[2]
 
 
 def test_calls_in_the_wrong_mode_are_errors_and_the_instance_stays_usable(standalone_paths):

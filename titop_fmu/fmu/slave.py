@@ -529,6 +529,7 @@ class TitopSlave(Fmi2Slave):
             return InvalidState(f"the state could not be saved ({type(e).__name__}: {e})")
 
     def _set_fmu_state(self, state):
+        before = self._params, self._t0, self._tolerance, self._unit, self._unit_settings, self._pending, self._mode
         try:
             if isinstance(state, InvalidState):
                 raise _FmiUsageError(state.message)
@@ -545,7 +546,8 @@ class TitopSlave(Fmi2Slave):
                 self._unit, self._unit_settings = None, None
                 self._pending = state.inputs.copy()
             self._mode = state.mode
-        except Exception as e:
+        except Exception as e:                          # the instance as it was (its parameters too)
+            self._params, self._t0, self._tolerance, self._unit, self._unit_settings, self._pending, self._mode = before
             self._error("fmi2SetFMUstate", e)
 
     _fmu_state_to_bytes = staticmethod(to_bytes)

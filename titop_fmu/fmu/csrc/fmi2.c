@@ -5,7 +5,9 @@
  *
  * - modes instantiated -> initialization -> step -> terminated. Each function names the
  *   modes it is allowed in (MASK_ below); BEGIN rejects a call in another mode with
- *   fmi2Error and a message. An error never breaks the instance: it is left as it was.
+ *   fmi2Error and a message. From initialization on the instance has its model (WITH_MODEL:
+ *   built at fmi2ExitInitializationMode), before it none; BEGIN checks that too, for every
+ *   function. An error never breaks the instance: it is left as it was.
  *   An FMU whose model says so (an assembly) also answers Model Exchange: an instance of that
  *   type goes initialization -> event <-> continuous-time -> terminated (see "Model Exchange"
  *   at the end of this file).
@@ -24,7 +26,10 @@
  *   (BlockUnit._state_space_derivatives; tree.c: titop_model_derivatives).
  * - two vendor functions (shim.c, point 6): titopGetTrialSteps, titopGetDirectionalDerivatives.
  * - the FMU state is everything that determines the future; it serializes to a versioned
- *   binary blob (STATE_MAGIC, STATE_VERSION, the GUID), checked when read back.
+ *   binary blob (STATE_MAGIC, STATE_VERSION, the GUID). A state read back is checked whole before
+ *   it is accepted (its sizes, its mode and whether it has a model as the modes say, finite times,
+ *   states and inputs: fmi2DeSerializeFMUstate), and fmi2SetFMUstate builds the model it needs
+ *   before it changes anything: it succeeds, or leaves the instance as it was.
  * - messages read as the Python FMU's ("fmi2SetReal: SolverError: non-finite input(s)
  *   ['c1.w[2]']", floats as Python's repr). Those of status fmi2Warning and worse always
  *   reach the host's logger, the others only with logging on (and their category enabled);
@@ -52,6 +57,8 @@
 
 /* ---- modes, and where each function is allowed ---- */
 enum { INSTANTIATED = 1, INITIALIZATION = 2, STEP = 4, TERMINATED = 8, EVENT = 16, CONTINUOUS = 32, ANY = 63 };
+/* the modes in which the instance has its model (in initialization mode it may have one) */
+#define WITH_MODEL (STEP | TERMINATED | EVENT | CONTINUOUS)
 
 static const char *mode_name(int mode) {     /* the Python slave's names */
     return mode == INSTANTIATED ? "instantiated" : mode == INITIALIZATION ? "initialization"
@@ -166,13 +173,16 @@ static fmi2Status error(const Instance *s, const char *fn, const char *fmt, ...)
     return fmi2Error;
 }
 
-/* every call begins so: the instance, the function's name (FN), the mode checked */
+/* every call begins so: the instance, the function's name (FN), the mode checked, and the model
+   the mode implies */
 #define BEGIN(function)                                                                     \
     Instance *s = (Instance *)c;                                                            \
     static const char FN[] = #function;                                                     \
     if (!s) return fmi2Error;                                                               \
     if (!(s->mode & MASK_##function))                                                       \
-        return error(s, FN, "not allowed in mode %s", mode_name(s->mode))
+        return error(s, FN, "not allowed in mode %s", mode_name(s->mode));                  \
+    if ((s->mode & WITH_MODEL) && !s->model)                                                \
+        return error(s, FN, "the instance has no model in mode %s", mode_name(s->mode))
 
 /* an argument array that must not be NULL (in the function fn) */
 #define NOT_NULL(cond, fn) \
@@ -184,16 +194,25 @@ static void warn(void *env, const char *message) {
     log_message((Instance *)env, fmi2OK, "logParameters", "parameter warning: %s", message);
 }
 
+/* the model for the parameter values par, or NULL with the error of fn logged */
+static TitopModel *new_model(Instance *s, const char *fn, const double *par) {
+    char err[2048] = "";
+    TitopModel *model = titop_model_new(s->spec, par, err, sizeof err, warn, s);
+    if (!model) error(s, fn, strncmp(err, "parameter '", 11) ? "%s" : "invalid %s", err);
+    return model;
+}
+
+/* 1 if the model is built from the parameter values par */
+static int built_from(const Instance *s, const double *par) {
+    return s->model && !memcmp(s->unit_params, par, s->spec->n_params * sizeof(double));
+}
+
 /* the unit for the current parameters, built (again) if they changed: 0, or 1 with the error of fn logged */
 static int ensure_unit(Instance *s, const char *fn) {
     const TitopModelSpec *m = s->spec;
-    if (s->model && !memcmp(s->unit_params, s->params, m->n_params * sizeof(double))) return 0;
-    char err[2048] = "";
-    TitopModel *model = titop_model_new(m, s->params, err, sizeof err, warn, s);
-    if (!model) {
-        error(s, fn, strncmp(err, "parameter '", 11) ? "%s" : "invalid %s", err);
-        return 1;
-    }
+    if (built_from(s, s->params)) return 0;
+    TitopModel *model = new_model(s, fn, s->params);
+    if (!model) return 1;
     titop_model_free(s->model);
     s->model = model;
     memcpy(s->unit_params, s->params, m->n_params * sizeof(double));
@@ -241,16 +260,26 @@ static const double *outputs(Instance *s, const char *fn) {
     return s->y;
 }
 
+/* the names of the variables first + pos[i] (first + i if pos is NULL) whose values[i] are not finite,
+   "'a', 'b'", into names (size chars: as many as fit); 0 if every value is finite */
+static int non_finite(const Instance *s, int first, const int *pos, const double *values, size_t n, char *names,
+                      size_t size) {
+    size_t k = 0;
+    int found = 0;
+    names[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(values[i])) {
+            const char *name = s->spec->variables[first + (pos ? pos[i] : (int)i)].name;
+            if (k < size) k += snprintf(names + k, size - k, "%s'%s'", found ? ", " : "", name);
+            found = 1;
+        }
+    return found;
+}
+
 /* 0 if every value is finite, else 1 with the error of fn naming the inputs pos[] logged */
 static int check_finite(const Instance *s, const char *fn, const int *pos, const double *values, size_t n) {
     char names[3000];
-    size_t k = 0;
-    names[0] = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(values[i]) && k + 200 < sizeof names)
-            k += sprintf(names + k, "%s'%s'", k ? ", " : "",
-                         s->spec->variables[s->spec->n_params + pos[i]].name);
-    if (!k) return 0;
+    if (!non_finite(s, s->spec->n_params, pos, values, n, names, sizeof names)) return 0;
     error(s, fn, "SolverError: non-finite input(s) [%s]", names);
     return 1;
 }
@@ -424,6 +453,7 @@ EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean toleranceDefi
     (void)stopTimeDefined, (void)stopTime;
     if (toleranceDefined && !(isfinite(tolerance) && tolerance > 0))
         return error(s, FN, "tolerance must be a finite positive number, got %s", titop_repr(tolerance, r));
+    if (!isfinite(startTime)) return error(s, FN, "the start time must be finite, got %s", titop_repr(startTime, r));
     s->tolerance = toleranceDefined ? tolerance : 0.0;
     s->t0 = startTime;
     return fmi2OK;
@@ -574,10 +604,16 @@ EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint
     (void)noSetFMUStatePriorToCurrentPoint;
     if (!(isfinite(communicationStepSize) && communicationStepSize >= 0))
         return error(s, FN, "invalid communication step size %s", titop_repr(communicationStepSize, r));
-    s->t = currentCommunicationPoint;
+    if (!isfinite(currentCommunicationPoint))
+        return error(s, FN, "the communication point must be finite, got %s", titop_repr(currentCommunicationPoint, r));
+    double t = s->t;
+    s->t = currentCommunicationPoint;                /* the step reads it (a closed loop's signals) */
     int code = step(s, s->x, s->z, s->u, &s->h_guess, communicationStepSize);
-    if (code) return kernel_error(s, FN, code);
-    s->t += communicationStepSize;
+    if (code) {
+        s->t = t;                                    /* a failed step leaves the instance as it was */
+        return kernel_error(s, FN, code);
+    }
+    s->t = currentCommunicationPoint + communicationStepSize;
     s->y_valid = 0;
     return fmi2OK;
 }
@@ -758,7 +794,7 @@ static fmi2Status directional_derivatives(Instance *s, const char *fn, const fmi
         if (!isfinite(dvKnown[i])) status = error(s, fn, "non-finite seed value(s)");
     if (!status && nUnknown && !outputs(s, fn)) status = fmi2Error;   /* the unit, or the mode's error */
     if (!status && nUnknown && !nKnown)
-        memset(dvUnknown, 0, nUnknown * nSeeds * sizeof(double));
+        for (size_t i = 0; i < nUnknown * nSeeds; i++) dvUnknown[i] = 0.0;
     else if (!status && nUnknown)
         status = (states ? state_space_derivatives : derivatives)(s, fn, in, nKnown, out, nUnknown, nSeeds, dvKnown,
                                                                   dvUnknown);
@@ -842,6 +878,7 @@ EXPORT fmi2Status titopGetTrialSteps(fmi2Component c, fmi2Real currentCommunicat
 #define STATE_VERSION 1u
 
 typedef struct {
+    const TitopModelSpec *spec;  /* the FMU's: a state of another FMU is refused */
     int mode, has_unit;
     double t0, tolerance, t, h_guess;
     double *params, *x, *u, *z;     /* in one block after the struct */
@@ -851,6 +888,7 @@ static State *new_state(const TitopModelSpec *m) {
     State *st = calloc(1, sizeof(State) + (2 * m->n_params + m->n_states + m->n_inputs + titop_model_n_discrete(m) + 1)
                               * sizeof(double));
     if (!st) return NULL;
+    st->spec = m;
     st->params = (double *)(st + 1);
     st->x = st->params + m->n_params;
     st->u = st->x + m->n_states;
@@ -858,15 +896,50 @@ static State *new_state(const TitopModelSpec *m) {
     return st;
 }
 
+/* the FMU state FMUstate of this FMU, or NULL with the error of fn logged */
+static State *state_of(const Instance *s, const char *fn, fmi2FMUstate FMUstate) {
+    State *st = (State *)FMUstate;
+    if (!st) error(s, fn, "a NULL FMU state");
+    else if (st->spec != s->spec) error(s, fn, "the FMU state is not one of this FMU's (%s)", s->spec->guid);
+    else return st;
+    return NULL;
+}
+
+static int all_finite(const double *v, int n) {
+    for (int i = 0; i < n; i++)
+        if (!isfinite(v[i])) return 0;
+    return 1;
+}
+
+/* NULL if st is a state an instance of this FMU can be in, else what is wrong: a mode, a model in the
+   modes that have one (WITH_MODEL) and none before initialization, finite times, states and inputs */
+static const char *inconsistent(const State *st) {
+    const TitopModelSpec *m = st->spec;
+    int mode = st->mode;
+    if (mode != INSTANTIATED && mode != INITIALIZATION && mode != STEP && mode != TERMINATED && mode != EVENT &&
+        mode != CONTINUOUS)
+        return "no such mode";
+    if (st->has_unit != 0 && st->has_unit != 1) return "has_unit is neither 0 nor 1";
+    if ((mode & WITH_MODEL) && !st->has_unit) return "a model is needed in this mode, and the state has none";
+    if (mode == INSTANTIATED && st->has_unit) return "a model before initialization";
+    if (!(isfinite(st->t0) && isfinite(st->t) && isfinite(st->tolerance) && st->tolerance >= 0 &&
+          isfinite(st->h_guess) && st->h_guess >= 0))
+        return "a time, a tolerance or a step is not finite or negative";
+    if (!all_finite(st->x, m->n_states) || !all_finite(st->u, m->n_inputs) ||
+        !all_finite(st->z, titop_model_n_discrete(m)))
+        return "a state or an input is not finite";
+    return NULL;
+}
+
 EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *FMUstate) {
     BEGIN(fmi2GetFMUstate);
     const TitopModelSpec *m = s->spec;
     NOT_NULL(FMUstate, FN);
-    State *st = *FMUstate ? (State *)*FMUstate : new_state(m);
-    if (!st) return error(s, FN, "out of memory");
+    State *st = *FMUstate ? state_of(s, FN, *FMUstate) : new_state(m);
+    if (!st) return *FMUstate ? fmi2Error : error(s, FN, "out of memory");
     st->mode = s->mode;
     /* the unit's states when it is built from the current parameters (the slave's _Snapshot) */
-    st->has_unit = s->model && !memcmp(s->unit_params, s->params, m->n_params * sizeof(double));
+    st->has_unit = built_from(s, s->params);
     st->t0 = s->t0;
     st->tolerance = s->tolerance;
     st->t = s->t;
@@ -879,31 +952,32 @@ EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *FMUstate) {
     return fmi2OK;
 }
 
+/* the model the state needs is built (if it is not the instance's) before anything changes: the
+   instance takes the state whole, or stays as it was */
 EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate FMUstate) {
     BEGIN(fmi2SetFMUstate);
     const TitopModelSpec *m = s->spec;
-    const State *st = (const State *)FMUstate;
-    NOT_NULL(st, FN);
+    const State *st = state_of(s, FN, FMUstate);
+    if (!st) return fmi2Error;
+    const char *why = inconsistent(st);
+    if (why) return error(s, FN, "the FMU state is inconsistent: %s", why);
     if (!(st->mode & (s->model_exchange ? ~STEP : ~(EVENT | CONTINUOUS))))
         return error(s, FN, "the FMU state is of an instance of the other type (mode %s), this one is of type %s",
                      mode_name(st->mode), s->model_exchange ? "Model Exchange" : "co-simulation");
+    TitopModel *model = NULL;
+    if (st->has_unit && !built_from(s, st->params) && !(model = new_model(s, FN, st->params))) return fmi2Error;
+    if (model || !st->has_unit) {            /* the model replaced, or none */
+        titop_model_free(s->model);
+        s->model = model;
+        if (model) memcpy(s->unit_params, st->params, m->n_params * sizeof(double));
+    }
     memcpy(s->params, st->params, m->n_params * sizeof(double));
     s->t0 = st->t0;
     s->tolerance = st->tolerance;
-    if (st->has_unit) {
-        int mode = s->mode;
-        s->mode = INITIALIZATION;            /* built, if need be, as in initialization mode */
-        int failed = ensure_unit(s, FN);
-        s->mode = mode;
-        if (failed) return fmi2Error;
-        s->t = st->t;
-        s->h_guess = st->h_guess;
-        memcpy(s->x, st->x, m->n_states * sizeof(double));
-        memcpy(s->z, st->z, titop_model_n_discrete(m) * sizeof(double));
-    } else {
-        titop_model_free(s->model);
-        s->model = NULL;
-    }
+    s->t = st->t;
+    s->h_guess = st->h_guess;
+    memcpy(s->x, st->x, m->n_states * sizeof(double));
+    memcpy(s->z, st->z, titop_model_n_discrete(m) * sizeof(double));
     memcpy(s->u, st->u, m->n_inputs * sizeof(double));
     s->y_valid = 0;
     s->mode = st->mode;
@@ -912,7 +986,8 @@ EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate FMUstate) {
 
 EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *FMUstate) {
     BEGIN(fmi2FreeFMUstate);
-    if (FMUstate) {
+    if (FMUstate && *FMUstate) {
+        if (!state_of(s, FN, *FMUstate)) return fmi2Error;
         free(*FMUstate);
         *FMUstate = NULL;
     }
@@ -930,7 +1005,8 @@ static size_t blob_size(const TitopModelSpec *m) {
 
 EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate FMUstate, size_t *size) {
     BEGIN(fmi2SerializedFMUstateSize);
-    NOT_NULL(FMUstate && size, FN);
+    NOT_NULL(size, FN);
+    if (!state_of(s, FN, FMUstate)) return fmi2Error;
     *size = blob_size(s->spec);
     return fmi2OK;
 }
@@ -944,8 +1020,9 @@ EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate FMUstate, 
                                         size_t size) {
     BEGIN(fmi2SerializeFMUstate);
     const TitopModelSpec *m = s->spec;
-    const State *st = (const State *)FMUstate;
-    NOT_NULL(st && serializedState, FN);
+    NOT_NULL(serializedState, FN);
+    const State *st = state_of(s, FN, FMUstate);
+    if (!st) return fmi2Error;
     if (size < blob_size(m))
         return error(s, FN, "the buffer has %lu bytes, the state needs %lu", (unsigned long)size,
                      (unsigned long)blob_size(m));
@@ -964,11 +1041,18 @@ EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate FMUstate, 
     return fmi2OK;
 }
 
+static const char *get(const char *p, void *v, size_t n) {
+    memcpy(v, p, n);
+    return p + n;
+}
+
+/* read whole, then checked (inconsistent) before *FMUstate is made or replaced */
 EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serializedState[], size_t size,
                                           fmi2FMUstate *FMUstate) {
     BEGIN(fmi2DeSerializeFMUstate);
     const TitopModelSpec *m = s->spec;
     NOT_NULL(serializedState && FMUstate, FN);
+    if (*FMUstate && !state_of(s, FN, *FMUstate)) return fmi2Error;
     uint32_t head[2];
     int32_t ints[5];
     if (size < 16 || memcmp(serializedState, STATE_MAGIC, 8))
@@ -980,29 +1064,35 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serial
         return error(s, FN, "the FMU state belongs to another FMU (not the GUID %s)", m->guid);
     if (size != blob_size(m))
         return error(s, FN, "the state has %lu bytes, %lu expected", (unsigned long)size, (unsigned long)blob_size(m));
-    const char *p = serializedState + 16 + head[1];
-    memcpy(ints, p, sizeof ints);
-    p += sizeof ints;
-    if (ints[2] != m->n_params || ints[3] != m->n_states || ints[4] != m->n_inputs ||
-        (ints[0] != INSTANTIATED && ints[0] != INITIALIZATION && ints[0] != STEP && ints[0] != TERMINATED &&
-         ints[0] != EVENT && ints[0] != CONTINUOUS))
-        return error(s, FN, "the FMU state is inconsistent");
-    State *st = *FMUstate ? (State *)*FMUstate : new_state(m);
+    const char *p = get(serializedState + 16 + head[1], ints, sizeof ints);
+    if (ints[2] != m->n_params || ints[3] != m->n_states || ints[4] != m->n_inputs)
+        return error(s, FN, "the FMU state is inconsistent: its sizes are not this FMU's");
+    State *st = new_state(m);
     if (!st) return error(s, FN, "out of memory");
     double times[4];
-    memcpy(times, p, sizeof times);
-    p += sizeof times;
+    p = get(p, times, sizeof times);
     st->mode = ints[0];
     st->has_unit = ints[1];
     st->t0 = times[0], st->tolerance = times[1], st->t = times[2], st->h_guess = times[3];
-    memcpy(st->params, p, m->n_params * sizeof(double));
-    p += m->n_params * sizeof(double);
-    memcpy(st->x, p, m->n_states * sizeof(double));
-    p += m->n_states * sizeof(double);
-    memcpy(st->u, p, m->n_inputs * sizeof(double));
-    p += m->n_inputs * sizeof(double);
-    memcpy(st->z, p, titop_model_n_discrete(m) * sizeof(double));
-    *FMUstate = st;
+    p = get(p, st->params, m->n_params * sizeof(double));
+    p = get(p, st->x, m->n_states * sizeof(double));
+    p = get(p, st->u, m->n_inputs * sizeof(double));
+    get(p, st->z, titop_model_n_discrete(m) * sizeof(double));
+    const char *why = inconsistent(st);
+    if (why) {
+        free(st);
+        return error(s, FN, "the FMU state is inconsistent: %s", why);
+    }
+    if (*FMUstate) {                           /* the one given is the same FMU's: overwritten */
+        State *old = (State *)*FMUstate;
+        double *params = old->params, *x = old->x, *u = old->u, *z = old->z;
+        memcpy(params, st->params,
+               (m->n_params + m->n_states + m->n_inputs + titop_model_n_discrete(m)) * sizeof(double));
+        *old = *st;
+        old->params = params, old->x = x, old->u = u, old->z = z;
+        free(st);
+    } else
+        *FMUstate = st;
     return fmi2OK;
 }
 
@@ -1024,6 +1114,12 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte serial
     BEGIN(function);                                                                        \
     if (!s->model_exchange)                                                                 \
         return error(s, FN, "a Model Exchange function, and this instance is of type co-simulation")
+
+/* n doubles from src to dst, either NULL when n is 0 (a host may pass NULL for no state; memcpy's may not
+   be NULL) */
+static void copy(double *dst, const double *src, size_t n) {
+    if (n) memcpy(dst, src, n * sizeof(double));
+}
 
 /* an array of n values where the FMU has `expected` (states, event indicators): fmi2OK or the error */
 static fmi2Status count(const Instance *s, const char *fn, const void *array, size_t n, int expected,
@@ -1048,13 +1144,9 @@ EXPORT fmi2Status fmi2SetContinuousStates(fmi2Component c, const fmi2Real x[], s
     const TitopModelSpec *m = s->spec;
     if (count(s, FN, x, nx, m->n_states, "continuous states")) return fmi2Error;
     char names[3000];
-    size_t k = 0;
-    for (size_t i = 0; i < nx; i++)
-        if (!isfinite(x[i]) && k + 200 < sizeof names)
-            k += sprintf(names + k, "%s'%s'", k ? ", " : "",
-                         m->variables[m->n_params + m->n_inputs + m->n_outputs + i].name);
-    if (k) return error(s, FN, "SolverError: non-finite state(s) [%s]", names);
-    memcpy(s->x, x, nx * sizeof(double));
+    if (non_finite(s, m->n_params + m->n_inputs + m->n_outputs, NULL, x, nx, names, sizeof names))
+        return error(s, FN, "SolverError: non-finite state(s) [%s]", names);
+    copy(s->x, x, nx);
     s->y_valid = 0;
     return fmi2OK;
 }
@@ -1062,14 +1154,14 @@ EXPORT fmi2Status fmi2SetContinuousStates(fmi2Component c, const fmi2Real x[], s
 EXPORT fmi2Status fmi2GetContinuousStates(fmi2Component c, fmi2Real x[], size_t nx) {
     BEGIN_ME(fmi2GetContinuousStates);
     if (count(s, FN, x, nx, s->spec->n_states, "continuous states") || no_unit(s, FN)) return fmi2Error;
-    memcpy(x, s->x, nx * sizeof(double));
+    copy(x, s->x, nx);
     return fmi2OK;
 }
 
 EXPORT fmi2Status fmi2GetDerivatives(fmi2Component c, fmi2Real derivatives[], size_t nx) {
     BEGIN_ME(fmi2GetDerivatives);
     if (count(s, FN, derivatives, nx, s->spec->n_states, "continuous states") || !outputs(s, FN)) return fmi2Error;
-    memcpy(derivatives, s->xdot, nx * sizeof(double));
+    copy(derivatives, s->xdot, nx);
     return fmi2OK;
 }
 
