@@ -151,6 +151,27 @@ def test_missing_python_library_is_reported(harness, host_env, fmu_paths, tmp_pa
     assert "cannot load the Python library libpython-does-not-exist.so" in r.stdout
 
 
+def test_the_documented_recipe_runs_where_another_python3_comes_first(harness, host_env, fmu_paths, tmp_path):
+    """fmus/README.md's recipe, the Python library's folder on LD_LIBRARY_PATH and numpy's on
+    PYTHONPATH, in an otherwise empty environment whose PATH finds another python3 first
+    (/usr/bin's): the embedded interpreter took that one's standard library, not the library's,
+    and failed ("No module named '_struct'"). The FMU gives the interpreter its home, the
+    installation the library it loaded belongs to."""
+    import shutil
+    import sys
+    other = shutil.which("python3", path="/usr/bin:/bin")
+    if not other or Path(other).resolve().is_relative_to(Path(sys.base_prefix).resolve()):
+        pytest.skip("no python3 in /usr/bin other than the Python that built the FMUs")
+    env = {"PATH": "/usr/bin:/bin", **{k: host_env[k] for k in ("LD_LIBRARY_PATH", "PYTHONPATH") if k in host_env}}
+    iface = catalog.interface("revolute", 1)
+    vr = {v.name: k for k, v in enumerate(iface.variables)}
+    r = run(harness, env, fmu_paths["revolute_c1"], tmp_path, inputs=[(vr["joint.tau"], 0.3)],
+            outputs=[vr["joint.q[3]"]])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "log Error" not in r.stdout and "log Fatal" not in r.stdout
+    assert len([line for line in r.stdout.splitlines() if line.startswith("y ")]) == STEPS + 1
+
+
 THREADS, CALLS = 3, 100
 
 

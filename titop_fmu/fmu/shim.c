@@ -15,7 +15,14 @@
  *    $TITOP_FMU_LIBPYTHON if set, else TITOP_LIBPYTHON (the soname of the
  *    Python that built the FMU, e.g. libpython3.11.so.1.0), found by the
  *    dynamic loader. In a Python process (FMPy, ...) nothing is loaded: the
- *    interpreter already running is used.
+ *    interpreter already running is used. The interpreter this layer starts
+ *    gets its home from the library loaded (python_home): the installation
+ *    holding it, where lib/python3.X/os.py is. Left to itself, an embedded
+ *    interpreter looks for the python3 of PATH and takes that one's standard
+ *    library, which may be another Python's: with the FMU documentation's
+ *    LD_LIBRARY_PATH and PYTHONPATH and PATH=/usr/bin:/bin, a library of
+ *    pyenv's then failed on Debian's library ("No module named '_struct'").
+ *    PYTHONHOME, when set, is left to rule.
  *
  * 2. Error status. pythonfmu only reports a Python exception as fmi2Fatal,
  *    after releasing the instance (later calls would touch freed memory). The
@@ -124,6 +131,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <wchar.h>
 
 #ifndef TITOP_LIBPYTHON
 #define TITOP_LIBPYTHON "libpython3.so"
@@ -361,6 +370,37 @@ static void keep_thread_state(void) {
     pthread_setspecific(thread_state_key, state);
 }
 
+/* the home of the Python library `python` (a dlopen handle), for the interpreter this layer starts (point 1):
+   the folder above the library's whose lib/python3.X/os.py exists, X from the library's name (a pyenv or
+   --prefix build: <prefix>/lib/libpython3.X.so; Debian's: /usr/lib/<triplet>/...), given to
+   Py_SetPythonHome (or, without that function, PYTHONHOME); nothing if PYTHONHOME is set or none is found */
+static void python_home(void *python) {
+    static char home[4096];
+    static wchar_t whome[4096];
+    Dl_info info;
+    void *symbol = dlsym(python, "Py_GetVersion");
+    struct stat st;
+    const char *name, *version;
+    if (getenv("PYTHONHOME") || !symbol || !dladdr(symbol, &info) || !info.dli_fname ||
+        !realpath(info.dli_fname, home) || !(name = strrchr(home, '/')) || !(version = strstr(name, "python3.")))
+        return;
+    char landmark[4096 + 64];
+    size_t digits = strspn(version + 8, "0123456789");
+    for (int up = 0; up < 3; up++) {
+        *strrchr(home, '/') = 0;                 /* the library's folder, then those above */
+        snprintf(landmark, sizeof landmark, "%s/lib/python3.%.*s/os.py", home, (int)digits, version + 8);
+        if (!stat(landmark, &st)) {
+            void (*set_home)(const wchar_t *);
+            *(void **)&set_home = dlsym(python, "Py_SetPythonHome");
+            if (!set_home) setenv("PYTHONHOME", home, 0);
+            else if (mbstowcs(whome, home, sizeof whome / sizeof *whome) < sizeof whome / sizeof *whome)
+                set_home(whome);
+            return;
+        }
+        if (!strrchr(home, '/') || strrchr(home, '/') == home) return;
+    }
+}
+
 static int load_inner(char *err, size_t n) {
     pthread_mutex_lock(&inner_lock);
     if (inner.loaded) {
@@ -373,13 +413,15 @@ static int load_inner(char *err, size_t n) {
         /* not a Python process: load the interpreter, its symbols global */
         const char *lib = getenv("TITOP_FMU_LIBPYTHON");
         if (!lib || !*lib) lib = TITOP_LIBPYTHON;
-        if (!dlopen(lib, RTLD_NOW | RTLD_GLOBAL)) {
+        void *python = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+        if (!python) {
             snprintf(err, n,
                      "cannot load the Python library %s (%s). The FMU needs a Python with its shared library "
                      "and numpy; see the FMU documentation (set TITOP_FMU_LIBPYTHON or LD_LIBRARY_PATH)",
                      lib, dlerror());
             goto done;
         }
+        python_home(python);
     }
     locate_self(path, sizeof path);
     if (!path[0]) {
