@@ -925,10 +925,9 @@ static const char *inconsistent(const State *st) {
     if (!(isfinite(st->t0) && isfinite(st->t) && isfinite(st->tolerance) && st->tolerance >= 0 &&
           isfinite(st->h_guess) && st->h_guess >= 0))
         return "a time, a tolerance or a step is not finite or negative";
-    if (!all_finite(st->x, m->n_states) || !all_finite(st->u, m->n_inputs) ||
-        !all_finite(st->z, titop_model_n_discrete(m)))
+    if (!all_finite(st->x, m->n_states) || !all_finite(st->u, m->n_inputs))
         return "a state or an input is not finite";
-    return NULL;
+    return titop_model_discrete_invalid(m, st->z);
 }
 
 EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *FMUstate) {

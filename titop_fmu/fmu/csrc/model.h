@@ -171,6 +171,9 @@ TitopModel *titop_model_new(const TitopModelSpec *spec, const double *par, char 
 void titop_model_free(TitopModel *m);
 /* the number of discrete states z of the model's spec (a closed loop's; 0: none) */
 int titop_model_n_discrete(const TitopModelSpec *spec);
+/* NULL if z is a set of discrete states the model can be in, else what is wrong (an FMU state checked
+ * before it is taken: fmi2SetFMUstate, fmi2DeSerializeFMUstate) */
+const char *titop_model_discrete_invalid(const TitopModelSpec *spec, const double *z);
 /* the initial states x (spec->n_states) and discrete states z at the start time t0, from the
  * parameters par it was built from */
 void titop_model_initial_state(const TitopModel *m, const double *par, double t0, double *x, double *z);

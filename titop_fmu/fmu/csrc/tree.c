@@ -532,6 +532,20 @@ int titop_model_n_discrete(const TitopModelSpec *s)
     return s->loop ? 3 + s->loop->n_d : 0;
 }
 
+const char *titop_model_discrete_invalid(const TitopModelSpec *s, const double *z)
+{
+    if (!s->loop)
+        return NULL;
+    if (!isfinite(z[0]) || isnan(z[1]) || z[1] == -INFINITY)  /* the end of the piece: INFINITY when not known */
+        return "the last event met or the end of its piece is not a time";
+    if (z[2] != 0.0 && z[2] != 1.0)
+        return "the flag of the start's samples is neither 0 nor 1";
+    for (int i = 0; i < s->loop->n_d; i++)
+        if (!isfinite(z[3 + i]))
+            return "a discrete state is not finite";
+    return NULL;
+}
+
 void titop_model_initial_state(const TitopModel *m, const double *par, double t0, double *x, double *z)
 {
     const TitopModelSpec *s = m->spec;
