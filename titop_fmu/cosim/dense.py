@@ -22,6 +22,10 @@ def dense(mesh_t, mesh_v, grid, chart: Chart | None = None, degree=5):
     Euler angles are smooth, their rates at most twice the angular velocity, and
     Hermite interpolation of the unwrapped angles is the more accurate.
     """
+    mesh_t = np.asarray(mesh_t, dtype=float)
+    cuts = np.flatnonzero(np.diff(mesh_t) == 0) + 1
+    if cuts.size:                       # time events: the left and the right limits at one time
+        return _pieces(mesh_t, np.asarray(mesh_v, dtype=float), np.asarray(grid, dtype=float), chart, degree, cuts)
     mv = np.array(mesh_v, dtype=float)
     has_d = mv.ndim == 3
     v = mv[:, 0, :].copy() if has_d else mv.copy()
@@ -57,4 +61,19 @@ def dense(mesh_t, mesh_v, grid, chart: Chart | None = None, degree=5):
             out[g, tr] = np.unwrap(np.vstack([v[i, tr], x]), axis=0)[1]
     if ang.any():
         out[:, ang] = wrap(out[:, ang])
+    return out
+
+
+def _pieces(mesh_t, mesh_v, grid, chart, degree, cuts):
+    """:func:`dense` on each piece of a mesh cut at its events (a time given twice: the left,
+    then the right limits), a grid point at an event taking the right limit (the values are
+    right-continuous), nothing interpolated across an event."""
+    starts = np.concatenate([[0], cuts])
+    ends = np.concatenate([cuts, [len(mesh_t)]])
+    piece = np.clip(np.searchsorted(mesh_t[starts], grid, side="right") - 1, 0, len(starts) - 1)
+    out = np.empty((len(grid), mesh_v.shape[-1]))
+    for k, (a, b) in enumerate(zip(starts, ends)):
+        sel = piece == k
+        if sel.any():
+            out[sel] = dense(mesh_t[a:b], mesh_v[a:b], grid[sel], chart, degree)
     return out

@@ -56,6 +56,18 @@ class Run:
         self.solver.Ucur[:] = U
         self.hist_t, self.hist_U = [t0], [U.copy()]
 
+    def event(self, t, since=None):
+        """The units' time events at ``t`` (:meth:`~.protocol.Unit.next_event`): those whose
+        first event after ``since`` is ``t``, to the bit (every unit with time events when ``since`` is
+        None: the start), in :attr:`Structure.event_units` order, each one's
+        ``event_update`` followed by the loops solved again; the predictor's history restarts
+        at ``t`` (the coupling inputs may jump there)."""
+        for j in self.st.event_units:
+            u = self.units[j]
+            if since is None or u.next_event(since) == t:
+                u.event_update(t)
+                self.initialize(t)
+
     def predict(self, t):
         """Coupling inputs at ``t`` extrapolated from the last ``degree + 1`` points."""
         k = min(self.degree + 1, len(self.hist_t))

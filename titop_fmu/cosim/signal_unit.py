@@ -96,7 +96,7 @@ class SignalUnit(Unit):
         return self.breaks.next_after(t)
 
     def _event_update(self, t):
-        self.side = 1.0
+        self.t, self.side = t, 1.0
 
     def _get_state(self):
         return self.t, self.side

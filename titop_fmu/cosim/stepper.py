@@ -53,6 +53,19 @@ class Stepper:
                 break
         return out
 
+    def next_event(self, t):
+        """``{"event": the units' first time event after t}`` (all runs hold the same units)."""
+        run = next(iter(self.runs.values()))
+        return {"event": min((run.units[j].next_event(t) for j in run.st.event_units), default=float("inf"))}
+
+    def event(self, t, since=None):
+        """Every run's time events at ``t`` (:meth:`Run.event`); results as :meth:`initialize`."""
+        out = {}
+        for i, run in self.runs.items():
+            run.event(t, since)
+            out[i] = (None, run.recorded(), run.U.copy(), 0)
+        return out
+
     def commit(self):
         for i, run in self.runs.items():
             run.free(self._snaps[i])

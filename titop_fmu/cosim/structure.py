@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -80,6 +81,26 @@ class Structure:
     @property
     def n_cin(self):
         return len(self.cin_unit)
+
+    @cached_property
+    def event_units(self) -> list:
+        """The units with time events (:attr:`UnitType.time_events`), each after the units that
+        feed it (in a cycle, in the system's order): the order of their event updates."""
+        src = np.searchsorted(self.out_offset, self.cin_src, side="right") - 1     # unit of each source
+        feeds = {j: set(src[self.cin_unit == j].tolist()) - {j} for j in range(len(self.types))}
+        order, done = [], set()
+
+        def visit(j, path):
+            if j in done or j in path:
+                return
+            for i in sorted(feeds[j]):
+                visit(i, path | {j})
+            done.add(j)
+            order.append(j)
+
+        for j in range(len(self.types)):
+            visit(j, frozenset())
+        return [j for j in order if self.types[j].time_events]
 
     def cin_label(self, k) -> str:
         j = self.cin_unit[k]

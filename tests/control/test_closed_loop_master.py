@@ -1,0 +1,70 @@
+"""Closed loops through the co-simulation master (``simulate --engine fmu``): each port's
+signals and each control block a unit, their time events (a signal's breakpoints, a discrete
+block's or a sampled sensor's sample instants) met by the macro steps, updated there and the
+loop solved again (docs/master.md, "Time events"). The reference is the in-process run of the
+same file, itself checked against independent references (test_closed_loop.py); the master
+runs with in-process units (the FMUs compute the same bits: tests/cosim) and, once, with the
+block FMUs."""
+
+import numpy as np
+import pytest
+
+from closed_loops import system
+from titop_fmu.cli import main
+from titop_fmu.io import read_result
+
+#: the master's tolerance here, and the bound on every recorded output (absolute: they are
+#: angles, rates and torques of order one). The pendulum's own coupling error at this
+#: tolerance reaches 6.6e-8 (its rate, the multirate loop, where nothing holds it); a held
+#: output that misses its sample is off by O(1)
+TOL, BOUND = 1e-9, 1e-6
+
+
+def simulate(path, out, stop, *options):
+    assert main(["simulate", str(path), "--stop", str(stop), "--out", str(out), "--quiet", *options]) == 0
+    t, columns = read_result(out)
+    return t, np.column_stack(list(columns.values()))
+
+
+def master_error(tmp_path, name, stop, *options):
+    path = system(tmp_path, name)
+    t, ref = simulate(path, tmp_path / "inprocess.csv", stop)
+    t2, got = simulate(path, tmp_path / "master.csv", stop, "--engine", "fmu", "--tol", str(TOL), *options)
+    assert np.array_equal(t, t2)
+    return np.abs(got - ref).max(axis=0), ref
+
+
+@pytest.mark.parametrize("name,stop", [("discrete", 1.0), ("sensors", 1.0), ("table_hold", 3.0),
+                                       ("multirate", 1.0), ("table", 3.0)])
+def test_the_master_meets_the_time_events_of_signals_and_discrete_blocks(tmp_path, name, stop):
+    """A discrete controller, sampled sensors, a held torque table, two sample rates (3 x 0.1
+    and 0.3 one ulp apart: each block sampled at its own instant, as in process) and a linear
+    table: within 1e-6 of the in-process run at every row (measured: 1e-12 to 7e-8; without
+    the events a held output kept its start value, 100 % off)."""
+    err, ref = master_error(tmp_path, name, stop, "--inprocess-units")
+    print(f"\n[closed loop] {name} through the master (tol {TOL:g}), {stop:g} s: {err.max():.2g}")
+    assert err.max() <= BOUND
+
+
+def test_a_discrete_controller_through_the_block_fmus(tmp_path):
+    """The same with the plant as a block FMU (the default kind) in FMPy."""
+    err, _ = master_error(tmp_path, "discrete", 0.5)
+    assert err.max() <= BOUND
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="the master's accuracy at its default tolerance (its step control "
+                   "weighs the coupling inputs, not each output): measured 1.7e-4 on the torque")
+def test_the_slew_example_through_the_master(tmp_path):
+    """examples/slew.toml (a sensor sampled at 10 Hz with noise, a disturbance table, an LQR)
+    over 5 s at the default tolerance: within 3x the tolerance of the in-process run, absolute
+    (its outputs are under one unit)."""
+    from pathlib import Path
+    src = Path(__file__).resolve().parents[2] / "examples"
+    for f in ("slew.toml", "slew_lqr.npz", "slew_disturbance.csv"):
+        (tmp_path / f).write_bytes((src / f).read_bytes())
+    t, ref = simulate(tmp_path / "slew.toml", tmp_path / "inprocess.csv", 5.0)
+    _, got = simulate(tmp_path / "slew.toml", tmp_path / "master.csv", 5.0, "--engine", "fmu", "--inprocess-units")
+    err = np.abs(got - ref).max(axis=0)
+    print(f"\n[closed loop] slew through the master, 5 s, default tol: {err}")
+    assert err.max() <= 3 * 3e-5
