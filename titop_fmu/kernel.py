@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from . import integrators
-from .blocks import FloatingBase, ImposedMotionBase, LoopClosure, PrismaticBody, RevoluteBody, WeldedBody
+from .blocks import FlexibleBody, FloatingBase, ImposedMotionBase, LoopClosure, PrismaticBody, RevoluteBody, WeldedBody
 from .cbuild import CompileError, c_compiler, cached_build, compile_c, load_library
 from .errors import SolverError, TitopError
 
@@ -130,7 +130,7 @@ class _Entry:
 
     def __init__(self, name, block, state, parents=(), children=(), ext=None, tau=None):
         kind = TYPES.get(type(block))
-        if kind is None:
+        if kind is None or isinstance(getattr(block, "body", None), FlexibleBody):
             raise KernelUnavailable(f"the C kernel does not cover {name!r} ({type(block).__name__})")
         self.kind, self.block, self.state = kind, block, state
         self.parents, self.children, self.ext, self.tau = list(parents), list(children), ext, tau
