@@ -78,3 +78,21 @@ def test_the_linearised_flexible_tree_is_sdts_linear_flexible_titop_model():
     assert np.max(np.abs(A - As)) <= 1e-10 * np.max(np.abs(As))
     assert np.max(np.abs(B - Bs)) <= 1e-10 * np.max(np.abs(Bs))
     assert np.max(np.abs(As[0:6, 10:10 + nA])) > 1.0              # the wing's modes drive the hub
+
+
+def test_the_exact_linear_model_is_sdts_to_1e_10():
+    """linearize (the C kernel on dual numbers: exact derivatives) on the same tree, every state
+    (the hub's pose in the attitude chart, the joints, the modes) and input: A and B equal SDT's
+    to 1e-10 of their largest entry."""
+    from titop_fmu.linear import linearize
+    model = linearize(tree(), inputs=["hub.ext.w", "P.joint.tau", "B.joint.tau"])
+    A_sdt, B_sdt = linear_model(sdt_bodies())
+    names = [f"hub.{x}" for x in ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z", "r_x", "r_y", "r_z", "rotvec_x",
+                                  "rotvec_y", "rotvec_z")] + ["P.q", "P.qd", "B.q", "B.qd"]
+    for block, n in (("A", A_BEAM.n_modes), ("B", B_BEAM.n_modes)):
+        names += [f"{block}.eta{i + 1}" for i in range(n)] + [f"{block}.etad{i + 1}" for i in range(n)]
+    order = [model.states.index(x) for x in names]
+    A, B = model.A[np.ix_(order, order)], model.B[order]
+    assert sorted(names) == sorted(model.states)
+    assert np.max(np.abs(A - A_sdt)) <= 1e-10 * np.max(np.abs(A_sdt))
+    assert np.max(np.abs(B - B_sdt)) <= 1e-10 * np.max(np.abs(B_sdt))

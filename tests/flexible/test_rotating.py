@@ -6,20 +6,21 @@ chordwise mode goes unstable once Omega passes the first clamped frequency."""
 
 import numpy as np
 import pytest
-from flexible_systems import SIMO, spinning_beam, state_jacobian
+from flexible_systems import SIMO, spinning_beam
 from rotating_beam import frequencies
+
+from titop_fmu.linear import linearize
 
 MODES = 10
 
 
 def plane_frequencies(Omega, stiffening=True):
-    """``(chordwise, flapwise, eigenvalues)``: the modal block of the linear model about the
-    steady spin (Richardson central differences), the modes along y (chordwise) and along z
-    (flapwise) taken apart (the beam's modes alternate y, z)."""
-    s = spinning_beam(Omega, MODES, stiffening)
-    sl = s.state_slice("beam")
-    idx = list(range(sl.start, sl.stop))
-    A = state_jacobian(s, s.initial_state(), idx, idx)
+    """``(chordwise, flapwise, eigenvalues)``: the modal block of the exact linear model about the
+    steady spin (linearize: the C kernel on dual numbers), the modes along y (chordwise) and
+    along z (flapwise) taken apart (the beam's modes alternate y, z)."""
+    model = linearize(spinning_beam(Omega, MODES, stiffening))
+    idx = [i for i, x in enumerate(model.states) if x.startswith("beam.")]
+    A = model.A[np.ix_(idx, idx)]
     out = []
     for plane in (0, 1):
         keep = [i for i in range(2 * MODES) if (i % MODES) % 2 == plane]
@@ -53,3 +54,20 @@ def test_without_stiffening_the_chordwise_mode_goes_unstable_above_the_first_fre
     assert np.max(lam.real) < 1e-6
     *_, lam = plane_frequencies(4.0, stiffening=False)
     assert np.max(lam.real) == pytest.approx(np.sqrt(16.0 - 3.79773055 ** 2), rel=1e-4)
+
+
+def test_a_family_along_the_spin_rate_is_the_campbell_diagram():
+    """The LPV family along the hub's spin rate (the state hub.w_z held, the beam's deflection
+    trimmed at each value): its flapwise and chordwise frequencies at every grid point are the
+    rotating-beam equation's, to 1e-3."""
+    from titop_fmu.linear.lpv import family
+    grid = np.linspace(0.0, 10.0, 6)
+    fam = family(spinning_beam(0.0, MODES), "hub.w_z", grid, midpoints=False)
+    L, EI, rhoA = SIMO["length"], SIMO["EIy"], SIMO["rhoA"]
+    for Omega, model in zip(grid, fam.models):
+        idx = [i for i, x in enumerate(model.states) if x.startswith("beam.")]
+        lam = np.linalg.eigvals(model.A[np.ix_(idx, idx)])
+        w = np.sort(np.abs(lam[lam.imag > 1e-9].imag))
+        reference = np.sort(np.concatenate([frequencies(L, EI, rhoA, Omega)[:2],
+                                            frequencies(L, EI, rhoA, Omega, chordwise=True)[:2]]))
+        np.testing.assert_allclose(w[:4], reference, rtol=1e-3)

@@ -65,6 +65,20 @@ def test_the_contract_reads_as_the_flexible_model_and_runs(tmp_path, capsys):
     np.testing.assert_allclose(rows[:, 4:10], 0.0, atol=1e-12)
 
 
+def test_linearize_gives_the_rotating_frequencies(tmp_path, capsys):
+    """titop-fmu linearize FILE --set hub.twist0=[0,0,0,0,0,W] --out X.mat: the eigenvalues of A
+    hold the rotating cantilever's frequencies (and the hub's kinematic +-W j in the co-rotating
+    chart): the first chordwise 5.3026, the first flapwise 11.319 rad/s at 10 rad/s."""
+    from scipy.io import loadmat
+    path = write(tmp_path, CONTRACT)
+    out = tmp_path / "X.mat"
+    assert main(["linearize", str(path), "--set", "hub.twist0=[0,0,0,0,0,10]", "--out", str(out)]) == 0
+    lam = np.linalg.eigvals(loadmat(out)["A"])
+    w = np.sort(np.abs(lam[lam.imag > 1e-6].imag))
+    np.testing.assert_allclose(w[[0, 3]], [5.30263516, 11.31891954], rtol=1e-8)
+    np.testing.assert_allclose(w[[1, 2]], 10.0, rtol=1e-12)
+
+
 @pytest.mark.parametrize("suffix", [".npz", ".mat"])
 def test_a_neutral_modal_file_gives_the_same_model(tmp_path, suffix):
     """modal = "panel.npz" (relative to the system file), modes = n: the same FMI parameters as the
