@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .cbuild import CompileError, c_compiler, cached_build, compile_c, load_library
-from .kernel import KernelUnavailable, SOURCE as KERNEL_SOURCE, SPATIAL_H, block_entry, tables
+from .kernel import HEADERS, KernelUnavailable, SOURCE as KERNEL_SOURCE, block_entry, tables
 
 SOURCE = Path(__file__).resolve().parent / "kernel_dual.cpp"
 #: tangents per dual number: the directions one kernel call differentiates along (measured:
@@ -67,7 +67,7 @@ def compile_library(dest: Path, cc: str, width: int = WIDTH) -> Path:
     """Compile ``kernel_dual.cpp`` (with ``kernel.c`` beside it) to the shared library ``dest``."""
     try:
         return compile_c(SOURCE, dest, cc, FLAGS + [f"-DTITOP_DUAL_WIDTH={width}"], ["-lm"],
-                         "the forward-mode kernel (C++: needs g++)", includes=[KERNEL_SOURCE, SPATIAL_H])
+                         "the forward-mode kernel (C++: needs g++)", includes=[KERNEL_SOURCE, *HEADERS])
     except CompileError as e:
         raise KernelUnavailable(str(e)) from None
 
@@ -85,7 +85,7 @@ def _load(width):
 def cached_library(cc: str, width: int = WIDTH) -> Path:
     """The forward-mode kernel with ``width`` tangents compiled by ``cc`` into the cache, once
     per source, compiler and width; :class:`KernelUnavailable` if it cannot be compiled."""
-    key = hashlib.sha256(SOURCE.read_bytes() + KERNEL_SOURCE.read_bytes() + SPATIAL_H.read_bytes() + cc.encode()
+    key = hashlib.sha256(SOURCE.read_bytes() + KERNEL_SOURCE.read_bytes() + b"".join(h.read_bytes() for h in HEADERS) + cc.encode()
                          + str(width).encode() + " ".join(FLAGS).encode()).hexdigest()[:16]
     return cached_build(f"kernel-dual{width}-{key}.so", lambda dest: compile_library(dest, cc, width))
 

@@ -18,6 +18,9 @@ and the potential of its constant loads (``-tau q`` of a constant joint effort, 
 of a constant force in ``R_i`` at a floating base). The work of anything else (torques at a
 floating base, loads in a body frame or varying in time, dampers) is not a potential: it
 changes the energy.
+
+A flexible body's share (:func:`flexible_totals`) comes from its momenta at ``P`` and its
+modal coordinates, eqs. (F17)-(F18) of docs/flexible-bodies.md.
 """
 
 from __future__ import annotations
@@ -54,6 +57,26 @@ def body_totals(body, gravity, m_P) -> np.ndarray:
     return out
 
 
+def flexible_totals(body, gravity, k) -> np.ndarray:
+    """:func:`body_totals` of the flexible body ``body`` from its kinematic stage ``k`` (the
+    rigid-body momenta ``p_r = M_rr t + M_re etadot`` at ``P``, the first moment ``c`` of the
+    deformed body, the modal coordinates): eqs. (F17), (F18). The strain energy
+    ``1/2 eta^T K eta`` is counted in the kinetic slot with the modal kinetic energy."""
+    P = k.P_ai
+    r_P, tw = P @ k.m_A[12:15], k.m_A[6:12]
+    r_B = r_P + P @ k.c / body.mass
+    p = P @ k.p_r[0:3]
+    out = np.empty(SIZE)
+    out[MASS] = body.mass
+    out[MOMENT] = body.mass * r_B
+    out[LINEAR] = p
+    out[ANGULAR] = cross(r_P, p) + P @ k.p_r[3:6]
+    out[KINETIC] = (0.5 * tw @ k.p_r + 0.5 * k.etad @ (k.M_re.T @ tw + k.etad)
+                    + 0.5 * body.K @ k.eta ** 2)
+    out[GRAVITY] = -body.mass * np.asarray(gravity, dtype=float) @ r_B
+    return out
+
+
 def spring_energy(block, q) -> float:
     """``1/2 k q^2``: the energy of the spring inside a joint at ``q``."""
     return 0.5 * block.k * q * q
@@ -79,7 +102,10 @@ def summary(system: System, y) -> dict:
         if not hasattr(block, "body"):
             continue
         m_A = kins[name].m_A
-        sums += body_totals(block.body, block.g, m_A)
+        if block.body.n_modes:
+            sums += flexible_totals(block.body, block.g, kins[name])
+        else:
+            sums += body_totals(block.body, block.g, m_A)
         if isinstance(block, _JointBody):
             e += spring_energy(block, y[system.state_slice(name)][0])
         if isinstance(block, FloatingBase):

@@ -26,7 +26,12 @@
  * motion only, so it cuts its loop: a constant wrench map to each of its two parents);
  * a root that is not a base takes a constant motion vector. Matrices are
  * row-major; a 6-vector is [v; w] (twist, acceleration) or [F; T] (wrench).
- * All sizes and the layout are set by kernel.py. */
+ * All sizes and the layout are set by kernel.py.
+ *
+ * Every body block's body is rigid or flexible (I_FLEX; flexible.h, docs/flexible-bodies.md):
+ * a flexible body has I_MODES modes, their states after the block's own, its data after its
+ * children's points, and it reads each linked child's wrench on its own (6 columns each,
+ * not their sum). */
 
 #include <math.h>
 #include <string.h>
@@ -37,7 +42,7 @@ enum { BASE = 0, WELDED = 1, REVOLUTE = 2, PRISMATIC = 3, IMPOSED = 4, CLOSURE =
 
 /* per block, the integers (NI of them) */
 enum { I_TYPE, I_PARENT, I_SLOT, I_STATE, I_NC, I_DPAR, I_INERTIAL, I_MCONST, I_EXT, I_TAU,
-       I_INVERSE, I_PARENT_R, I_SLOT_R, I_MCONST_R, I_CHILD, NI };
+       I_INVERSE, I_PARENT_R, I_SLOT_R, I_MCONST_R, I_CHILD, I_FLEX, I_MODES, NI };
 /* I_EXT: a base's ext.w, an imposed-motion base's p.a; I_TAU: a joint's joint.tau, or in the
  * inverse mode (I_INVERSE) its joint.qdd; I_PARENT.. for a loop closure's port l, I_PARENT_R..
  * for its port r */
@@ -171,12 +176,22 @@ static void motion_in_frame(const double *m_b, const double *P_ab, double *m_a, 
     euler_angles(P_ai, m_a + 15);
 }
 
+#include "flexible.h"        /* the flexible body (blocks/flexible.py) */
+
 /* --- one block ---------------------------------------------------------------------------- */
 
 typedef struct {                 /* a block's workspace (see ws_layout) */
     double *P_ab, *P_ai, *m, *g6, *bias, *e, *scal, *m_out, *w, *qdd, *eff, *a_out, *K, *k, *X, *A, *a_child;
     double *W_l, *W_r;          /* a loop closure's wrenches on its parts l and r */
+    /* a flexible body: M_rr, M_re, h_r, f_e, D_res (flex_kinematics), its nodes, their elastic
+     * displacements, the modal accelerations per column and solved (eq. (F14)) */
+    double *Mrr, *Mre, *hr, *fe, *Dres, *nodes, *u, *eddot, *eddot_z;
 } WS;
+
+static int own_states(int type)   /* the block's own states, before a flexible body's */
+{
+    return type == BASE || type == IMPOSED ? 13 : type == REVOLUTE || type == PRISMATIC ? 2 : 0;
+}
 
 static int n_linked(const int *B, const int *I)
 {
@@ -191,11 +206,12 @@ static int n_a(const int *B)      /* 6 acceleration inputs for a linked parent (
     return B[I_PARENT] >= 0 && B[I_TYPE] != CLOSURE ? 6 : 0;
 }
 
-/* 6 wrench inputs for the linked children: every block reads its children's wrenches only as
- * their sum at P (eq. (13)), so they are condensed as one wrench at the first one's port */
+/* 6 wrench inputs for the linked children: a rigid body reads its children's wrenches only as
+ * their sum at P (eq. (13)), so they are condensed as one wrench at the first one's port; a
+ * flexible body reads each on its own (eq. (F13)): 6 per linked child */
 static int n_w(const int *B, const int *I)
 {
-    return n_linked(B, I) ? 6 : 0;
+    return B[I_FLEX] ? 6 * n_linked(B, I) : n_linked(B, I) ? 6 : 0;
 }
 
 static int n_cols(const int *B, const int *I)     /* [affine part, a_p (n_a), w (n_w)] */
@@ -205,9 +221,10 @@ static int n_cols(const int *B, const int *I)     /* [affine part, a_p (n_a), w 
 
 static int ws_size(const int *B, const int *I)
 {
-    int nc = B[I_NC], nw = n_w(B, I), ncol = n_cols(B, I), na = n_a(B);
+    int nc = B[I_NC], nw = n_w(B, I), ncol = n_cols(B, I), na = n_a(B), n = B[I_MODES];
+    int flex = B[I_FLEX] ? 36 + 6 * n + 6 + n + 36 + nc * flex_node_size(n) + 6 * nc + n * ncol + n : 0;
     return 9 + 9 + 18 + 6 + 6 + 6 + 4 + 18 * nc + 6 * ncol + 2 * ncol + 6 * ncol * (nc + 1) + 36 + 6
-        + nw * (1 + na) + nw * nw + 6 * nc + 12;
+        + nw * (1 + na) + nw * nw + 6 * nc + 12 + flex;
 }
 
 static void ws_layout(const int *B, const int *I, double *p, WS *s)   /* in the order of ws_size */
@@ -218,6 +235,9 @@ static void ws_layout(const int *B, const int *I, double *p, WS *s)   /* in the 
     TAKE(m_out, 18 * nc); TAKE(w, 6 * ncol); TAKE(qdd, ncol); TAKE(eff, ncol); TAKE(a_out, 6 * ncol * (nc + 1));
     TAKE(K, 36); TAKE(k, 6); TAKE(X, nw * (1 + na)); TAKE(A, nw * nw); TAKE(a_child, 6 * nc);
     TAKE(W_l, 6); TAKE(W_r, 6);
+    int n = B[I_FLEX] ? B[I_MODES] : 0, fl = B[I_FLEX] != 0;
+    TAKE(Mrr, 36 * fl); TAKE(Mre, 6 * n); TAKE(hr, 6 * fl); TAKE(fe, n); TAKE(Dres, 36 * fl);
+    TAKE(nodes, fl * nc * flex_node_size(n)); TAKE(u, 6 * nc * fl); TAKE(eddot, n * ncol); TAKE(eddot_z, n);
 #undef TAKE
 }
 
@@ -302,6 +322,12 @@ static void kinematics(const int *B, const double *par, const double *y, const d
     double Dx[6];
     memset(s->g6, 0, 6 * sizeof(double));
     mat3T_vec(s->P_ai, par + D_G, s->g6);                                  /* P_a/i^T g, eq. (11) */
+    if (B[I_FLEX]) {                                                       /* eqs. (F7)-(F12) */
+        FlexData fd = flex_data(par + D_PC + 3 * B[I_NC], B[I_MODES], B[I_NC]);
+        flex_kinematics(&fd, D, par + D_PC, x + own_states(type), m, s->P_ai, s->Mrr, s->Mre, s->hr, s->fe,
+                        s->Dres, s->nodes, s->m_out, s->u);
+        return;
+    }
     mat6_vec(D, m + 6, Dx);
     C_times(m + 6, Dx, s->bias);                                           /* eq. (7) */
     for (int i = 0; i < B[I_NC]; i++) {                                    /* upsilon, eq. (14) */
@@ -316,33 +342,54 @@ static void kinematics(const int *B, const double *par, const double *y, const d
     }
 }
 
+static int solve(int n, int m, double *A, double *Bm);
+
+/* The wrench the body needs at P for the acceleration a_hat = x'dot - [g; 0] (W), on column f
+ * (1: the affine part, 0: a linear one) with the children's wrenches w_c (NULL: the constant one
+ * times f): D_P a_hat + C(x') D_P x' - sum tau^T w (eq. (11), eq. (13)), or a flexible body's
+ * eq. (F15), which gives its modal accelerations too (eddot). */
+static void needed(const int *B, const int *I, const double *par, const double *const *ptr, const WS *s,
+                   double f, const double *a_hat, const double *const *w_c, double *W, double *eddot)
+{
+    int nc = B[I_NC];
+    const double *cw[nc > 0 ? nc : 1];
+    for (int i = 0; i < nc; i++)
+        cw[i] = w_c[i] ? NULL : ptr[I[B[I_CHILD] + 2 * i + 1]];
+    if (B[I_FLEX]) {
+        int n = B[I_MODES];
+        FlexData fd = flex_data(par + D_PC + 3 * nc, n, nc);
+        double Wc[6], Q[n + 1];
+        flex_children(&fd, s->nodes, w_c, cw, f, Wc, Q);
+        flex_needed(n, s->Mrr, s->Mre, s->hr, s->fe, f, a_hat, Wc, Q, W, eddot);
+        return;
+    }
+    double Wc[6] = {0}, Da[6];
+    for (int i = 0; i < nc; i++) {                                         /* eq. (13) */
+        const double *PC = par + D_PC + 3 * i;
+        double r[3] = {-PC[0], -PC[1], -PC[2]}, wi[6], fw[6];
+        for (int k = 0; k < 6; k++)
+            fw[k] = w_c[i] ? w_c[i][k] : f * cw[i][k];
+        tauT_vec(r, fw, wi);
+        for (int k = 0; k < 6; k++)
+            Wc[k] += wi[k];
+    }
+    mat6_vec(par + D_D, a_hat, Da);
+    for (int k = 0; k < 6; k++)
+        W[k] = Da[k] + f * s->bias[k] - Wc[k];
+}
+
 /* Block.accelerations on column j: f = 1 for the affine part (column 0), 0 for the linear part.
  * Inputs: a_p (6) and the children's wrenches (6 each, NULL: the constant one times f).
  * Outputs: w (the wrench on the parent, in its frame; an imposed-motion base's p.w), *qdd,
  * *eff (an inverse joint's effort), a_out (6 per child, then a base's own acceleration at
- * slot nc). */
+ * slot nc), a flexible body's modal accelerations eddot. */
 static void accelerations(const int *B, const int *I, const double *par, const double *const *ptr,
                           const WS *s, double f, const double *a_p, const double *const *w_c,
-                          double *w, double *qdd, double *eff, double *a_out)
+                          double *w, double *qdd, double *eff, double *a_out, double *eddot)
 {
     int type = B[I_TYPE], nc = B[I_NC];
-    const double *D = par + D_D, *ax = par + D_AXIS, *P = s->P_ab;
-    double Wc[6] = {0}, a_A[6], t[6], W[6];
-    for (int i = 0; i < nc; i++) {                                         /* eq. (13) */
-        const double *PC = par + D_PC + 3 * i;
-        double r[3] = {-PC[0], -PC[1], -PC[2]}, wi[6];
-        if (w_c[i]) {
-            tauT_vec(r, w_c[i], wi);
-        } else {
-            const double *cw = ptr[I[B[I_CHILD] + 2 * i + 1]];
-            double fw[6];
-            for (int k = 0; k < 6; k++)
-                fw[k] = f * cw[k];
-            tauT_vec(r, fw, wi);
-        }
-        for (int k = 0; k < 6; k++)
-            Wc[k] += wi[k];
-    }
+    const double *ax = par + D_AXIS, *P = s->P_ab;
+    double a_A[6], t[6], W[6], u[6];
     *qdd = *eff = 0.0;
     if (type == CLOSURE) {                  /* no acceleration: the wrench on l in w, on r in a_out */
         for (int k = 0; k < 6; k++) {
@@ -352,18 +399,14 @@ static void accelerations(const int *B, const int *I, const double *par, const d
         return;
     }
     if (type == IMPOSED) {                                                 /* eq. (11), Fig. 1 */
-        double u[6], Da[6];
         const double *pa = B[I_EXT] >= 0 ? ptr[B[I_EXT]] : NULL;
         for (int k = 0; k < 6; k++)
             a_A[k] = pa ? f * pa[k] : 0.0;
         for (int k = 0; k < 6; k++)
             u[k] = a_A[k] - f * s->g6[k];
-        mat6_vec(D, u, Da);
-        for (int k = 0; k < 6; k++)
-            w[k] = Da[k] + f * s->bias[k] - Wc[k];                         /* W_./B,P */
+        needed(B, I, par, ptr, s, f, u, w_c, w, eddot);                    /* W_./B,P */
         memcpy(a_out + 6 * nc, a_A, 6 * sizeof(double));
-    } else if (type == BASE) {                                                    /* eq. (11) solved */
-        double tot[6];
+    } else if (type == BASE) {                                             /* eq. (11) solved */
         const double *ext = B[I_EXT] >= 0 ? ptr[B[I_EXT]] : NULL;
         double we[6] = {0};
         if (ext) {
@@ -374,14 +417,36 @@ static void accelerations(const int *B, const int *I, const double *par, const d
                 memcpy(we, ext, 6 * sizeof(double));
             }
         }
-        for (int k = 0; k < 6; k++)
-            tot[k] = f * we[k] + Wc[k] - f * s->bias[k];
-        mat6_vec(par + D_DINV, tot, a_A);
+        if (B[I_FLEX]) {                   /* D_res a_hat = W_ext - W(0), eq. (F16) */
+            double zero[6] = {0}, W0[6], A[36];
+            needed(B, I, par, ptr, s, f, zero, w_c, W0, eddot);
+            for (int k = 0; k < 6; k++)
+                a_A[k] = f * we[k] - W0[k];
+            memcpy(A, s->Dres, sizeof A);
+            if (solve(6, 1, A, a_A))
+                a_A[0] = a_A[0] * NAN;     /* singular: not finite, the loop says so */
+            needed(B, I, par, ptr, s, f, a_A, w_c, W0, eddot);
+        } else {
+            double tot[6], Wc[6] = {0};
+            for (int i = 0; i < nc; i++) {                                 /* eq. (13) */
+                const double *PC = par + D_PC + 3 * i;
+                double r[3] = {-PC[0], -PC[1], -PC[2]}, wi[6], fw[6];
+                const double *cw = w_c[i] ? w_c[i] : ptr[I[B[I_CHILD] + 2 * i + 1]];
+                for (int k = 0; k < 6; k++)
+                    fw[k] = w_c[i] ? cw[k] : f * cw[k];
+                tauT_vec(r, fw, wi);
+                for (int k = 0; k < 6; k++)
+                    Wc[k] += wi[k];
+            }
+            for (int k = 0; k < 6; k++)
+                tot[k] = f * we[k] + Wc[k] - f * s->bias[k];
+            mat6_vec(par + D_DINV, tot, a_A);
+        }
         for (int k = 0; k < 6; k++)
             a_A[k] += f * s->g6[k];
         memcpy(a_out + 6 * nc, a_A, 6 * sizeof(double));
     } else {
-        double a_B[6], beta[6], Da[6], u[6];
+        double a_B[6], beta[6];
         mat3T_vec(P, a_p, a_B);                                            /* P2^T a_p */
         mat3T_vec(P, a_p + 3, a_B + 3);
         if (type == PRISMATIC) {                                           /* tau_{-x t~} a_P0, eq. (24) */
@@ -392,21 +457,27 @@ static void accelerations(const int *B, const int *I, const double *par, const d
         if (type == WELDED) {
             memcpy(a_A, a_B, 6 * sizeof(double));
         } else {
-            double s_beta, tau = B[I_TAU] >= 0 ? ptr[B[I_TAU]][0] : 0.0;
+            double s_beta, tau = B[I_TAU] >= 0 ? ptr[B[I_TAU]][0] : 0.0, J = par[D_J], sc[6] = {0};
+            memcpy(sc + (type == REVOLUTE ? 3 : 0), ax, 3 * sizeof(double));   /* the joint's unit screw s */
             for (int k = 0; k < 6; k++)
                 u[k] = a_B[k] - f * s->g6[k] + f * s->e[k];
-            mat6_vec(D, u, Da);
-            for (int k = 0; k < 6; k++)
-                beta[k] = Da[k] + f * s->bias[k] - Wc[k];                 /* eq. (21) / eq. (27) */
+            needed(B, I, par, ptr, s, f, u, w_c, beta, eddot);             /* eq. (21) / eq. (27) */
             if (type == REVOLUTE)
                 s_beta = ax[0] * beta[3] + ax[1] * beta[4] + ax[2] * beta[5];
             else
                 s_beta = ax[0] * beta[0] + ax[1] * beta[1] + ax[2] * beta[2];
+            if (B[I_FLEX]) {                                               /* s^T D_res s, eq. (F16) */
+                double Ds[6];
+                mat6_vec(s->Dres, sc, Ds);
+                J = 0.0;
+                for (int k = 0; k < 6; k++)
+                    J += sc[k] * Ds[k];
+            }
             if (B[I_INVERSE]) {                                            /* eq. (21) / eq. (27) */
                 *qdd = f * tau;                                            /* the input is joint.qdd */
-                *eff = par[D_J] * *qdd + s_beta - f * s->scal[0];
+                *eff = J * *qdd + s_beta - f * s->scal[0];
             } else {
-                *qdd = (f * (tau + s->scal[0]) - s_beta) / par[D_J];       /* eq. (22) / eq. (28) */
+                *qdd = (f * (tau + s->scal[0]) - s_beta) / J;              /* eq. (22) / eq. (28) */
             }
             for (int k = 0; k < 6; k++)
                 a_A[k] = a_B[k] + f * s->e[k];                             /* eq. (17) / eq. (24) */
@@ -415,9 +486,9 @@ static void accelerations(const int *B, const int *I, const double *par, const d
         }
         for (int k = 0; k < 6; k++)
             u[k] = a_A[k] - f * s->g6[k];
-        mat6_vec(D, u, Da);
+        needed(B, I, par, ptr, s, f, u, w_c, t, eddot);                    /* eq. (15) / (18) / (25) */
         for (int k = 0; k < 6; k++)
-            W[k] = Wc[k] - (Da[k] + f * s->bias[k]);                       /* eq. (15) / (18) / (25) */
+            W[k] = -t[k];
         if (type == PRISMATIC) {                                           /* eq. (29) */
             double r[3] = {-s->scal[1] * ax[0], -s->scal[1] * ax[1], -s->scal[1] * ax[2]};
             tauT_vec(r, W, t);
@@ -426,7 +497,12 @@ static void accelerations(const int *B, const int *I, const double *par, const d
         mat3_vec(P, W, w);                                                 /* P2 W */
         mat3_vec(P, W + 3, w + 3);
     }
-    for (int i = 0; i < nc; i++) {                                         /* eq. (14) / eq. (23) */
+    for (int i = 0; i < nc; i++) {                                         /* eq. (14) / eq. (23) / eq. (F12) */
+        if (B[I_FLEX]) {
+            flex_child_acceleration(B[I_MODES], s->nodes + flex_node_size(B[I_MODES]) * i, f, a_A, eddot,
+                                    a_out + 6 * i);
+            continue;
+        }
         const double *PC = par + D_PC + 3 * i;
         double r[3] = {-PC[0], -PC[1], -PC[2]};
         tau_vec(r, a_A, a_out + 6 * i);
@@ -466,6 +542,30 @@ static int solve(int n, int m, double *A, double *Bm)
             Bm[m * c + j] = v / A[n * c + c];
         }
     return 0;
+}
+
+/* Rows row0 .. row0 + 5 of H = [g, G_a, G_w] (eq. (13), eq. (14)): a child's wrench w = K a + k
+ * (K NULL: the constant k) of the acceleration a the block sends to its child slot, that
+ * acceleration on every column j; g and G_a into X (nw x m), 1 - G_w into A (nw x nw) */
+static void condense_rows(const WS *s, int nc, int ncol, int m, int nw, int slot, int row0, const double *K,
+                          const double *k)
+{
+    for (int r = 0; r < 6; r++) {
+        int row = row0 + r;
+        for (int j = 0; j < ncol; j++) {
+            const double *a = s->a_out + 6 * (nc + 1) * j + 6 * slot;
+            double v = 0.0;
+            for (int q = 0; K && q < 6; q++)
+                v += K[6 * r + q] * a[q];
+            if (j == 0)
+                s->X[m * row] = v + k[r];
+            else if (j < m)
+                s->X[m * row + j] = v;
+            else
+                s->A[nw * row + (j - m)] = -v;
+        }
+        s->A[nw * row + row] += 1.0;
+    }
 }
 
 /* the size of the workspace of nb blocks (doubles) */
@@ -522,21 +622,43 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
                 memcpy(a_p, mc, 6 * sizeof(double));                      /* a constant parent acceleration */
             if (j >= 1 && j <= na)
                 a_p[j - 1] = 1.0;
-            for (int i = 0, l = 0; i < nc; i++) {    /* w on the first linked child, 0 on the others */
-                static const double zero[6] = {0};
+            for (int i = 0, l = 0; i < nc; i++) {    /* w on the first linked child, 0 on the others; */
+                static const double zero[6] = {0};    /* a flexible body: 6 columns per linked child */
                 w_c[i] = NULL;
                 if (I[B[I_CHILD] + 2 * i] < 0)
                     continue;
                 w_c[i] = zero;
-                if (l++ == 0 && j >= 1 + na) {
-                    unit[j - 1 - na] = 1.0;
+                int first = 1 + na + (B[I_FLEX] ? 6 * l : 0);
+                if ((B[I_FLEX] || l == 0) && j >= first && j < first + 6) {
+                    unit[j - first] = 1.0;
                     w_c[i] = unit;
                 }
+                l++;
             }
             accelerations(B, I, par + B[I_DPAR], ptr, s, j == 0 ? 1.0 : 0.0, a_p, w_c, s->w + 6 * j,
-                          s->qdd + j, s->eff + j, s->a_out + 6 * (nc + 1) * j);
+                          s->qdd + j, s->eff + j, s->a_out + 6 * (nc + 1) * j, s->eddot + B[I_MODES] * j);
         }
-        if (nl) {
+        if (nl && B[I_FLEX]) {
+            /* A flexible body: each linked child's own wrench w_l = K_l a_l + k_l, a_l its node's
+             * acceleration, affine in z (eq. (F12)): H = [g, G_a, G_w] over all of them, then
+             * (1 - G_w) [m, M] = [g, G_a] (6 per linked child) */
+            int m = 1 + na;
+            memset(s->A, 0, nw * nw * sizeof(double));
+            for (int i = 0, l = 0; i < nc; i++) {
+                int c = I[B[I_CHILD] + 2 * i];
+                if (c < 0)
+                    continue;
+                const double *K = S[c].K, *k = S[c].k;
+                if (I[NI * c + I_TYPE] == CLOSURE) {   /* a constant wrench: on its l or its r part */
+                    K = NULL;
+                    k = I[NI * c + I_PARENT] == b && I[NI * c + I_SLOT] == i ? S[c].W_l : S[c].W_r;
+                }
+                condense_rows(s, nc, ncol, m, nw, i, 6 * l, K, k);
+                l++;
+            }
+            if (solve(nw, m, s->A, s->X))
+                return 1;
+        } else if (nl) {
             /* The children as one wrench w at the first linked child f's port, tau_CfP^T w = sum_i
              * tau_CiP^T w_i, each child's map w_i = K_i a_i + k_i and a_i = T_i a_f, T_i = tau_CiP
              * tau_CfP^-1 = tau(PC_f - PC_i) (eqs. (13), (14), (23)): w = K1 a_f + k1 with
@@ -588,21 +710,7 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
                     Kf = K1;
             }
             memset(s->A, 0, 36 * sizeof(double));
-            for (int r = 0; r < 6; r++) {
-                for (int j = 0; j < ncol; j++) {
-                    const double *a = s->a_out + 6 * (nc + 1) * j + 6 * f;
-                    double v = 0.0;
-                    for (int q = 0; Kf && q < 6; q++)
-                        v += Kf[6 * r + q] * a[q];
-                    if (j == 0)
-                        s->X[m * r] = v + kf[r];
-                    else if (j < m)
-                        s->X[m * r + j] = v;
-                    else
-                        s->A[6 * r + (j - m)] = -v;
-                }
-                s->A[6 * r + r] += 1.0;
-            }
+            condense_rows(s, nc, ncol, m, 6, f, 0, Kf, kf);
             if (solve(6, m, s->A, s->X))
                 return 1;
         }
@@ -626,8 +734,8 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
     for (int b = 0; b < nb; b++) {
         const int *B = I + NI * b;
         WS *s = &S[b];
-        int nc = B[I_NC], na = n_a(B), nw = n_w(B, I), m = 1 + na, ncol = n_cols(B, I);
-        double z[6 + 6], qdd;
+        int nc = B[I_NC], na = n_a(B), nw = n_w(B, I), m = 1 + na, ncol = n_cols(B, I), n = B[I_MODES];
+        double z[6 + nw + 1], qdd;
         if (na)
             memcpy(z, S[B[I_PARENT]].a_child + 6 * B[I_SLOT], 6 * sizeof(double));
         for (int l = 0; l < nw; l++) {
@@ -641,6 +749,13 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
         qdd = s->qdd[0];
         for (int j = 1; j < ncol; j++)
             qdd += s->qdd[j] * z[j - 1];
+        for (int k = 0; B[I_FLEX] && k < n; k++) {                         /* etaddot, eq. (F14) */
+            double v = s->eddot[k];
+            for (int j = 1; j < ncol; j++)
+                v += s->eddot[n * j + k] * z[j - 1];
+            s->eddot_z[k] = v;
+            check += v;
+        }
         double a_self[6];
         for (int i = 0; i <= nc; i++) {
             double *dst = i < nc ? s->a_child + 6 * i : a_self;
@@ -692,6 +807,10 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
                     *out++ = v;
                 }
             }
+            if (B[I_FLEX]) {                                               /* ci.u, eq. (F13) */
+                memcpy(out, s->u, 6 * nc * sizeof(double));
+                out += 6 * nc;
+            }
         }
         if (!ydot)
             continue;
@@ -707,6 +826,11 @@ int titop_evaluate(int nb, const int *I, const double *par, const double *const 
         } else if (B[I_TYPE] == REVOLUTE || B[I_TYPE] == PRISMATIC) {
             xd[0] = x[1];
             xd[1] = qdd;
+        }
+        if (B[I_FLEX]) {                                                   /* eta, etadot */
+            int own = own_states(B[I_TYPE]);
+            memcpy(xd + own, x + own + n, n * sizeof(double));
+            memcpy(xd + own + n, s->eddot_z, n * sizeof(double));
         }
     }
     return isfinite(check) ? 0 : 2;

@@ -25,20 +25,25 @@ from pathlib import Path
 import numpy as np
 
 from . import integrators
-from .blocks import FloatingBase, ImposedMotionBase, LoopClosure, PrismaticBody, RevoluteBody, WeldedBody
+from .blocks import FlexibleBody, FloatingBase, ImposedMotionBase, LoopClosure, PrismaticBody, RevoluteBody, WeldedBody
 from .cbuild import CompileError, c_compiler, cached_build, compile_c, load_library
 from .errors import SolverError, TitopError
 
 SOURCE = Path(__file__).resolve().parent / "kernel.c"
 #: the attitude algebra it includes (shared with the master's C library)
 SPATIAL_H = Path(__file__).resolve().parent / "spatial.h"
+#: the flexible body in C, which kernel.c includes
+FLEXIBLE_H = Path(__file__).resolve().parent / "flexible.h"
+#: the files kernel.c includes
+HEADERS = (SPATIAL_H, FLEXIBLE_H)
 #: the block types of kernel.c and the per-block integer and parameter layout (its enums)
 BASE, WELDED, REVOLUTE, PRISMATIC, IMPOSED, CLOSURE = range(6)
 TYPES = {FloatingBase: BASE, WeldedBody: WELDED, RevoluteBody: REVOLUTE, PrismaticBody: PRISMATIC,
          ImposedMotionBase: IMPOSED, LoopClosure: CLOSURE}
 #: I_TYPE, I_PARENT, I_SLOT, I_STATE, I_NC, I_DPAR, I_INERTIAL, I_MCONST, I_EXT, I_TAU, I_INVERSE,
-#: I_PARENT_R, I_SLOT_R, I_MCONST_R, I_CHILD
-NI = 15
+#: I_PARENT_R, I_SLOT_R, I_MCONST_R, I_CHILD, I_FLEX, I_MODES
+NI = 17
+I_CHILD = 14
 D_PC = 90                # D_P (36), D_P^-1 (36), g (3), mounting DCM (9), axis (3), J, k, d; then [PC_i]
 
 
@@ -107,7 +112,7 @@ def bundle(path):
 
 def cached_kernel(cc: str) -> Path:
     """The kernel compiled by ``cc`` into the cache, once per source and compiler."""
-    key = hashlib.sha256(SOURCE.read_bytes() + SPATIAL_H.read_bytes() + cc.encode()).hexdigest()[:16]
+    key = hashlib.sha256(SOURCE.read_bytes() + b"".join(h.read_bytes() for h in HEADERS) + cc.encode()).hexdigest()[:16]
     return cached_build(f"kernel-{key}.so", lambda dest: compile_kernel(dest, cc))
 
 
@@ -116,7 +121,7 @@ def compile_kernel(dest: Path, cc: str) -> Path:
     compiler, same bytes)."""
     try:
         return compile_c(SOURCE, dest, cc, ["-O2", "-std=c99", "-shared", "-fPIC"], ["-lm"], "the C kernel",
-                         includes=[SPATIAL_H])
+                         includes=list(HEADERS))
     except CompileError as e:
         raise KernelUnavailable(str(e)) from None
 
@@ -167,26 +172,48 @@ def tables(entries) -> tuple:
         else:
             body = b.body
             n_children = body.n_children
-            d = np.zeros(D_PC + 3 * n_children)
+            flex = flexible_data(body) if isinstance(body, FlexibleBody) else np.zeros(0)
+            d = np.zeros(D_PC + 3 * n_children + flex.size)
             d[0:36] = body.D_P.ravel()
             d[72:75] = b.g
             d[75:84] = np.eye(3).ravel() if kind in (BASE, IMPOSED) else b.P_a0b.ravel()   # no mounting
-            if kind == BASE:
+            if kind == BASE and b.D_inv is not None:
                 d[36:72] = b.D_inv.ravel()
             if kind in (REVOLUTE, PRISMATIC):
                 d[84:87] = b.axis
                 d[87:90] = (b.J_r if kind == REVOLUTE else body.mass), b.k, b.d
             for i, PC in enumerate(body.children):
                 d[D_PC + 3 * i:D_PC + 3 * i + 3] = PC
+            d[D_PC + 3 * n_children:] = flex
         (pl, sl, ml), (pr, sr, mr) = ports
+        body = getattr(b, "body", None)
         ints.append([kind, pl, sl, e.state, n_children, sum(len(x) for x in doubles),
                      int(getattr(b, "ext_frame", "") == "inertial"), ml, pointer(e.ext), pointer(e.tau),
-                     int(getattr(b, "mode", "") == "inverse"), pr, sr, mr, first])
+                     int(getattr(b, "mode", "") == "inverse"), pr, sr, mr, first,
+                     int(isinstance(body, FlexibleBody)), getattr(body, "n_modes", 0)])
         doubles.append(d)
     table = np.array(ints, dtype=np.int32).reshape(-1, NI)
-    table[:, NI - 1] += table.size                 # the children's integers follow the table
+    table[:, I_CHILD] += table.size                # the children's integers follow the table
     return (np.concatenate([table.ravel(), np.array(children, dtype=np.int32)]),
             np.concatenate(doubles) if doubles else np.zeros(0), keep)
+
+
+def flexible_data(body) -> np.ndarray:
+    """A flexible body's data in the kernel's layout (flexible.h, FlexData): ``L^T``, ``omega^2``,
+    ``2 zeta omega``, ``I_phi_phi``, ``I_phi_x0``, its traces, ``K0t``, ``K0r``, ``K0om`` (zero
+    without stiffening), which of their n x n blocks are not zero, then per node ``phi``,
+    ``psi``, ``K0F``, ``K0M`` and which of their blocks are not zero."""
+    n = body.n_modes
+
+    def nonzero(A, blocks):                    # which n x n blocks of A are not all zero
+        return [float(np.any(B)) for B in np.reshape(A, (blocks, n * n))] if n else [0.0] * blocks
+
+    parts = [np.vstack([body.C1, body.C2]), body.K, body.Dd, body.F, body.E9, body.trE, body.K0t, body.K0r,
+             body.K0om, nonzero(body.F, 9), nonzero(body.K0t, 3), nonzero(body.K0r, 3), nonzero(body.K0om, 6)]
+    for i in range(body.n_children):
+        d = body.data
+        parts += [d.phi[i], d.psi[i], body.K0F[i], body.K0M[i], nonzero(body.K0F[i], 3), nonzero(body.K0M[i], 3)]
+    return np.concatenate([np.ravel(p) for p in parts])
 
 
 class _Tree:

@@ -81,12 +81,14 @@ def read_file(path):
     """The :class:`~titop_fmu.cosim.systemfile.SystemFile` at ``path``, every value written with
     its unit converted to the unit its parameter or input is declared in
     (:func:`~titop_fmu.titop.units.declared_unit`), its dimension checked; a file that is not
-    UTF-8 text is one line (:func:`~titop_fmu.io.utf8_text`)."""
+    UTF-8 text is one line (:func:`~titop_fmu.io.utf8_text`); its flexible bodies' tables
+    expanded (:func:`~titop_fmu.titop.flexible.expand`)."""
     from .cosim import systemfile
     from .io import utf8_text
+    from .titop.flexible import expand
     from .titop.units import declared_unit
     utf8_text(path)
-    return systemfile.read(path, declared_unit)
+    return systemfile.read(path, declared_unit, expand)
 
 
 def balloon_unit(name: str):

@@ -3,12 +3,12 @@
 slider, a pendulum tied by a loop-closure spring, the free-free body (six rigid-body
 modes) and a body spinning about a principal axis (Euler's equations, and the co-rotating
 attitude chart), and a tree with every joint type at its null equilibrium against the
-model assembled from the SDT multi-port rigid body (tests/support/sdt_linear.py)."""
+model assembled from the SDT multi-port rigid body (tests/support/sdt_linear.py, sdt_flexible.py)."""
 
 import numpy as np
 import pytest
 
-from sdt_linear import linear_model as sdt_model
+from sdt_flexible import linear_model as sdt_model
 from titop_fmu.blocks import FloatingBase, LoopClosure, PrismaticBody, RevoluteBody, RigidBody, WeldedBody
 from titop_fmu.linear import linearize
 from titop_fmu.system import System

@@ -23,7 +23,8 @@ These equations, written for all bodies at once, are a static linear system in t
 accelerations, joint accelerations and interface wrenches; its solution for the columns
 of the states and inputs gives ``A`` and ``B`` in the states ``[base twist, base position,
 base rotation vector, (q, qd) per joint]`` (the base's at the identity attitude) and the
-inputs ``[base external wrench at P (6), joint efforts]``.
+inputs ``[base external wrench at P (6), joint efforts]``: ``sdt_flexible.linear_model``,
+which assembles flexible bodies too.
 """
 
 import numpy as np
@@ -55,85 +56,3 @@ def multiport_D(body):
     D_B[3:6, 3:6] = np.asarray(body["inertia"], dtype=float)
     t = tau(-np.asarray(body["com"], dtype=float))          # BP = -PB
     return t.T @ D_B @ t
-
-
-def linear_model(bodies):
-    """``(A, B)`` of the tree ``bodies`` at its null equilibrium (module docstring)."""
-    n = len(bodies)
-    joints = [i for i in range(1, n) if bodies[i]["joint"] != "welded"]
-    jindex = {i: k for k, i in enumerate(joints)}
-    nj = len(joints)
-    # unknowns: a_i (6 per body), qdd (per joint), W_i (6 per non-base body: on its parent at C, parent frame)
-    na = 6 * n
-    nw = 6 * (n - 1)
-    N = na + nj + nw
-
-    def a(i):
-        return slice(6 * i, 6 * i + 6)
-
-    def W(i):
-        return slice(na + nj + 6 * (i - 1), na + nj + 6 * i)
-
-    M = np.zeros((N, N))
-    # right-hand sides: columns [q (nj), qd (nj), base ext wrench (6), efforts (nj)]
-    ncol = 3 * nj + 6
-    R = np.zeros((N, ncol))
-    row = 0
-    for i, b in enumerate(bodies):
-        D = multiport_D(b)
-        # Newton-Euler of body i at P: D a_i = (wrench from the parent) + sum of children's wrenches at P
-        M[row:row + 6, a(i)] = D
-        for j, c in enumerate(bodies):
-            if j and c["parent"] == i:
-                PC = np.asarray(b["children"][c["port"]], dtype=float)
-                M[row:row + 6, W(j)] -= tau(-PC).T                   # tau_CP^T W_j (CP = -PC)
-        if i == 0:
-            R[row:row + 6, 2 * nj:2 * nj + 6] = np.eye(6)             # the external wrench at P
-        else:
-            Rm = np.zeros((6, 6))
-            Rm[0:3, 0:3] = Rm[3:6, 3:6] = dcm(b["mount"])
-            M[row:row + 6, W(i)] += Rm.T                               # -(-R^T W_i) moved to the left
-        row += 6
-        if i == 0:
-            continue
-        # kinematics of the joint: a_i = R^T tau_CPp a_parent + s qdd
-        p = bodies[b["parent"]]
-        PC = np.asarray(p["children"][b["port"]], dtype=float)
-        Rm = np.zeros((6, 6))
-        Rm[0:3, 0:3] = Rm[3:6, 3:6] = dcm(b["mount"])
-        M[row:row + 6, a(i)] = np.eye(6)
-        M[row:row + 6, a(b["parent"])] = -Rm.T @ tau(-PC)
-        if i in jindex:
-            axis = np.asarray(b["axis"], dtype=float)
-            axis = axis / np.linalg.norm(axis)
-            s = np.concatenate([np.zeros(3), axis]) if b["joint"] == "revolute" else np.concatenate([axis, np.zeros(3)])
-            M[row:row + 6, na + jindex[i]] = -s
-            row += 6
-            # the effort: s^T (-R^T W_i) = -k q - d qd + u
-            M[row, W(i)] = -s @ Rm.T
-            k = jindex[i]
-            R[row, k] = -b.get("k", 0.0)
-            R[row, nj + k] = -b.get("d", 0.0)
-            R[row, 2 * nj + 6 + k] = 1.0
-            row += 1
-        else:
-            row += 6
-    assert row == N
-    X = np.linalg.solve(M, R)                  # every unknown per column of [q, qd, ext wrench, efforts]
-    acc_base = X[a(0)]
-    qdd = X[na:na + nj]
-    # states [v, w (6), r (3), rotvec (3), (q, qd) per joint]; inputs [ext wrench (6), efforts]
-    ns = 12 + 2 * nj
-    A = np.zeros((ns, ns))
-    B = np.zeros((ns, 6 + nj))
-    A[6:9, 0:3] = np.eye(3)                    # r' = v (identity attitude)
-    A[9:12, 3:6] = np.eye(3)                   # rotvec' = w
-    for name, rows in (("base", acc_base), ("joints", qdd)):
-        for r_, k in enumerate(range(rows.shape[0])):
-            dest = r_ if name == "base" else 12 + 2 * k + 1
-            A[dest, 12:12 + 2 * nj:2] = rows[k, 0:nj]               # d/dq
-            A[dest, 13:13 + 2 * nj:2] = rows[k, nj:2 * nj]           # d/dqd
-            B[dest, :] = rows[k, 2 * nj:]
-    for k in range(nj):
-        A[12 + 2 * k, 13 + 2 * k] = 1.0                              # q' = qd
-    return A, B

@@ -3,8 +3,10 @@
 from .base import Block
 from .body import RigidBody
 from .closure import LoopClosure
+from .flexible import FlexibleBody
 from .floating_base import FloatingBase, ImposedMotionBase
 from .joints import PrismaticBody, RevoluteBody, WeldedBody
+from .modal import ModalData, ModalError
 
-__all__ = ["Block", "RigidBody", "FloatingBase", "ImposedMotionBase", "WeldedBody",
-           "RevoluteBody", "PrismaticBody", "LoopClosure"]
+__all__ = ["Block", "RigidBody", "FlexibleBody", "ModalData", "ModalError", "FloatingBase", "ImposedMotionBase",
+           "WeldedBody", "RevoluteBody", "PrismaticBody", "LoopClosure"]

@@ -30,7 +30,6 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..spatial import C_times, gravity6, upsilon
 
 
 def col(v):
@@ -166,36 +165,55 @@ class Block:
         return {n: np.zeros(s) for n, s in self.inputs.items()}
 
 
-def body_kinematics(body, g_i, child_ports, m_P, P_ai, outputs=True, **extra):
-    """State-level quantities of a body ``A`` from its motion vector ``m^A_P`` at its
-    port point ``P`` (projected in ``R_a``) and its DCM ``P_a/i``:
+class BodyBlock(Block):
+    """A block with a body, rigid (:class:`~titop_fmu.blocks.body.RigidBody`) or flexible
+    (:class:`~titop_fmu.blocks.flexible.FlexibleBody`): the body's own states follow the
+    block's (``own_states``), its outputs the block's (a flexible body's ``ci.u``), and the
+    acceleration stage gives its modal accelerations (``modal.qdd``) and its children's."""
 
-    * ``[g; 0]`` projected in ``R_a``, ``P_a/i^T [g]_Ri`` (eq. (11), Fig. 2);
-    * the non-linear wrench ``C(x'^A_P) D^A_P x'^A_P`` (eq. (7), eq. (11));
-    * with ``outputs``, the child motion vectors ``m^A_Ci = upsilon_CiP(m^A_P)``
-      (eq. (14), eq. (23)), with accelerations to be filled by the acceleration stage.
+    own_states: tuple = ()
 
-    ``g6`` and ``bias`` are ``(6, 1)`` columns; ``extra`` is block-specific.
-    """
-    twist = m_P[6:12]
-    m_out = {f"{c}.m": upsilon(-PC, m_P, t)
-             for c, PC, t in zip(child_ports, body.children, body.tau_c)} if outputs else {}
-    return SimpleNamespace(
-        m_A=m_P, P_ai=P_ai, m_out=m_out, outputs=outputs,
-        g6=gravity6(P_ai, g_i).reshape(6, 1),
-        bias=C_times(twist, body.D_P.dot(twist)).reshape(6, 1),
-        **extra)
+    @property
+    def children_through_sum(self):
+        """A rigid body reads its children's wrenches as their sum at ``P`` (eq. (13)); a
+        flexible body each on its own (eq. (F13))."""
+        return self.body.children_through_sum
 
+    def _attach(self, body):
+        self.body = body
+        self.child_ports = body.child_ports()
+        self.n_own = len(self.own_states)
+        self.state_names = tuple(self.own_states) + tuple(body.state_names)
+        self.extra_outputs = {**getattr(self, "own_outputs", type(self).extra_outputs), **body.extra_outputs}
 
-def sum_child_wrenches(body, u, child_ports):
-    """``sum_i tau_CiP^T W_./A,Ci``: child wrenches transported to ``P`` (eq. (13))."""
-    total = None
-    for tT, c in zip(body.tau_cT, child_ports):
-        W_P = tT.dot(u[f"{c}.w"])
-        total = W_P if total is None else total + W_P
-    return 0.0 if total is None else total
+    def own_initial_state(self) -> np.ndarray:
+        return np.zeros(0)
 
+    def initial_state(self):
+        return np.concatenate([self.own_initial_state(), self.body.initial_state()])
 
-def child_accelerations(body, a_P, child_ports):
-    """``x'dot_Ci = tau_CiP x'dot_P`` for every child port (Definition 1, eq. (14), eq. (23))."""
-    return {f"{c}.a": t.dot(a_P) for t, c in zip(body.tau_c, child_ports)}
+    def own_derivatives(self, x, kin, acc) -> np.ndarray:
+        return np.zeros(0)
+
+    def derivatives(self, x, kin, acc):
+        own = self.own_derivatives(x, kin, acc)
+        return own if not self.body.n_modes else np.concatenate([own, self.body.derivatives(x[self.n_own:], kin, acc)])
+
+    def own_output_values(self, x, kin, acc) -> dict:
+        return {}
+
+    def extra_output_values(self, x, kin, acc):
+        return {**self.own_output_values(x, kin, acc), **self.body.output_values(kin)}
+
+    def _body_kinematics(self, m_P, P_ai, x, outputs, **extra):
+        """The body's state level (``kin``) at its motion vector ``m_P`` and DCM ``P_a/i``."""
+        return self.body.kinematics(self.g, self.child_ports, m_P, P_ai, outputs, x[self.n_own:], **extra)
+
+    def _body_outputs(self, acc, kin, a, modal):
+        """Add the modal accelerations and, with outputs, the children's accelerations for the
+        body's spatial acceleration ``a`` at ``P``."""
+        if modal is not None:
+            acc["modal.qdd"] = modal
+        if kin.outputs:
+            acc.update(self.body.child_accelerations(kin, a, modal, self.child_ports))
+        return acc

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
 from ..errors import ParameterError, ParameterWarning
-from ..spatial import dynamic_model, tau
+from ..spatial import C_times, dynamic_model, gravity6, skew, tau, upsilon
 
 
 def as_vector(name, value, size=3):
@@ -70,8 +71,19 @@ def check_inertia(name, value):
     return J
 
 
+class BodyPorts:
+    """The child ports ``c1, c2, ...`` of a body, one per point of ``children``."""
+
+    @property
+    def n_children(self):
+        return len(self.children)
+
+    def child_ports(self):
+        return tuple(f"c{i + 1}" for i in range(self.n_children))
+
+
 @dataclass(frozen=True, eq=False)
-class RigidBody:
+class RigidBody(BodyPorts):
     """Mass properties and port geometry of a rigid body, projected in its frame ``R_a``.
 
     mass:      ``m`` [kg], >= 0
@@ -96,10 +108,81 @@ class RigidBody:
         object.__setattr__(self, "D_P", D)
         object.__setattr__(self, "tau_c", taus)
         object.__setattr__(self, "tau_cT", [t.T.copy() for t in taus])
+        object.__setattr__(self, "_D_inv", None)
+
+    #: the blocks read its children's wrenches only as their sum at ``P`` (eq. (13))
+    children_through_sum = True
+    n_modes = 0
+    state_names = ()
+    extra_outputs = {}
+
+    def initial_state(self):
+        return np.zeros(0)
+
+    def kinematics(self, g_i, child_ports, m_P, P_ai, outputs=True, x=None, **extra):
+        """State-level quantities of the body from its motion vector ``m^A_P`` at its port
+        point ``P`` (projected in ``R_a``) and its DCM ``P_a/i``:
+
+        * ``[g; 0]`` projected in ``R_a``, ``P_a/i^T [g]_Ri`` (eq. (11), Fig. 2);
+        * the non-linear wrench ``C(x'^A_P) D^A_P x'^A_P`` (eq. (7), eq. (11));
+        * with ``outputs``, the child motion vectors ``m^A_Ci = upsilon_CiP(m^A_P)``
+          (eq. (14), eq. (23)), with accelerations to be filled by the acceleration stage.
+
+        ``g6`` and ``bias`` are ``(6, 1)`` columns; ``extra`` is block-specific.
+        """
+        twist = m_P[6:12]
+        m_out = {f"{c}.m": upsilon(-PC, m_P, t)
+                 for c, PC, t in zip(child_ports, self.children, self.tau_c)} if outputs else {}
+        return SimpleNamespace(
+            m_A=m_P, P_ai=P_ai, m_out=m_out, outputs=outputs,
+            g6=gravity6(P_ai, g_i).reshape(6, 1),
+            bias=C_times(twist, self.D_P.dot(twist)).reshape(6, 1),
+            **extra)
+
+    def sum_child_wrenches(self, u, child_ports):
+        """``sum_i tau_CiP^T W_./A,Ci``: child wrenches transported to ``P`` (eq. (13))."""
+        total = None
+        for tT, c in zip(self.tau_cT, child_ports):
+            W_P = tT.dot(u[f"{c}.w"])
+            total = W_P if total is None else total + W_P
+        return 0.0 if total is None else total
+
+    def needed_wrench(self, kin, a_hat, u, child_ports):
+        """``(W, None)``: the wrench the body needs at ``P`` (applied by its parent) for the
+        acceleration ``a_hat = x'dot_P - [g; 0]`` (6 x k), ``W = D_P a_hat + C(x') D_P x' -
+        sum_i tau_CiP^T W_./A,Ci`` (eq. (11), eq. (13))."""
+        return self.D_P.dot(a_hat) + kin.bias - self.sum_child_wrenches(u, child_ports), None
+
+    def forward(self, kin, w_ext, u, child_ports):
+        """``(x'dot_P, None)`` of a free body under the wrench ``w_ext`` at ``P``:
+        ``x'dot_P = D_P^-1 (W_ext,P + sum_i tau_CiP^T W_./B,Ci - C(x'_P) D_P x'_P) + [g; 0]``
+        (eq. (11), eq. (13), Fig. 2)."""
+        total = w_ext + self.sum_child_wrenches(u, child_ports)
+        return self.D_inv.dot(total - kin.bias) + kin.g6, None
+
+    def child_accelerations(self, kin, a_P, modal, child_ports):
+        """``x'dot_Ci = tau_CiP x'dot_P`` for every child port (Definition 1, eq. (14), eq. (23))."""
+        return {f"{c}.a": t.dot(a_P) for t, c in zip(self.tau_c, child_ports)}
 
     @property
-    def n_children(self):
-        return len(self.children)
+    def D_inv(self):
+        """``[D_P]^-1`` (Fig. 2), for a floating base (which checks that it exists)."""
+        if self._D_inv is None:
+            object.__setattr__(self, "_D_inv", np.linalg.inv(self.D_P))
+        return self._D_inv
 
-    def child_ports(self):
-        return tuple(f"c{i + 1}" for i in range(self.n_children))
+    def derivatives(self, x, kin, acc):
+        return np.zeros(0)
+
+    def output_values(self, kin) -> dict:
+        return {}
+
+
+def rigid_properties(D_P) -> tuple:
+    """``(m, [PB], I_B)``: mass, centre of mass and inertia at it of the rigid mass ``D_P`` at
+    ``P`` (eq. (4) read backwards)."""
+    m = float(D_P[0, 0])
+    S = 0.5 * (D_P[3:6, 0:3] - D_P[0:3, 3:6])                              # m (*PB)
+    com = np.array([S[2, 1], S[0, 2], S[1, 0]]) / m
+    I_B = D_P[3:6, 3:6] + m * skew(com) @ skew(com)
+    return m, com, 0.5 * (I_B + I_B.T)

@@ -6,33 +6,30 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ParameterError
-from ..spatial import (P_x2, dcm_from_euler, dcm_from_quat, euler_angles, newton_euler,
-                       quat_derivative, quat_from_dcm)
-from .base import Block, body_kinematics, child_accelerations, sum_child_wrenches
+from ..spatial import P_x2, dcm_from_euler, dcm_from_quat, euler_angles, quat_derivative, quat_from_dcm
+from .base import BodyBlock
 from .body import RigidBody, as_vector
 
 BASE_STATES = ("v_x", "v_y", "v_z", "w_x", "w_y", "w_z",
                "r_x", "r_y", "r_z", "q_w", "q_x", "q_y", "q_z")
 
 
-class _Base(Block):
-    """Rigid body with 6 d.o.f. w.r.t. ``R_i``: twist ``x'_P`` (in ``R_b``), position
-    ``[IP]_Ri`` and a unit quaternion of ``P_b/i`` as states (no gimbal lock; the
+class _Base(BodyBlock):
+    """A body (rigid or flexible) with 6 d.o.f. w.r.t. ``R_i``: twist ``x'_P`` (in ``R_b``),
+    position ``[IP]_Ri`` and a unit quaternion of ``P_b/i`` as states (no gimbal lock; the
     Euler angles of the motion vector are computed from it)."""
 
-    state_names = BASE_STATES
-    children_through_sum = True                 # sum_child_wrenches, child_accelerations
+    own_states = BASE_STATES
 
     def __init__(self, body: RigidBody, gravity=(0.0, -9.81, 0.0),
                  r0=(0.0, 0.0, 0.0), Theta0=(0.0, 0.0, 0.0), twist0=(0.0,) * 6):
-        self.body = body
         self.g = as_vector("gravity", gravity)
         self.r0 = as_vector("r0", r0)
         self.Theta0 = as_vector("Theta0", Theta0)
         self.twist0 = as_vector("twist0", twist0, 6)
-        self.child_ports = body.child_ports()
+        self._attach(body)
 
-    def initial_state(self):
+    def own_initial_state(self):
         return np.concatenate([self.twist0, self.r0, quat_from_dcm(dcm_from_euler(self.Theta0))])
 
     def kinematics(self, x, m_parents, outputs=True):
@@ -42,7 +39,7 @@ class _Base(Block):
         m_P[6:12] = twist
         m_P[12:15] = r_i.dot(P_bi)                                       # P_b/i^T [IP]_Ri
         m_P[15:18] = euler_angles(P_bi) if outputs else np.nan            # Theta(P_b/i)
-        kin = body_kinematics(self.body, self.g, self.child_ports, m_P, P_bi, outputs)
+        kin = self._body_kinematics(m_P, P_bi, x, outputs)
         kin.m_out = {"p.m": m_P, **kin.m_out}
         return kin
 
@@ -51,7 +48,7 @@ class _Base(Block):
         x[9:13] /= np.linalg.norm(x[9:13])
         return x
 
-    def derivatives(self, x, kin, acc):
+    def own_derivatives(self, x, kin, acc):
         """``x'dot_P``, then the kinematics of eq. (12) with the position in ``R_i``,
         ``d[IP]_Ri/dt = P_b/i v_P``, and a quaternion in place of ``Gamma(Theta)``."""
         twist, q = x[0:6], x[9:13]
@@ -84,17 +81,20 @@ class FloatingBase(_Base):
             raise ParameterError("mass", f"a floating base needs a positive mass, got {body.mass}")
         if np.linalg.eigvalsh(body.inertia)[0] <= 0:
             raise ParameterError("inertia", "a floating base needs a positive definite inertia")
-        self.D_inv = np.linalg.inv(body.D_P)                               # [D_P]^-1, Fig. 2
+        if body.n_modes and np.linalg.eigvalsh(body.D_res0)[0] <= 1e-12 * body.mass:
+            raise ParameterError("mass", "a floating base needs a positive definite residual mass D_P - L^T L")
+        self.D_inv = body.D_inv if isinstance(body, RigidBody) else None     # [D_P]^-1, Fig. 2
 
     def accelerations(self, kin, u):
         w_ext = u["ext.w"]
         if self.ext_frame == "inertial":
             w_ext = P_x2(kin.P_ai).T.dot(w_ext)
-        total = w_ext + sum_child_wrenches(self.body, u, self.child_ports)
-        a_P = self.D_inv.dot(total - kin.bias) + kin.g6                    # eq. (11) solved, Fig. 2
+        a_P, modal = self.body.forward(kin, w_ext, u, self.child_ports)  # eq. (11) solved, Fig. 2; eq. (F16)
         acc = {"p.a": a_P}
+        if modal is not None:
+            acc["modal.qdd"] = modal
         if kin.outputs:
-            acc.update(child_accelerations(self.body, a_P, self.child_ports))
+            acc.update(self.body.child_accelerations(kin, a_P, modal, self.child_ports))
         return acc
 
 
@@ -116,11 +116,8 @@ class ImposedMotionBase(_Base):
 
     def accelerations(self, kin, u):
         a_P = u["p.a"]
-        w_P = newton_euler(self.body.D_P, a_P, kin.g6, kin.bias) \
-            - sum_child_wrenches(self.body, u, self.child_ports)
-        acc = {"p.a": a_P, "p.w": w_P}
-        acc.update(child_accelerations(self.body, a_P, self.child_ports))
-        return acc
+        w_P, modal = self.body.needed_wrench(kin, a_P - kin.g6, u, self.child_ports)   # eq. (11), eq. (F16)
+        return self._body_outputs({"p.a": a_P, "p.w": w_P}, kin, a_P, modal)
 
-    def extra_output_values(self, x, kin, acc):
+    def own_output_values(self, x, kin, acc):
         return {"p.w": acc["p.w"]}

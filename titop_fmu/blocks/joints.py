@@ -12,30 +12,24 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ParameterError
-from ..spatial import P_x2, axis_rotation, dcm_from_euler, motion_in_frame, newton_euler, skew, tau
-from .base import Block, body_kinematics, child_accelerations, sum_child_wrenches
+from ..spatial import P_x2, axis_rotation, dcm_from_euler, motion_in_frame, skew, tau
+from .base import BodyBlock
 from .body import RigidBody, as_scalar, as_vector, unit_axis
 
 
-class _MountedBody(Block):
+class _MountedBody(BodyBlock):
     """A body ``A`` attached at ``P`` to a parent ``B``, mounting DCM ``P_a0/b`` from
-    the 3-2-1 Euler angles ``mount`` of ``R_a`` w.r.t. ``R_b`` at zero joint motion."""
+    the 3-2-1 Euler angles ``mount`` of ``R_a`` w.r.t. ``R_b`` at zero joint motion; the
+    body rigid or flexible."""
 
     parent_ports = ("p",)
-    children_through_sum = True                 # sum_child_wrenches, child_accelerations
 
     def __init__(self, body: RigidBody, gravity=(0.0, -9.81, 0.0), mount=(0.0, 0.0, 0.0)):
-        self.body = body
         self.g = as_vector("gravity", gravity)
         self.mount = as_vector("mount", mount)
         self.P_a0b = dcm_from_euler(self.mount)
         self.P_a0b_x2 = P_x2(self.P_a0b)
-        self.child_ports = body.child_ports()
-
-    def _body_kinematics(self, m_A, P_ai, P2, outputs, **extra):
-        """:func:`body_kinematics` of ``A`` with ``P2 = P_a/b^x2``, which brings the parent's
-        motion in and the wrench on the parent out."""
-        return body_kinematics(self.body, self.g, self.child_ports, m_A, P_ai, outputs, P2=P2, **extra)
+        self._attach(body)
 
 
 class WeldedBody(_MountedBody):
@@ -49,15 +43,12 @@ class WeldedBody(_MountedBody):
     def kinematics(self, x, m_parents, outputs=True):
         P_ab = self.P_a0b
         m_A, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)
-        return self._body_kinematics(m_A, P_ai, self.P_a0b_x2, outputs)          # the mounting: constant
+        return self._body_kinematics(m_A, P_ai, x, outputs, P2=self.P_a0b_x2)    # the mounting: constant
 
     def accelerations(self, kin, u):
         a_A = kin.P2.T.dot(u["p.a"])
-        W = sum_child_wrenches(self.body, u, self.child_ports) \
-            - newton_euler(self.body.D_P, a_A, kin.g6, kin.bias)           # eq. (15)
-        acc = {"p.w": kin.P2.dot(W)}
-        acc.update(child_accelerations(self.body, a_A, self.child_ports))  # eq. (14)
-        return acc
+        W, modal = self.body.needed_wrench(kin, a_A - kin.g6, u, self.child_ports)    # eq. (15), eq. (F16)
+        return self._body_outputs({"p.w": kin.P2.dot(-W)}, kin, a_A, modal)         # eq. (14)
 
 
 class _JointBody(_MountedBody):
@@ -73,10 +64,9 @@ class _JointBody(_MountedBody):
     Output ``joint.q = [qdd, qd, q]`` (the joint motion ``m_r`` / ``m_t``).
     """
 
-    state_names = ("q", "qd")
+    own_states = ("q", "qd")
 
     def __init__(self, body, axis, q0=0.0, qd0=0.0, k=0.0, d=0.0, mode="forward", **kw):
-        super().__init__(body, **kw)
         self.axis = unit_axis("axis", axis)
         self.q0 = as_scalar("q0", q0)
         self.qd0 = as_scalar("qd0", qd0)
@@ -87,14 +77,20 @@ class _JointBody(_MountedBody):
         self.mode = mode
         if mode == "forward":
             self.extra_inputs = {"joint.tau": 1}
-            self.extra_outputs = {"joint.q": 3}
+            self.own_outputs = {"joint.q": 3}
         else:
             self.extra_inputs = {"joint.qdd": 1}
-            self.extra_outputs = {"joint.q": 3, "joint.tau": 1}
+            self.own_outputs = {"joint.q": 3, "joint.tau": 1}
         self.optional_inputs = tuple(self.extra_inputs)
+        super().__init__(body, **kw)
 
-    def initial_state(self):
+    def own_initial_state(self):
         return np.array([self.q0, self.qd0])
+
+    def _apparent_inertia(self, kin):
+        """The inertia the joint sees: ``J_r`` (eq. (20)) or ``m^A`` for a rigid body,
+        ``s^T D_res s`` for a flexible one (eq. (F16))."""
+        return self.J if not self.body.n_modes else self.body.apparent_inertia(kin, self.screw)
 
     def joint_effort(self, q, qd):
         """Spring/damper effort inside the joint: ``-k q - d qd``."""
@@ -112,10 +108,10 @@ class _JointBody(_MountedBody):
         qdd = u["joint.qdd"][0]
         return qdd, {"joint.tau": (J * qdd + s_beta - kin.spring)[None, :]}
 
-    def derivatives(self, x, kin, acc):
+    def own_derivatives(self, x, kin, acc):
         return np.array([x[1], acc["joint.qdd"][0]])
 
-    def extra_output_values(self, x, kin, acc):
+    def own_output_values(self, x, kin, acc):
         out = {"joint.q": np.array([acc["joint.qdd"][0], x[1], x[0]])}
         if self.mode == "inverse":
             out["joint.tau"] = acc["joint.tau"]
@@ -135,35 +131,35 @@ class RevoluteBody(_JointBody):
     def __init__(self, body: RigidBody, axis=(0.0, 0.0, 1.0), **kw):
         super().__init__(body, axis, **kw)
         r6 = np.concatenate([np.zeros(3), self.axis])
-        self.r6 = r6
+        self.r6 = self.screw = r6
         self.skew_r2 = P_x2(skew(self.axis))                               # diag((*r~), (*r~))
-        self.J_r = float(r6 @ body.D_P @ r6)                               # eq. (20)
+        self.J_r = self.J = float(r6 @ body.D_P @ r6)                      # eq. (20)
         if self.J_r <= 1e-12 * max(1.0, body.mass):
             raise ParameterError("inertia", "the apparent inertia J_r about the revolute axis "
                                             "is zero: the joint acceleration is undefined")
+        if body.n_modes:
+            body.check_joint(r6, "inertia")
 
     def kinematics(self, x, m_parents, outputs=True):
-        theta, thetad = x.tolist()
+        theta, thetad = x[0:2].tolist()
         P_ab = self.P_a0b.dot(axis_rotation(self.axis, theta))             # eq. (16)
         m_A, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)         # [m^B_P]_Ra, Theta^A
         e = -thetad * self.skew_r2.dot(m_A[6:12])                          # eq. (17): [(*r~) v_B; (*r~) w_B]
         m_A[9:12] += thetad * self.axis                                    # eq. (17), twist
-        return self._body_kinematics(m_A, P_ai, P_x2(P_ab), outputs, e=e.reshape(6, 1), s=self.r6,
+        return self._body_kinematics(m_A, P_ai, x, outputs, P2=P_x2(P_ab), e=e.reshape(6, 1), s=self.r6,
                                      spring=self.joint_effort(theta, thetad))
 
     def accelerations(self, kin, u):
-        D = self.body.D_P
+        body = self.body
         a_B = kin.P2.T.dot(u["p.a"])                                       # [x'dot^B_P]_Ra
-        W_c = sum_child_wrenches(self.body, u, self.child_ports)
-        beta = D.dot(a_B - kin.g6 + kin.e) + kin.bias - W_c                # bracket of eq. (21)
-        thetadd, extra = self._solve_joint(kin, u, self.J_r, beta)         # eq. (22) / eq. (21)
-        if not kin.outputs:                                                # state derivatives only
+        beta, _ = body.needed_wrench(kin, a_B - kin.g6 + kin.e, u, self.child_ports)   # bracket of eq. (21)
+        thetadd, extra = self._solve_joint(kin, u, self._apparent_inertia(kin), beta)  # eq. (22) / eq. (21)
+        if not kin.outputs and not body.n_modes:                           # state derivatives only
             return {"joint.qdd": thetadd[None, :]}
         a_A = a_B + kin.e + self.r6[:, None] * thetadd                     # eq. (17)
-        W = W_c - newton_euler(D, a_A, kin.g6, kin.bias)                   # eq. (18): W_A/B,P
-        acc = {"p.w": kin.P2.dot(W), "joint.qdd": thetadd[None, :], **extra}
-        acc.update(child_accelerations(self.body, a_A, self.child_ports))  # eq. (23)
-        return acc
+        W, modal = body.needed_wrench(kin, a_A - kin.g6, u, self.child_ports)     # eq. (18): -W_A/B,P
+        acc = {"p.w": kin.P2.dot(-W), "joint.qdd": thetadd[None, :], **extra}
+        return self._body_outputs(acc, kin, a_A, modal)                    # eq. (23)
 
 
 class PrismaticBody(_JointBody):
@@ -179,13 +175,16 @@ class PrismaticBody(_JointBody):
 
     def __init__(self, body: RigidBody, axis=(1.0, 0.0, 0.0), **kw):
         super().__init__(body, axis, **kw)
-        self.t6 = np.concatenate([self.axis, np.zeros(3)])
+        self.t6 = self.screw = np.concatenate([self.axis, np.zeros(3)])
         self.skew_t = skew(self.axis)                                      # (*t~)
+        self.J = body.mass
         if body.mass <= 0:
             raise ParameterError("mass", "a prismatic body needs a positive mass (eq. (28) divides by it)")
+        if body.n_modes:
+            body.check_joint(self.t6, "mass")
 
     def kinematics(self, x, m_parents, outputs=True):
-        xq, xd = x.tolist()
+        xq, xd = x[0:2].tolist()
         t = self.axis
         P_ab = self.P_a0b
         m_A, P_ai = motion_in_frame(m_parents["p"], P_ab, outputs)         # [m^A_P0]_Ra, then at P
@@ -195,21 +194,19 @@ class PrismaticBody(_JointBody):
         m_A[12:15] += xq * t                                               # eq. (24), pose
         e = np.zeros(6)
         e[0:3] = -xd * self.skew_t.dot(m_A[9:12])                          # eq. (24), xdot term
-        return self._body_kinematics(m_A, P_ai, self.P_a0b_x2, outputs, T=T, e=e.reshape(6, 1), s=self.t6,
+        return self._body_kinematics(m_A, P_ai, x, outputs, P2=self.P_a0b_x2, T=T, e=e.reshape(6, 1), s=self.t6,
                                      spring=self.joint_effort(xq, xd))
 
     def accelerations(self, kin, u):
-        D = self.body.D_P
+        body = self.body
         a_P0 = kin.P2.T.dot(u["p.a"])
         a_T = kin.T.dot(a_P0)                                              # tau_{-x t~} x'dot_P0, eq. (24)
-        W_c = sum_child_wrenches(self.body, u, self.child_ports)
-        beta = D.dot(a_T - kin.g6 + kin.e) + kin.bias - W_c                # bracket of eq. (27)
-        xdd, extra = self._solve_joint(kin, u, self.body.mass, beta)      # eq. (28) / eq. (27)
-        if not kin.outputs:                                                # state derivatives only
+        beta, _ = body.needed_wrench(kin, a_T - kin.g6 + kin.e, u, self.child_ports)   # bracket of eq. (27)
+        xdd, extra = self._solve_joint(kin, u, self._apparent_inertia(kin), beta)     # eq. (28) / eq. (27)
+        if not kin.outputs and not body.n_modes:                           # state derivatives only
             return {"joint.qdd": xdd[None, :]}
         a_A = a_T + kin.e + self.t6[:, None] * xdd                         # eq. (24)
-        W_P = W_c - newton_euler(D, a_A, kin.g6, kin.bias)                 # eq. (25): W_A/B,P
-        W_P0 = kin.T.T.dot(W_P)                                            # eq. (29)
+        W_P, modal = body.needed_wrench(kin, a_A - kin.g6, u, self.child_ports)   # eq. (25): -W_A/B,P
+        W_P0 = kin.T.T.dot(-W_P)                                           # eq. (29)
         acc = {"p.w": kin.P2.dot(W_P0), "joint.qdd": xdd[None, :], **extra}
-        acc.update(child_accelerations(self.body, a_A, self.child_ports))  # eq. (23)
-        return acc
+        return self._body_outputs(acc, kin, a_A, modal)                    # eq. (23)

@@ -209,16 +209,17 @@ def _pairs(path, d, key):
     return items
 
 
-def read(path, unit_of=None) -> SystemFile:
+def read(path, unit_of=None, expand=None) -> SystemFile:
     """Read a system file; errors name the file and the offending entry. ``unit_of(model,
     scalar)``: the unit a unit's parameter or input is declared in (an FMI unit string, or None),
     to which a value written with its unit is converted, its dimension checked; without it,
-    such values are in SI base units."""
+    such values are in SI base units. ``expand(content, folder, where)``, when given, rewrites
+    the file's content before it is read (tables a higher layer knows, such as flexible bodies)."""
     path = Path(path)
     if not path.is_file():
         raise ConnectionError_(f"no system file {path}")
     d = _load(path)
-    system, sim = from_dict(d, str(path), path.parent, unit_of)
+    system, sim = from_dict(expand(d, path.parent, str(path)) if expand else d, str(path), path.parent, unit_of)
     twin = d.get("modelica")
     if twin is not None and not isinstance(twin, str):
         raise ConnectionError_(f'{path}: modelica = "<path of the twin model, relative to this file>"')

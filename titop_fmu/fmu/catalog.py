@@ -29,6 +29,7 @@ from ..cosim.names import port_names, structured_names
 from ..control.blocks import MODELS as CONTROL_MODELS
 from ..errors import ParameterError, did_you_mean
 from ..unit import BlockUnit
+from . import flexible
 
 # -- units of the port components ----------------------------------------------------------
 
@@ -65,6 +66,7 @@ PORT_TEXT = {
     "joint.tau": "actuator effort of the joint (C_m or F_m)",
     "joint.qdd": "imposed joint acceleration",
     "joint.q": "joint motion [qdd, qd, q]",
+    "c.u": "elastic displacement [u; theta] of the node C{i} of the flexible body, in the body frame",
 }
 
 #: descriptions that differ from PORT_TEXT for one kind
@@ -85,6 +87,8 @@ def port_units(port: str, size: int, joint: str | None) -> tuple:
         return JOINT_UNITS[joint][1]
     if port == "p.a":
         return ACCELERATION_UNITS
+    if re.fullmatch(r"c\d+\.u", port):
+        return ("m",) * 3 + ("rad",) * 3
     if port.endswith(".m") and size == 18:
         return MOTION_UNITS
     if port.endswith(".w") and size == 6:
@@ -101,11 +105,14 @@ def port_labels(port: str, size: int) -> tuple:
         return WRENCH_LABELS
     if port == "joint.q":
         return ("joint acceleration qdd", "joint velocity qd", "joint position q")
+    if re.fullmatch(r"c\d+\.u", port):
+        return ("displacement u_x", "displacement u_y", "displacement u_z", "rotation theta_x", "rotation theta_y",
+                "rotation theta_z")
     return ("",) * size
 
 
 def port_text(kind: str, port: str) -> str:
-    m = re.fullmatch(r"c(\d+)\.([mw])", port)
+    m = re.fullmatch(r"c(\d+)\.([mwu])", port)
     key = f"c.{m.group(2)}" if m else port
     text = PORT_TEXT_BY_KIND.get(kind, {}).get(key, PORT_TEXT.get(key, port))
     return text.format(i=m.group(1)) if m else text
@@ -205,6 +212,9 @@ LOOP_PARAMS = (
 # -- kinds -------------------------------------------------------------------------------------
 
 def _rigid_body(v, n):
+    """The block's body: rigid, or flexible when the values hold modal data (``flex.*``)."""
+    if "flex.omega" in v:
+        return flexible.flexible_body(v, n)
     return RigidBody(v["mass"], v["inertia"], v["com"], [v[f"c{i}.r"] for i in range(1, n + 1)])
 
 
@@ -271,19 +281,28 @@ KINDS = {k.name: k for k in (
 DEFAULT_CHILDREN = (0, 1, 2)
 
 
-def model_identifier(kind: str, n_children: int) -> str:
-    return kind if not KINDS[kind].has_children else f"{kind}_c{n_children}"
+def model_identifier(kind: str, n_children: int, n_modes: int | None = None) -> str:
+    """``revolute_c2``; with a flexible body of ``n_modes`` modes, ``revolute_c2_f10``."""
+    if not KINDS[kind].has_children:
+        return kind
+    return f"{kind}_c{n_children}" + ("" if n_modes is None else f"_f{n_modes}")
 
 
 def parse_identifier(model_id: str) -> tuple:
-    """``"revolute_c2"`` -> ``("revolute", 2)``; KeyError saying what the models are, with the
-    nearest identifiers to a misspelled one."""
+    """``"revolute_c2"`` (or ``"revolute_c2_f10"``) -> ``("revolute", 2)``; KeyError saying what
+    the models are, with the nearest identifiers to a misspelled one."""
+    return parse_model(model_id)[0:2]
+
+
+def parse_model(model_id: str) -> tuple:
+    """``"revolute_c2_f10"`` -> ``("revolute", 2, 10)``, ``"revolute_c2"`` -> ``("revolute", 2, None)``
+    (the number of modes of a flexible body, None for a rigid one)."""
     if model_id in KINDS and not KINDS[model_id].has_children:
-        return model_id, 0
-    m = re.fullmatch(r"(\w+)_c(\d+)", str(model_id))
+        return model_id, 0, None
+    m = re.fullmatch(r"(\w+?)_c(\d+)(?:_f(\d+))?", str(model_id))
     if not m or m.group(1) not in KINDS or not KINDS[m.group(1)].has_children:
         raise KeyError(unknown_model(model_id))
-    return m.group(1), int(m.group(2))
+    return m.group(1), int(m.group(2)), None if m.group(3) is None else int(m.group(3))
 
 
 def unknown_model(model_id) -> str:
@@ -294,11 +313,18 @@ def unknown_model(model_id) -> str:
                                    *CONTROL_MODELS])
     kinds = ", ".join(f"{k}_c<n>" if KINDS[k].has_children else k for k in KINDS)
     return (f"unknown model {model_id!r}{near}; models: {kinds} (n: the number of child ports); control "
-            f"units: {', '.join(CONTROL_MODELS)} (titop-fmu models lists them)")
+            f"units: {', '.join(CONTROL_MODELS)}; a body of m flexible modes: <model>_f<m> (titop-fmu models lists "
+            "them)")
 
 
-def parameters(kind: str, n_children: int) -> tuple:
+def parameters(kind: str, n_children: int, n_modes: int | None = None) -> tuple:
+    """The FMI parameters of ``kind`` with ``n_children`` child ports; with a flexible body of
+    ``n_modes`` modes, its modal data in place of the rigid body's mass properties."""
     k = KINDS[kind]
+    if n_modes is not None:
+        body = tuple(p for p in k.params if p.name not in flexible.RIGID_BODY) + flexible.body_params(Param, n_modes)
+        ports = tuple(p for i in range(1, n_children + 1) for p in flexible.port_params(Param, i, n_modes))
+        return body + ports + k.more_params + TOLERANCES
     children = tuple(child_param(i) for i in range(1, n_children + 1)) if k.has_children else ()
     return k.params + children + k.more_params + (TOLERANCES if k.integrator else ())
 
@@ -350,7 +376,10 @@ def state_variables(kind: str, states) -> list:
     joint = KINDS[kind].joint
     out, ders = [], []
     for x in states:
-        if joint:
+        if x.startswith("eta"):
+            unit = dunit = None
+            text = f"modal {'rate' if x.startswith('etad') else 'coordinate'} {x} of the flexible body"
+        elif joint:
             _, (acc, vel, pos) = JOINT_UNITS[joint]
             unit, dunit, text = (pos, vel, "joint position") if x == "q" else (vel, acc, "joint velocity")
         else:
@@ -374,6 +403,7 @@ class Interface:
     output_names: tuple
     variables: tuple = field(repr=False)   # ScalarVar, value reference = position
     state_names: tuple = ()                # the block's states as FMI names, x.<state> (after the outputs)
+    n_modes: int | None = None             # the modes of a flexible body (None: a rigid body)
 
     @property
     def n_params(self):
@@ -411,7 +441,7 @@ class Interface:
                 raise
             raise e.renamed(name) from None
         kw = {}
-        if KINDS[self.kind].integrator:
+        if KINDS[self.kind].integrator or self.n_modes is not None:
             kw = dict(rtol=positive("rtol", v["rtol"]), atol=positive("atol", v["atol"]))
         return BlockUnit(block, **kw), [str(w.message) for w in caught]
 
@@ -428,18 +458,20 @@ def port_variables(kind: str, port: str, size: int, causality: str) -> list:
 
 
 @lru_cache(maxsize=None)
-def interface(kind: str, n_children: int = 0) -> Interface:
-    """The interface of the FMU ``kind`` with ``n_children`` child ports (cached)."""
+def interface(kind: str, n_children: int = 0, n_modes: int | None = None) -> Interface:
+    """The interface of the FMU ``kind`` with ``n_children`` child ports (cached); with a
+    flexible body of ``n_modes`` modes (docs/flexible-bodies.md)."""
     k = KINDS[kind]
     if not k.has_children:
-        n_children = 0
+        n_children, n_modes = 0, None
     if n_children < 0:
         raise ValueError(f"number of child ports must be >= 0, got {n_children}")
-    params = parameters(kind, n_children)
+    params = parameters(kind, n_children, n_modes)
     scalars = tuple((name, i, index, default, unit)
                     for i, p in enumerate(params) for name, index, default, unit in p.scalars())
-    iface = Interface(kind, n_children, model_identifier(kind, n_children), k.description, params,
-                      scalars, (), (), ())
+    description = k.description if n_modes is None else f"{k.description}; the body flexible, {n_modes} modes"
+    iface = Interface(kind, n_children, model_identifier(kind, n_children, n_modes), description, params,
+                      scalars, (), (), (), n_modes=n_modes)
     template, _ = iface.make_unit(iface.defaults())     # port names do not depend on parameters
     variables = [ScalarVar(name, "parameter", params[i].type, default, unit, params[i].description)
                  for name, i, index, default, unit in scalars]
@@ -449,9 +481,9 @@ def interface(kind: str, n_children: int = 0) -> Interface:
     assert [v.name for v in variables if v.causality == "input"] == template.input_names
     assert [v.name for v in variables if v.causality == "output"] == template.output_names
     variables += state_variables(kind, template.block.state_names)
-    return Interface(kind, n_children, iface.model_identifier, k.description, params, scalars,
+    return Interface(kind, n_children, iface.model_identifier, description, params, scalars,
                      tuple(template.input_names), tuple(template.output_names), tuple(variables),
-                     tuple(state_name(x) for x in template.block.state_names))
+                     tuple(state_name(x) for x in template.block.state_names), n_modes)
 
 
 def all_identifiers(children=DEFAULT_CHILDREN) -> list:
@@ -466,8 +498,9 @@ def all_identifiers(children=DEFAULT_CHILDREN) -> list:
 
 
 def interface_of(model_id: str) -> Interface:
-    """The interface of the TITOP FMU ``model_id`` (``"revolute_c2"``); KeyError if it is none."""
-    return interface(*parse_identifier(model_id))
+    """The interface of the TITOP FMU ``model_id`` (``"revolute_c2"``, ``"revolute_c2_f10"``);
+    KeyError if it is none."""
+    return interface(*parse_model(model_id))
 
 
 def unknown_parameter(iface: Interface, name: str) -> str:

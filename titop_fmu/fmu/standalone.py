@@ -36,7 +36,7 @@ from ..archive import write_zip
 from ..integrators import MAX_STEPS, _A, _C, _E
 from ..dual import SOURCE as DUAL_SOURCE
 from ..cbuild import CompileError, cache_root, run_compiler
-from ..kernel import SOURCE as KERNEL_SOURCE, SPATIAL_H, TYPES, _extra
+from ..kernel import HEADERS, SOURCE as KERNEL_SOURCE, TYPES, _extra
 from .build import MODEL_OPTIONS, FmuBuildError, linux_c_compiler, model_description
 from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
 
@@ -90,7 +90,7 @@ def source_files() -> dict:
     """``{file name: bytes}`` of the C sources every standalone FMU is compiled from."""
     files = {name: (CSRC / name).read_bytes() for name in SOURCES}
     files["kernel.c"] = KERNEL_SOURCE.read_bytes()
-    files["spatial.h"] = SPATIAL_H.read_bytes()
+    files.update({h.name: h.read_bytes() for h in HEADERS})
     files["kernel_dual.cpp"] = DUAL_SOURCE.read_bytes()
     return files
 

@@ -21,7 +21,9 @@ with the body, and the model has constant coefficients:
 
 The pose rows are zero at the operating point (the reference moves with it).
 
-A joint body has ``<joint>.q, <joint>.qd``; welded bodies and loop closures have none.
+A joint body has ``<joint>.q, <joint>.qd``; welded bodies and loop closures have none. A
+flexible body adds its modal coordinates and rates, ``<block>.eta1 .. etad<n>``, as they are
+(docs/flexible-bodies.md).
 
 Inputs and outputs are FMI scalar names (:mod:`titop_fmu.cosim.names`) prefixed by the
 block: ``balloon.ext.w[2]``, ``slider.joint.tau``, ``pendulum1.joint.q[3]``; a port name
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..blocks import FloatingBase, ImposedMotionBase, PrismaticBody, RevoluteBody
+from ..blocks import FlexibleBody, FloatingBase, ImposedMotionBase, PrismaticBody, RevoluteBody
 from ..cosim.names import port_names, port_of
 from ..errors import ConnectionError_
 from ..spatial import chart_rate_jacobian, dcm_from_quat, quat_chart, quat_exp, quat_multiply
@@ -59,8 +61,9 @@ class Coordinates:
     """The minimal states of a :class:`System` (or of a ``layout``: ``[(block, kind, native
     slice)]``, kind ``"base"`` or ``"joint"``) and their maps to its own states.
 
-    ``bases`` and ``joints`` list ``(block name, native slice, minimal slice)``; the
-    minimal states follow the system's state order."""
+    ``bases``, ``joints`` and ``modal`` (a flexible body's modal coordinates and rates) list
+    ``(block name, native slice, minimal slice)``; the minimal states follow the system's state
+    order. Joints and modes are their own minimal coordinates."""
 
     def __init__(self, system: System | None = None, layout=None):
         self.system = system
@@ -69,19 +72,25 @@ class Coordinates:
             layout = []
             for n in plan.order:
                 b, s = system.blocks[n], plan.state_slices[n]
+                own = 0
                 if isinstance(b, (FloatingBase, ImposedMotionBase)):
-                    layout.append((n, "base", s))
+                    own = 13
+                    layout.append((n, "base", slice(s.start, s.start + own)))
                 elif isinstance(b, (RevoluteBody, PrismaticBody)):
-                    layout.append((n, "joint", s))
-                elif b.n_states:
+                    own = 2
+                    layout.append((n, "joint", slice(s.start, s.start + own)))
+                if getattr(getattr(b, "body", None), "n_modes", 0):
+                    layout.append((n, "modal", slice(s.start + own, s.stop)))
+                elif b.n_states > own:
                     raise ConnectionError_(f"block {n!r} ({type(b).__name__}) has states without minimal "
                                            "coordinates for a linear model")
-        self.bases, self.joints, names = [], [], []
+        self.bases, self.joints, self.modal, names = [], [], [], []
         k = n_native = 0
         for n, kind, s in layout:
-            size = 12 if kind == "base" else 2
-            (self.bases if kind == "base" else self.joints).append((n, s, slice(k, k + size)))
-            names += [f"{n}.{x}" for x in (MINIMAL_BASE_STATES if kind == "base" else JOINT_STATES)]
+            size = {"base": 12, "joint": 2}.get(kind, s.stop - s.start)
+            {"base": self.bases, "joint": self.joints, "modal": self.modal}[kind].append((n, s, slice(k, k + size)))
+            names += [f"{n}.{x}" for x in (MINIMAL_BASE_STATES if kind == "base" else JOINT_STATES if kind == "joint"
+                                           else modal_names(size // 2))]
             k += size
             n_native = max(n_native, s.stop)
         self.state_names = names
@@ -95,8 +104,8 @@ class Coordinates:
         for _, s, m in self.bases:
             T[s.start:s.start + 9, m.start:m.start + 9] = np.eye(9)
             T[s.start + 9:s.start + 13, m.start + 9:m.start + 12] = quat_chart(y[s.start + 9:s.start + 13])
-        for _, s, m in self.joints:
-            T[s, m] = np.eye(2)
+        for _, s, m in self.joints + self.modal:
+            T[s, m] = np.eye(s.stop - s.start)
         return T
 
     def rates(self, y, ydot, dydot=None, seeds=None):
@@ -119,7 +128,7 @@ class Coordinates:
                     omega)).dot(seeds[m.start + 6:m.start + 9])
                 dx[m.start + 9:m.start + 12] = seeds[m.start + 3:m.start + 6] \
                     + chart_rate_jacobian(omega).dot(seeds[m.start + 9:m.start + 12])
-        for _, s, m in self.joints:
+        for _, s, m in self.joints + self.modal:
             xdot[m] = ydot[s]
             if k:
                 dx[m] = dydot[s]
@@ -133,9 +142,14 @@ class Coordinates:
             y[s.start:s.start + 9] += dx[m.start:m.start + 9]
             q = quat_multiply(y[s.start + 9:s.start + 13], quat_exp(dx[m.start + 9:m.start + 12]))
             y[s.start + 9:s.start + 13] = q / np.linalg.norm(q)
-        for _, s, m in self.joints:
+        for _, s, m in self.joints + self.modal:
             y[s] += dx[m]
         return y
+
+
+def modal_names(n: int) -> list:
+    """The state names of a flexible body's ``n`` modes: ``eta1 .. etan, etad1 .. etadn``."""
+    return [f"eta{i + 1}" for i in range(n)] + [f"etad{i + 1}" for i in range(n)]
 
 
 # -- inputs and outputs ---------------------------------------------------------------------------
@@ -217,7 +231,9 @@ def resolve_outputs(system: System, names) -> list:
             if entry.quantity in ACCELERATION_QUANTITIES:
                 raise ConnectionError_(f"output {ref!r}: a point's acceleration is not an output of a linear model "
                                        "(it reads the accelerations: take the joint's q[1] or a base's p.m[1..6])")
-            out += [(label, (entry, i)) for label, i in zip(entry.labels, entry.select)]
+            node = isinstance(block.body, FlexibleBody) and entry.point not in (None, "p")
+            at = (offsets[(entry.unit, f"{entry.point}.m")],) if node else ()      # a node: its own motion
+            out += [(label, (entry, i, *at)) for label, i in zip(entry.labels, entry.select)]
             continue
         try:
             out += [(name, offsets[(b, port)] + i) for name, (b, port, i) in _scalars(ref, spec, "output")]

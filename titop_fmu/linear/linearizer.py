@@ -50,7 +50,8 @@ class Linearizer:
         self.outputs = resolve_outputs(self.system, outputs)
         self.coords = Coordinates(self.system)
         order = self.system.plan().order
-        self._bodies = sorted({w[0].unit for _, w in self.outputs if isinstance(w, tuple)}, key=order.index)
+        self._bodies = sorted({w[0].unit for _, w in self.outputs if isinstance(w, tuple) and len(w) == 2},
+                              key=order.index)
         self._n_out = n_out = sum(output_layout(self.system)[0].values()) if self.outputs else 0
         try:
             self.tree = DualTree(plan_entries(self.system.plan()), n_out,
@@ -111,9 +112,9 @@ class Linearizer:
                 values.append(out[where])
                 rows.append(dout[where])
                 continue
-            entry, i = where
-            if id(entry) not in jacobians:
-                at = self._n_out + 18 * self._bodies.index(entry.unit)
+            entry, i = where[0:2]
+            if id(entry) not in jacobians:                 # a body's motion at P, or a node's own (ci.m)
+                at = where[2] if len(where) > 2 else self._n_out + 18 * self._bodies.index(entry.unit)
                 m, dm = out[at:at + 18], dout[at:at + 18]
                 jacobians[id(entry)] = (inertial(entry.quantity, m, entry.PX),
                                         inertial_jacobian(entry.quantity, m, entry.PX) @ dm)

@@ -140,16 +140,19 @@ def _rows(lin: Linearizer) -> tuple:
     ``x'dot_P`` and each joint's ``qdot, qddot``."""
     c = lin.coords
     pos = [k for _, _, ms in c.bases for k in range(ms.start, ms.start + 6)]
-    pos += [k for _, _, ms in c.joints for k in range(ms.start, ms.stop)]
+    pos += [k for _, _, ms in c.joints + c.modal for k in range(ms.start, ms.stop)]
     pos.sort()
     return np.array(pos, dtype=int), [f"d({c.state_names[k]})/dt" for k in pos]
 
 
 def default_free(coords: Coordinates) -> list:
-    """Every joint's position and velocity and every floating base's attitude (the bases'
-    twists stay as given: zero for a state of rest, a steady spin for a relative equilibrium)."""
+    """Every joint's position and velocity, every flexible body's modal coordinates and rates
+    (its deflection under the loads) and every floating base's attitude (the bases' twists stay
+    as given: zero for a state of rest, a steady spin for a relative equilibrium)."""
     bases = [b for b, _, _ in coords.bases if isinstance(coords.system.blocks[b], FloatingBase)]
-    return [f"{j}.{x}" for j, _, _ in coords.joints for x in ("q", "qd")] + [f"{b}.attitude" for b in bases]
+    return [f"{j}.{x}" for j, _, _ in coords.joints for x in ("q", "qd")] \
+        + [coords.state_names[k] for _, _, ms in coords.modal for k in range(ms.start, ms.stop)] \
+        + [f"{b}.attitude" for b in bases]
 
 
 def trim(system, state=None, free=None, fixed=None, tol: float = 1e-10, max_iter: int = 50) -> Equilibrium:
@@ -193,7 +196,8 @@ def trim(system, state=None, free=None, fixed=None, tol: float = 1e-10, max_iter
             raise TitopError(f"{name}: an attitude is fixed through the state, not by a value")
         if name in free:
             raise TitopError(f"{name} is both free and fixed")
-        y[next(s.start + k - m.start for _, s, m in [*coords.bases, *coords.joints] if m.start <= k < m.stop)] = value
+        y[next(s.start + k - m.start for _, s, m in [*coords.bases, *coords.joints, *coords.modal]
+               if m.start <= k < m.stop)] = value
     unknowns = _Unknowns(lin, free, y)
     y, names, held, norm, it = solve(unknowns, lin, lin, *_rows(lin), free, tol, max_iter)
     return Equilibrium(y, lin, names, held, norm, it)

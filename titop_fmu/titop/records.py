@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..blocks import FlexibleBody
 from ..cosim import CoSystem, build
 from ..cosim.names import port_of
 from ..errors import ConnectionError_, ParameterError, did_you_mean
@@ -117,13 +118,16 @@ class BodyMotion:
     unit: str
     block: object
     parent: tuple | None = None        # (unit, output port) feeding its p.m; None: a base, or p.m an input
+    node: str | None = None            # a flexible body's child port: the node's own motion, its ci.m
 
     @property
     def is_base(self) -> bool:
-        return "p.m" in self.block.outputs_spec
+        return "p.m" in self.block.outputs_spec or self.node is not None
 
     def needs(self) -> set:
         """The whole output ports ``(unit, port)`` it reads."""
+        if self.node is not None:
+            return {(self.unit, f"{self.node}.m")}
         if self.is_base:
             return {(self.unit, "p.m")}
         own = {(self.unit, "joint.q")} if "joint.q" in self.block.outputs_spec else set()
@@ -137,10 +141,12 @@ class BodyMotion:
 
     def __call__(self, outs: dict, inputs: dict) -> np.ndarray:
         if self.is_base:
-            return np.asarray(outs[self.unit]["p.m"], dtype=float)
+            return np.asarray(outs[self.unit][f"{self.node or 'p'}.m"], dtype=float)
         m_parent = outs[self.parent[0]][self.parent[1]] if self.parent else inputs[(self.unit, "p.m")]
         q = outs.get(self.unit, {}).get("joint.q")              # a welded body: no joint, no output read
-        x = np.zeros(0) if q is None else np.array([q[2], q[1]], dtype=float)    # [q, qd] of [qdd, qd, q]
+        x = np.zeros(self.block.n_states)                       # a flexible body's modes: its motion at P
+        if q is not None:                                       # does not depend on them
+            x[0:2] = q[2], q[1]                                 # [q, qd] of [qdd, qd, q]
         kin = self.block.kinematics(x, {"p": np.asarray(m_parent, dtype=float)})
         if q is None:
             return kin.m_A
@@ -191,6 +197,8 @@ def body_points(block) -> dict:
     body = getattr(block, "body", None)
     if body is None:
         return {}
+    if isinstance(body, FlexibleBody):              # its nodes move: their own motion vectors, ci.m
+        return {"p": np.zeros(3), **{f"c{i + 1}": np.zeros(3) for i in range(body.n_children)}}
     return {"p": np.zeros(3), "com": body.com,
             **{f"c{i + 1}": PC for i, PC in enumerate(body.children)}}
 
@@ -298,6 +306,8 @@ class Records:
         block = self.block(unit)
         entry = inertial_entry(ref, unit, block, self.cs.units[unit].model)
         if entry is not None:
+            if isinstance(block.body, FlexibleBody) and entry.point not in (None, "p"):
+                return replace(entry, motion=BodyMotion(unit, block, node=entry.point))
             return replace(entry, motion=self.motion(ref, unit, block))
         if block is None:
             return self._other(ref, unit, var)

@@ -1,0 +1,121 @@
+"""Flexible bodies in system files (docs/flexible-bodies.md, "In a system file"): a unit's
+``[units.NAME.flexible]`` table (a beam for the generator, or a neutral modal file) turns the
+unit into the flexible variant of its model (``welded_c1`` -> ``welded_c1_f10``) with the
+modal data as its FMI parameters (:mod:`titop_fmu.fmu.flexible`). :func:`expand` rewrites
+a system file's content so (:func:`titop_fmu.simulation.read_file`); everything downstream sees an ordinary TITOP model."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..blocks.beam import LumpedMass, beam_modal_data, section
+from ..blocks.modal import ModalData
+from ..errors import ConnectionError_, ParameterError, did_you_mean
+from ..fmu import catalog
+from ..fmu.flexible import RIGID_BODY, flexible_values
+
+#: the keys of a [units.NAME.flexible] table
+KEYS = ("beam", "masses", "axis", "ydir", "elements", "modal", "modes", "ports", "damping", "stiffening",
+        "eta0", "etad0")
+
+
+def modal_data(table: dict, n_ports: int, base: Path) -> ModalData:
+    """The :class:`ModalData` a ``flexible`` table describes (a beam or a modal file, its first
+    ``modes`` modes, its ports); :class:`ParameterError` naming the key."""
+    unknown = [k for k in table if k not in KEYS]
+    if unknown:
+        raise ParameterError(unknown[0], f"unknown key{did_you_mean(unknown[0], KEYS)}; keys: {', '.join(KEYS)}")
+    if ("beam" in table) == ("modal" in table):
+        raise ParameterError("beam", "give exactly one of beam = {...} (the generator) or modal = \"file.npz\"")
+    if "modes" not in table:
+        raise ParameterError("modes", "missing: the number of clamped modes kept")
+    modes = table["modes"]
+    if "beam" in table:
+        spec = table["beam"]
+        sections = [section(s, f"beam[{i}]") for i, s in enumerate(spec)] if isinstance(spec, list) \
+            else [section(spec)]
+        masses = [_lumped(i, m) for i, m in enumerate(table.get("masses", []))]
+        ports = table.get("ports", [])
+        if not isinstance(ports, list) or len(ports) != n_ports:
+            raise ParameterError("ports", f"the model has {n_ports} child port(s): give as many distances from P "
+                                          f"along the beam, got {ports!r}")
+        data = beam_modal_data(sections, modes, axis=table.get("axis", (1.0, 0.0, 0.0)), ydir=table.get("ydir"),
+                               elements=table.get("elements", 20), ports=ports, masses=masses)
+    else:
+        for key in ("axis", "ydir", "elements", "masses"):
+            if key in table:
+                raise ParameterError(key, "is a key of the beam generator, not of a modal file")
+        f = Path(table["modal"])
+        data = ModalData.load(f if f.is_absolute() else base / f)
+        if isinstance(modes, bool) or not isinstance(modes, int):
+            raise ParameterError("modes", f"expected an integer, got {modes!r}")
+        data = data.first_modes(modes)
+        ports = table.get("ports", list(range(1, data.n_nodes + 1)))
+        if not isinstance(ports, list) or not all(isinstance(p, int) and not isinstance(p, bool) for p in ports):
+            raise ParameterError("ports", f"expected a list of node numbers (1-based), got {ports!r}")
+        if len(ports) != n_ports:
+            raise ParameterError("ports", f"the model has {n_ports} child port(s), the file gives {len(ports)} "
+                                          f"node(s): choose them with ports = [node numbers]")
+        data = data.with_nodes([p - 1 for p in ports])
+    if "damping" in table:
+        zeta = np.asarray(table["damping"], dtype=float)
+        if zeta.ndim > 1 or (zeta.ndim == 1 and zeta.size != data.n_modes):
+            raise ParameterError("damping", f"one ratio for all modes or one per mode ({data.n_modes}), got {zeta.tolist()}")
+        data = data.with_damping(zeta)
+    return data
+
+
+def _lumped(i, m) -> LumpedMass:
+    if not isinstance(m, dict) or set(m) - {"at", "mass", "inertia"} or not {"at", "mass"} <= set(m):
+        raise ParameterError(f"masses[{i}]", "expected {at = s, mass = m, inertia = [[...]]} (inertia optional)")
+    return LumpedMass(m["at"], m["mass"], m.get("inertia", np.zeros((3, 3))))
+
+
+def expand_unit(name: str, spec: dict, base: Path, where: str) -> dict:
+    """The unit table ``spec`` with its ``flexible`` table turned into the flexible model and
+    its parameters (a new table; without ``flexible``, ``spec`` itself)."""
+    if "flexible" not in spec:
+        return spec
+    table = spec["flexible"]
+    prefix = f"{where}: units.{name}.flexible"
+    if not isinstance(table, dict):
+        raise ConnectionError_(f"{prefix} must be a table ([units.{name}.flexible])")
+    model = spec.get("model")
+    try:
+        kind, n_ports, modes = catalog.parse_model(model)
+    except KeyError as e:
+        raise ConnectionError_(f"{where}: units.{name}: {e.args[0]}") from None
+    if not catalog.KINDS[kind].has_children or modes is not None:
+        raise ConnectionError_(f"{prefix}: a flexible body replaces the rigid body of a body block "
+                               f"(floating_base_c<n>, welded_c<n>, revolute_c<n>, ...), not of {model!r}")
+    given = [k for k in spec if k in RIGID_BODY or re.fullmatch(r"c\d+\.r", k)]
+    if given:
+        raise ConnectionError_(f"{where}: units.{name}.{given[0]}: the flexible body gives its mass properties and "
+                               "its ports: leave it out")
+    try:
+        data = modal_data(table, n_ports, base)
+        stiffening = table.get("stiffening", True)
+        if not isinstance(stiffening, bool):
+            raise ParameterError("stiffening", f"true or false, got {stiffening!r}")
+        values = flexible_values(data, stiffening, table.get("eta0"), table.get("etad0"))
+        for key in ("eta0", "etad0"):
+            if np.shape(values[f"flex.{key}"]) != (data.n_modes,):
+                raise ParameterError(key, f"expected {data.n_modes} values, got {table[key]!r}")
+    except ParameterError as e:
+        raise ConnectionError_(f"{prefix}.{e.parameter}: {e.detail}") from None
+    out = {k: v for k, v in spec.items() if k not in ("flexible", "model")}
+    out["model"] = catalog.model_identifier(kind, n_ports, data.n_modes)
+    out.update({k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in values.items()})
+    return out
+
+
+def expand(d: dict, base: Path, where: str) -> dict:
+    """The content of a system file with every ``[units.NAME.flexible]`` table expanded."""
+    units = d.get("units")
+    if not isinstance(units, dict) or not any(isinstance(u, dict) and "flexible" in u for u in units.values()):
+        return d
+    return {**d, "units": {name: expand_unit(name, spec, base, where) if isinstance(spec, dict) else spec
+                           for name, spec in units.items()}}
