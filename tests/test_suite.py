@@ -14,14 +14,16 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "support" / "interrupted_run.py"
 
 
-@pytest.mark.parametrize("engine", [[], ["--inprocess-units"]], ids=["inprocess", "master"])
-def test_one_ctrl_c_ends_the_run(engine, tmp_path):
+@pytest.mark.parametrize("engine,workers", [([], []), (["--inprocess-units"], []), ([], ["-n", "1"])],
+                         ids=["inprocess", "master", "xdist"])
+def test_one_ctrl_c_ends_the_run(engine, workers, tmp_path):
     """pytest in a process group of its own, as a terminal runs it; one SIGINT to the group while
     its first test runs a long simulation: the run ends there, the next test is not run. It used
-    to go on, and end with status 0: the command line took the Ctrl-C for its own."""
+    to go on, and end with status 0: the command line took the Ctrl-C for its own. Also with the
+    tests in a worker process of pytest-xdist (``-n``, as CI runs them)."""
     mark = tmp_path / "mark"
     env = dict(os.environ, TITOP_TEST_MARK=str(mark), TITOP_TEST_ARGS=" ".join(engine))
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(CASES)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *workers, str(CASES)], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     try:
