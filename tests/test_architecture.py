@@ -18,6 +18,7 @@ LAYERS = [
      "titop_fmu.control"},                            # time signals and control blocks
     {"titop_fmu.cosim"},                              # generic FMI co-simulation
     {"titop_fmu.blocks", "titop_fmu.kernel",          # pure block models, their C kernel,
+     "titop_fmu.fe",                                  # modal data from finite-element codes,
      "titop_fmu.dual"},                               # and its forward-mode derivatives
     {"titop_fmu.unit"},                               # a block as a co-simulation unit
     {"titop_fmu.fmu"},                                # FMU adapters, catalog, build
