@@ -9,7 +9,8 @@ written just before them (only blank lines between), which the reader does not s
 * ``<!-- file: PATH -->``: the block is a file the reader writes (a system file): the runner
   writes it to ``PATH`` in the folder; a file under ``examples/`` must be the repository's
   file, byte for byte;
-* ``<!-- needs: modelica -->`` (a Modelica compiler and the MSL), ``<!-- needs: chromium -->``:
+* ``<!-- needs: modelica -->`` (a Modelica compiler and the MSL), ``<!-- needs: chromium -->``,
+  ``<!-- needs: exudyn -->`` (the Exudyn package):
   without what it needs the block is left out and the page's test says so (skipped, once the
   rest has run).
 
@@ -159,7 +160,10 @@ def missing(need: str) -> str | None:
     if need == "chromium":
         from browser import NAMES
         return None if any(shutil.which(n) for n in NAMES) else "no Chromium (apt-get install chromium)"
-    raise AssertionError(f"unknown need {need!r} (known: modelica, chromium)")
+    if need == "exudyn":
+        import importlib.util
+        return None if importlib.util.find_spec("exudyn") else "no Exudyn (pip install exudyn, the crosscheck extra)"
+    raise AssertionError(f"unknown need {need!r} (known: modelica, chromium, exudyn)")
 
 
 class Results:
