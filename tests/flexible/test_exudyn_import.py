@@ -13,6 +13,7 @@ import pytest
 from titop_fmu.blocks.modal import ModalData, ModalError
 from titop_fmu.errors import ParameterWarning
 from titop_fmu.fe.solid import box, matrices, write_abaqus
+from titop_fmu.spatial import skew
 
 FEM = pytest.importorskip("exudyn.FEM", reason="Exudyn (the crosscheck extra) reads and writes the FEMinterface files")
 
@@ -99,10 +100,6 @@ def test_the_rigid_mass_is_exudyns_rigid_body_inertia(beam_file):
     assert np.linalg.eigvalsh(data.mass - data.L.T @ data.L)[0] > -1e-10
 
 
-def skew(v):
-    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
-
-
 def test_the_file_and_the_object_give_the_same_data_and_the_neutral_file(beam_file, tmp_path):
     """modal_file writes the neutral file: read back, it is the data of the in-memory object,
     and the import warns that the body has no stiffening (K0 zero)."""
@@ -168,7 +165,7 @@ def test_bad_input_is_one_error_naming_it(beam_file, case, message):
     """A clamp that leaves a rigid-body mode (its nodes on a line: an edge of the beam, or one
     node), a port where no node is, too many modes, a mesh of beam nodes: one ModalError."""
     import copy
-    path, fem = beam_file
+    fem = beam_file[1]
     x = fem.GetNodePositionsAsArray()
     clamp, ports, modes, mesh = clamp_nodes(fem), [[L, 0.0, 0.0]], 4, fem
     if case == "line":
@@ -198,7 +195,7 @@ def test_a_clamp_that_holds_nothing_is_found_by_its_modes(beam_file):
     import copy
 
     from scipy import sparse
-    path, fem = beam_file
+    fem = beam_file[1]
     two = copy.copy(fem)
     x = fem.GetNodePositionsAsArray()
     n = len(x)

@@ -103,10 +103,15 @@ def rigid_modes(x0) -> np.ndarray:
     N = len(x0)
     R = np.zeros((N, 3, 6))
     R[:, :, 0:3] = np.eye(3)
-    R[:, 0, 4], R[:, 0, 5] = x0[:, 2], -x0[:, 1]
-    R[:, 1, 3], R[:, 1, 5] = -x0[:, 2], x0[:, 0]
-    R[:, 2, 3], R[:, 2, 4] = x0[:, 1], -x0[:, 0]
+    R[:, :, 3:6] = -skews(x0)
     return R.reshape(3 * N, 6)
+
+
+def skews(v) -> np.ndarray:
+    """``(*v_k)`` of each row ``v_k`` of ``v`` (m x 3 -> m x 3 x 3), ``(*v) u = v x u``."""
+    S = np.zeros((len(v), 3, 3))
+    S[:, 0, 1], S[:, 0, 2], S[:, 1, 2] = -v[:, 2], v[:, 1], -v[:, 0]
+    return S - S.transpose(0, 2, 1)
 
 
 def _mesh(fem):
@@ -128,10 +133,13 @@ def _mesh(fem):
         A = getattr(fem, name, None)
         if A is None:
             raise ModalError(f"fem.{name}", "missing: the FEMinterface has no such matrix (import or compute it first)")
-        A = sparse.csr_matrix(A, dtype=float) if not np.ndim(A) == 0 else None
+        try:
+            A = sparse.csr_matrix(A, dtype=float)
+        except (TypeError, ValueError):
+            A = None
         if A is None or A.shape != (3 * len(x), 3 * len(x)):
             raise ModalError(f"fem.{name}", f"expected {3 * len(x)} x {3 * len(x)} (3 per node), got "
-                                            f"{None if A is None else A.shape}")
+                                            f"{'no matrix' if A is None else A.shape}")
         scale = abs(A).max()
         if not np.all(np.isfinite(A.data)) or scale == 0 or abs(A - A.T).max() > 1e-9 * scale:
             raise ModalError(f"fem.{name}", "must be finite, non-zero and symmetric")
@@ -237,12 +245,7 @@ def _rotation(c, neighbours, x, shapes):
     """``psi`` at the node ``c`` (3 x n): the rotation ``theta`` that best fits, in least
     squares, the displacements of its neighbours relative to it, ``u_k - u_c = theta x (x_k - x_c)``."""
     around = sorted(neighbours.get(c, set()) - {c})
-    d = x[around] - x[c]
-    A = np.zeros((len(around), 3, 3))                      # theta x d = -(*d) theta
-    A[:, 0, 1], A[:, 0, 2] = d[:, 2], -d[:, 1]
-    A[:, 1, 0], A[:, 1, 2] = -d[:, 2], d[:, 0]
-    A[:, 2, 0], A[:, 2, 1] = d[:, 1], -d[:, 0]
-    A = A.reshape(-1, 3)
+    A = -skews(x[around] - x[c]).reshape(-1, 3)            # theta x d = -(*d) theta
     if len(around) < 2 or np.linalg.matrix_rank(A, tol=1e-9 * np.abs(A).max()) < 3:
         raise ModalError("ports", f"node {c} has no elements around it (or only collinear neighbours): its "
                                   "rotation cannot be had")
