@@ -101,8 +101,9 @@ def test_the_first_bending_modes_are_the_beam_generators(beam_file):
     moved.nodes = {"Position": fem.GetNodePositionsAsArray() + offset}
     data = imported(moved, fem, modes=2, ports=[[L, 0.0, 0.0] + offset])
     Iy, Iz = B * H ** 3 / 12, H * B ** 3 / 12
-    beam = beam_modal_data([section(dict(length=L, EA=E * B * H, EIy=E * Iy, EIz=E * Iz, GJ=E / 2.6 * 0.2 * B * H ** 3,
-                                         rhoA=RHO * B * H, rhoJ=RHO * (Iy + Iz)))], 2, elements=40, ports=[L])
+    bar = {"length": L, "EA": E * B * H, "EIy": E * Iy, "EIz": E * Iz, "GJ": E / 2.6 * 0.2 * B * H ** 3,
+           "rhoA": RHO * B * H, "rhoJ": RHO * (Iy + Iz)}
+    beam = beam_modal_data([section(bar)], 2, elements=40, ports=[L])
     sign = np.sign(np.einsum("aj,aj->j", data.phi[0], beam.phi[0]))
     for name, value, tol in (("L", data.L * sign[:, None], 5e-3), ("phi", data.phi[0] * sign, 5e-3),
                              ("psi", data.psi[0] * sign, 5e-3), ("I_phi_x0", data.I_phi_x0 * sign, 2e-3),
@@ -131,7 +132,8 @@ def test_the_rigid_mass_is_exudyns_rigid_body_inertia(beam_file):
 
 def test_the_file_and_the_object_give_the_same_data_and_the_neutral_file(beam_file, tmp_path):
     """modal_file writes the neutral file: read back, it is the data of the in-memory object,
-    and the import warns that the body has no stiffening (K0 zero)."""
+    the import warns that the body has no stiffening (K0 zero), the mode shapes drawn are the
+    surface nodes'."""
     from titop_fmu.fe.exudyn import modal_file
     path, fem = beam_file
     with pytest.warns(ParameterWarning, match="no stiffening"):
@@ -142,6 +144,12 @@ def test_the_file_and_the_object_give_the_same_data_and_the_neutral_file(beam_fi
         if name != "format":
             np.testing.assert_array_equal(getattr(back, name), value, err_msg=name)
     assert not np.any(back.K0om) and not np.any(back.K0t)
+    x = fem.GetNodePositionsAsArray()                  # the drawn shapes: those of Exudyn's surface
+    drawn = np.unique(np.concatenate([np.ravel(g["Trigs"]) for g in fem.surface]))
+    np.testing.assert_allclose(back.shape_nodes, x[drawn], atol=1e-15)          # P = 0 to rounding
+    assert 0 < len(drawn) < len(x)
+    assert np.all((np.abs(x[drawn, 0] - L / 2) > L / 2 - 1e-9) | (np.abs(x[drawn, 1]) > B / 2 - 1e-9) |
+                  (np.abs(x[drawn, 2]) > H / 2 - 1e-9))
 
 
 def test_linearize_gives_the_clamped_frequencies(beam_file, tmp_path):

@@ -12,7 +12,9 @@ freedom for the first ``n`` modes (mass-normalised), and gives the modal data of
 (``R`` the rigid-body modes about ``P``, ``M_s`` the mass matrix of one displacement
 component, ``X_a`` the rows of component ``a``), and at each port node its translations
 ``phi`` and its rotations ``psi``: the least-squares rotation of the nodes that share an
-element with it (a solid mesh's nodes do not turn). A mesh carries no geometric stiffness:
+element with it (a solid mesh's nodes do not turn); the mode shapes drawn (``shape_nodes``,
+``shape_phi``) are those of the nodes of the FEMinterface's ``surface`` (what Exudyn draws;
+all nodes without one). A mesh carries no geometric stiffness:
 the ``K0`` fields are zero, and the body is then without stiffening (a warning says so).
 """
 
@@ -84,8 +86,9 @@ def modal_data(fem, clamp, ports, modes: int, origin=None, zeta=0.0, tolerance: 
     shapes = X.reshape(N, 3, n)
     E = np.einsum("kaj,kb->abj", MX, x0)
     F = np.array([[shapes[:, a].T @ (Ms @ shapes[:, b]) for b in range(3)] for a in range(3)])
-    neighbours = _neighbours(fem, N) if port_nodes else {}
-    psi = np.array([_rotation(c, neighbours, x, shapes) for c in port_nodes]).reshape(len(port_nodes), 3, n)
+    elements = _groups(fem, "elements", N)
+    psi = np.array([_rotation(c, _neighbours(elements, c), x, shapes) for c in port_nodes]).reshape(-1, 3, n)
+    surface = np.unique(np.concatenate([g.ravel() for g in _groups(fem, "surface", N)] or [np.arange(N)]))
     warnings.warn(NO_STIFFENING, ParameterWarning, stacklevel=2)
     k = len(port_nodes)
     return ModalData(mass=0.5 * (D_P + D_P.T), L=(MX.reshape(3 * N, n).T @ Rig), omega=omega,
@@ -94,7 +97,7 @@ def modal_data(fem, clamp, ports, modes: int, origin=None, zeta=0.0, tolerance: 
                      I_phi_x0=E, I_phi_phi=0.5 * (F + F.transpose(1, 0, 3, 2)),
                      K0t=np.zeros((3, n, n)), K0r=np.zeros((3, n, n)), K0om=np.zeros((6, n, n)),
                      K0F=np.zeros((k, 3, n, n)), K0M=np.zeros((k, 3, n, n)),
-                     shape_nodes=x0, shape_phi=shapes, where=where)
+                     shape_nodes=x0[surface], shape_phi=shapes[surface], where=where)
 
 
 def rigid_modes(x0) -> np.ndarray:
@@ -225,26 +228,33 @@ def _clamped_modes(K, M, fixed, n):
     return np.sqrt(lam), X
 
 
-def _neighbours(fem, N) -> dict:
-    """``{node: the nodes sharing an element with it}``, from the FEMinterface's elements."""
-    out = {}
-    for group in getattr(fem, "elements", None) or []:
+def _groups(fem, key: str, N: int):
+    """The node-number arrays of ``fem.elements`` (``key = "elements"``) or ``fem.surface``,
+    one per element type, checked against the ``N`` nodes."""
+    out = []
+    for group in getattr(fem, key, None) or []:
         for kind, conn in group.items():
             if kind == "Name":
                 continue
             conn = np.asarray(conn)
             if conn.ndim != 2 or conn.dtype.kind not in "iu" or conn.size and (conn.min() < 0 or conn.max() >= N):
-                raise ModalError("fem.elements", f"{kind}: expected rows of node numbers of the mesh")
-            for row in conn:
-                for node in row:
-                    out.setdefault(int(node), set()).update(int(r) for r in row)
+                raise ModalError(f"fem.{key}", f"{kind}: expected rows of node numbers of the mesh")
+            out.append(conn)
     return out
 
 
-def _rotation(c, neighbours, x, shapes):
+def _neighbours(elements, c) -> list:
+    """The nodes that share an element with the node ``c`` (not ``c``)."""
+    around = set()
+    for conn in elements:
+        around.update(conn[(conn == c).any(axis=1)].ravel().tolist())
+    return sorted(around - {c})
+
+
+def _rotation(c, around, x, shapes):
     """``psi`` at the node ``c`` (3 x n): the rotation ``theta`` that best fits, in least
-    squares, the displacements of its neighbours relative to it, ``u_k - u_c = theta x (x_k - x_c)``."""
-    around = sorted(neighbours.get(c, set()) - {c})
+    squares, the displacements of its neighbours ``around`` relative to it,
+    ``u_k - u_c = theta x (x_k - x_c)``."""
     A = -skews(x[around] - x[c]).reshape(-1, 3)            # theta x d = -(*d) theta
     if len(around) < 2 or np.linalg.matrix_rank(A, tol=1e-9 * np.abs(A).max()) < 3:
         raise ModalError("ports", f"node {c} has no elements around it (or only collinear neighbours): its "
