@@ -116,7 +116,7 @@ def test_the_first_bending_modes_are_the_beam_generators(beam_file):
 
 def test_the_rigid_mass_is_exudyns_rigid_body_inertia(beam_file):
     """D_P about the origin against FEMinterface.GetRigidBodyInertia: mass, first moment and
-    inertia to 1e-12 relative; and the modal identities: D_P - L^T L positive semi-definite,
+    inertia to 1e-12 relative (with zero modes too); and the modal identities: D_P - L^T L positive semi-definite,
     sum_a I_phi_phi[a, a] = 1 (mass-normalised)."""
     path, fem = beam_file
     data = imported(path, fem, origin=[0.0, 0.0, 0.0])
@@ -126,6 +126,9 @@ def test_the_rigid_mass_is_exudyns_rigid_body_inertia(beam_file):
     np.testing.assert_allclose(data.mass[3:6, 0:3], m * skew(ref.COM()), atol=1e-12 * m)
     np.testing.assert_allclose(data.mass[3:6, 3:6], ref.Inertia(), rtol=1e-12, atol=1e-12 * np.abs(ref.Inertia()).max())
     np.testing.assert_allclose(m, RHO * L * B * H, rtol=1e-12)
+    rigid = imported(path, fem, modes=0, origin=[0.0, 0.0, 0.0])      # no mode: the rigid body, its port
+    np.testing.assert_array_equal(rigid.mass, data.mass)
+    assert rigid.phi.shape == rigid.psi.shape == (1, 3, 0) and rigid.L.shape == (0, 6)
     np.testing.assert_allclose(np.einsum("aaij->ij", data.I_phi_phi), np.eye(data.n_modes), atol=1e-10)
     assert np.linalg.eigvalsh(data.mass - data.L.T @ data.L)[0] > -1e-10
 

@@ -87,10 +87,10 @@ def modal_data(fem, clamp, ports, modes: int, origin=None, zeta=0.0, tolerance: 
     E = np.einsum("kaj,kb->abj", MX, x0)
     F = np.array([[shapes[:, a].T @ (Ms @ shapes[:, b]) for b in range(3)] for a in range(3)])
     elements = _groups(fem, "elements", N)
-    psi = np.array([_rotation(c, _neighbours(elements, c), x, shapes) for c in port_nodes]).reshape(-1, 3, n)
+    k = len(port_nodes)
+    psi = np.array([_rotation(c, _neighbours(elements, c), x, shapes) for c in port_nodes]).reshape(k, 3, n)
     surface = np.unique(np.concatenate([g.ravel() for g in _groups(fem, "surface", N)] or [np.arange(N)]))
     warnings.warn(NO_STIFFENING, ParameterWarning, stacklevel=2)
-    k = len(port_nodes)
     return ModalData(mass=0.5 * (D_P + D_P.T), L=(MX.reshape(3 * N, n).T @ Rig), omega=omega,
                      zeta=np.broadcast_to(np.asarray(zeta, dtype=float), (n,)).copy(),
                      nodes=x0[port_nodes].reshape(k, 3), phi=shapes[port_nodes].reshape(k, 3, n), psi=psi,
@@ -259,5 +259,5 @@ def _rotation(c, around, x, shapes):
     if len(around) < 2 or np.linalg.matrix_rank(A, tol=1e-9 * np.abs(A).max()) < 3:
         raise ModalError("ports", f"node {c} has no elements around it (or only collinear neighbours): its "
                                   "rotation cannot be had")
-    du = (shapes[around] - shapes[c]).reshape(-1, shapes.shape[2])
+    du = (shapes[around] - shapes[c]).reshape(3 * len(around), shapes.shape[2])
     return np.linalg.lstsq(A, du, rcond=None)[0]
