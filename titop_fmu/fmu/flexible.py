@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..blocks import FlexibleBody, ModalData
+from ..blocks.beam import beam_modal_data, section
 from ..errors import ParameterError
 
 #: the rigid body's parameters, which a flexible body's replace
@@ -104,3 +105,17 @@ def flexible_values(data: ModalData, stiffening=True, eta0=None, etad0=None) -> 
         out.update({f"{c}.r": data.nodes[i], f"{c}.phi": data.phi[i], f"{c}.psi": data.psi[i],
                     f"{c}.K0F": data.K0F[i], f"{c}.K0M": data.K0M[i]})
     return out
+
+
+def random_values(n_children: int, n_modes: int, rng) -> dict:
+    """``{FMI parameter: array}`` of a random valid flexible body of ``n_modes`` modes and
+    ``n_children`` ports (a beam of random sections and direction, the ports at random nodes),
+    with random modal states: the parameter sets over which the FMU's dependencies are measured
+    (:func:`titop_fmu.fmu.model_description.random_parameters`)."""
+    length = 1.0 + rng.random()
+    beam = section({"length": length, "EA": 1e3 * (1.0 + rng.random()), "EIy": 1.0 + rng.random(),
+                    "EIz": 1.0 + rng.random(), "GJ": 1.0 + rng.random(), "rhoA": 1.0 + rng.random(),
+                    "rhoJ": 0.1 + 0.1 * rng.random()})
+    data = beam_modal_data([beam], n_modes, axis=rng.standard_normal(3), elements=max(2, n_modes),
+                           ports=list(length * rng.random(n_children)))
+    return flexible_values(data, eta0=0.1 * rng.standard_normal(n_modes), etad0=0.1 * rng.standard_normal(n_modes))

@@ -31,11 +31,13 @@ import numpy as np
 
 from ..cosim.fmpy_unit import VENDOR_FUNCTIONS, VENDOR_TOOL
 from .catalog import TOLERANCES, Interface
+from .flexible import random_values
 
 #: SI base-unit exponents of every unit used by the FMUs
 UNITS = {
     "1": {},
     "kg": {"kg": 1},
+    "kg.m": {"kg": 1, "m": 1},
     "kg.m2": {"kg": 1, "m": 2},
     "m": {"m": 1},
     "rad": {"rad": 1},
@@ -69,7 +71,8 @@ _GUID_NAMESPACE = uuid.UUID("6f1c3f3e-5b8e-4f57-9a43-2f7d0c1b8a61")
 # -- dependencies -------------------------------------------------------------------------
 
 def random_parameters(iface: Interface, rng) -> list:
-    """Generic random scalar parameter values for ``iface`` (valid, no special structure)."""
+    """Generic random scalar parameter values for ``iface`` (valid, no special structure; a
+    flexible body's, a random beam's)."""
     v = list(iface.defaults())
     pos = {name: k for k, (name, *_rest) in enumerate(iface.param_scalars)}
 
@@ -80,8 +83,12 @@ def random_parameters(iface: Interface, rng) -> list:
         for n, x in zip(names, values):
             v[pos[n]] = float(x)
 
+    flexible = {} if iface.n_modes is None else random_values(iface.n_children, iface.n_modes, rng)
     for p in iface.params:
-        if p.name == "mass":
+        if p.name in flexible:
+            if p.type != "Integer":
+                put(p.name, flexible[p.name])
+        elif p.name == "mass":
             put("mass", 1.0 + 2.0 * rng.random())
         elif p.name == "inertia":
             A = rng.standard_normal((3, 3))
@@ -106,17 +113,19 @@ def random_parameters(iface: Interface, rng) -> list:
 
 
 def parameter_groups(iface: Interface) -> list:
-    """Scalar parameter indices perturbed together: the symmetric pairs of a matrix
-    (inertia, K, D) must stay symmetric, every other scalar alone."""
+    """Scalar parameter indices perturbed together: the symmetric pairs of a square matrix
+    (inertia, K, D; a flexible body's D_P and the n x n matrices of its stiffening terms, the
+    last two indices) must stay symmetric, every other scalar alone."""
     groups, seen = [], set()
     names = [s[0] for s in iface.param_scalars]
     for k, (name, pi, index, *_rest) in enumerate(iface.param_scalars):
         if k in seen:
             continue
         g = [k]
-        if len(index) == 2 and index[0] != index[1]:
-            base = iface.params[pi].name
-            g.append(names.index(f"{base}[{index[1] + 1},{index[0] + 1}]"))
+        shape = iface.params[pi].shape
+        if len(index) >= 2 and shape[-1] == shape[-2] and index[-1] != index[-2]:
+            mirror = (*index[:-2], index[-1], index[-2])
+            g.append(names.index(f"{iface.params[pi].name}[{','.join(str(i + 1) for i in mirror)}]"))
         seen.update(g)
         groups.append(g)
     return groups

@@ -126,10 +126,12 @@ def forget_resources(resources: str):
 
 
 class TitopSlave(Fmi2Slave):
-    """Generic TITOP FMU; a generated subclass per FMU sets :attr:`KIND` and :attr:`CHILDREN`."""
+    """Generic TITOP FMU; a generated subclass per FMU sets :attr:`KIND` and :attr:`CHILDREN`
+    (and :attr:`MODES`, the modes of a flexible body, None for a rigid one)."""
 
     KIND = "welded"
     CHILDREN = 0
+    MODES = None
     #: the unit gives directional derivatives (``providesDirectionalDerivative``)
     DERIVATIVES = True
     #: pythonfmu's categories and the FMU's own, of its messages of status fmi2OK on the parameters
@@ -173,7 +175,7 @@ class TitopSlave(Fmi2Slave):
 
     def interface(self):
         """The :class:`~.catalog.Interface` of this FMU (parameters, ports, how to build the unit)."""
-        return interface(self.KIND, self.CHILDREN)
+        return interface(self.KIND, self.CHILDREN, self.MODES)
 
     def _getter(self, vr):
         return lambda: self._read([vr], integer=bool(self._is_int[vr]))[0]

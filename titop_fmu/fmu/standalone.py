@@ -312,9 +312,13 @@ def build_fmu(kind: str, n_children: int, out_dir, compiler: Compiler) -> Path:
                    lambda guid: model_table(kind, n_children, guid), compiler)
 
 
-def build_all(out_dir="fmus", children=DEFAULT_CHILDREN, log=None) -> list:
+def build_all(out_dir="fmus", children=DEFAULT_CHILDREN, log=None, flexible=()) -> list:
     """Build every standalone FMU kind for each child-port count in ``children`` into
     ``out_dir`` (as :func:`.build.build_all` does the pythonfmu ones)."""
+    if flexible:
+        kind, n, modes = flexible[0]
+        raise FmuBuildError(f"{interface(kind, n, modes).model_identifier}: the standalone FMUs have no flexible "
+                            "bodies yet: run the pythonfmu kind (--fmu-kind pythonfmu) or the in-process engine")
     out_dir = Path(out_dir)
     children = sorted(set(int(n) for n in children))
     if any(n < 0 for n in children):

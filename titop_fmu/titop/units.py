@@ -154,13 +154,17 @@ def ensure_fmus(model_ids, fmu_dir, kind: str = DEFAULT_FMU_KIND) -> dict:
             from ..fmu.standalone import build_all
         else:
             from ..fmu.build import build_all
-        counts = set()
+        counts, flexible = set(), []
         for m in missing:
             try:
-                counts.add(catalog.parse_identifier(m)[1])
+                kind, n, modes = catalog.parse_model(m)
             except KeyError as e:
                 raise ConnectionError_(e.args[0]) from None
-        build_all(fmu_dir, children=sorted(counts))
+            if modes is None:
+                counts.add(n)
+            else:
+                flexible.append((kind, n, modes))
+        build_all(fmu_dir, children=sorted(counts), flexible=flexible)
     return paths
 
 
