@@ -83,3 +83,16 @@ def test_standalone_kind_refuses_a_flexible_body_in_one_line(tmp_path, capsys):
                  "--fmu-dir", str(tmp_path / "fmus")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "welded_c1_f10" in err[0] and "standalone" in err[0]
+
+
+@pytest.mark.parametrize("entry", ["system.momentum", "system.energy[1]", "system.com"])
+def test_totals_of_a_flexible_body_are_refused_in_one_line(entry, tmp_path, capsys):
+    """Its share of the totals needs its modal states, which no output carries: rather than
+    the rigid undeformed body's share (what was summed before), one line naming the entry and
+    the unit, exit code 2."""
+    path = tmp_path / "spinup.toml"
+    path.write_text(SPINUP.format(stop=0.1).replace('record = ["beam.c1.position", "beam.c1.u"]',
+                                                     f'record = ["{entry}"]'))
+    assert main(["simulate", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and repr(entry) in err[0] and "'beam'" in err[0] and "flexible body" in err[0]

@@ -19,6 +19,9 @@ effort ``joint.tau`` (potential ``-tau q``) and the force part of a floating bas
 in ``R_i`` (``ext_frame = 0``: potential ``-F . [IP]_Ri``). The work of every other load
 (a torque at a base, a load in a body frame, a time signal, a controller, a damper) is not a
 potential: it changes ``E``.
+
+A flexible body's share needs its modal states (eqs. (F17), (F18) of docs/flexible-bodies.md),
+which no output carries: a total of a system with one is refused, naming the entry and the unit.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import invariants as inv
-from ..blocks import FloatingBase, LoopClosure
+from ..blocks import FlexibleBody, FloatingBase, LoopClosure
 from ..blocks.joints import _JointBody
 from ..cosim import CoSystem
 from ..cosim.engine import is_fmu_path
@@ -188,6 +191,10 @@ def total_entry(ref: str, records) -> TotalEntry | None:
         if isinstance(block, LoopClosure):
             closures.append((name, block, records.feeding(ref, name, "l"), records.feeding(ref, name, "r")))
         elif block is not None:
+            if isinstance(block.body, FlexibleBody):
+                raise ConnectionError_(f"record {ref!r}: the unit {name!r} has a flexible body, whose share of the "
+                                       "system's totals needs its modal states, which the records do not read: "
+                                       "record its ports' motion (c1.m) and elastic displacement (c1.u) instead")
             bodies.append((records.motion(ref, name, block), block))
             if isinstance(block, _JointBody) and block.k:
                 springs.append((name, block))
