@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..errors import ParameterError, did_you_mean
 
 #: the order of the six products of angular rates of K0om (as SID's Oe)
 OMEGA_PRODUCTS = ("xx", "yy", "zz", "xy", "xz", "yz")
@@ -213,6 +213,11 @@ class ModalData:
         """From ``{field: array}`` (a file's content: ``.mat`` files store vectors as columns
         and drop trailing unit dimensions, which are restored here)."""
         required = [f.name for f in fields(cls) if f.name not in OPTIONAL + ("where",)]
+        unknown = sorted(set(raw) - set(required) - set(OPTIONAL) - {"format"})
+        if unknown:
+            raise ModalError(unknown[0], f"not a field of the neutral modal file"
+                                         f"{did_you_mean(unknown[0], required + list(OPTIONAL))} ({where}; fields: "
+                                         f"{', '.join(required + list(OPTIONAL))})")
         missing = [k for k in required if k not in raw]
         if missing:
             raise ModalError(missing[0], f"missing from {where} (fields: {', '.join(required)})")
