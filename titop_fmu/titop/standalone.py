@@ -140,7 +140,13 @@ def state_structure(iface: AssemblyInterface, n_sets: int = N_PARAMETER_SETS, se
 
 def export_standalone(out: Path, slave, iface: AssemblyInterface, experiment: dict) -> Path:
     """Write the standalone assembly FMU ``out`` of ``iface`` (``slave``: its pythonfmu slave,
-    which describes its co-simulation variables) with the default experiment ``experiment``."""
+    which describes its co-simulation variables) with the default experiment ``experiment``.
+    A flexible body is refused (:class:`TitopError`): the C layer reads a rigid body's
+    parameters only."""
+    for unit, model in iface.units:
+        if catalog.parse_model(model)[2] is not None:
+            raise TitopError(f"unit {unit!r} ({model}): the standalone FMU has no flexible body yet: export the "
+                             "pythonfmu kind (--fmu-kind pythonfmu)")
     n_out, states = len(iface.output_names), state_variables(iface)
     on_inputs, on_params = measure_dependencies(iface, sample=random_parameters, extra=lambda unit: np.concatenate(
         [unit.x, unit.state_derivatives()]))
