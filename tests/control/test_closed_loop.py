@@ -178,6 +178,25 @@ def test_a_campaign_varies_a_sensors_seed_and_a_gain(tmp_path):
     assert np.array_equal(np.loadtxt(out, delimiter=",", skiprows=1), runs[other])
 
 
+def test_a_campaign_of_a_system_driven_by_a_time_signal(tmp_path):
+    """``sweep`` of the spin-up (its hub driven by an expression in t) varying a mass: each run
+    equals ``simulate`` with the same value set (it ended in a traceback: the settable values
+    were read as numbers, a time signal among them)."""
+    pytest.importorskip("pyarrow")
+    from titop_fmu import campaign
+    from titop_fmu.cli import main
+    path, store = system(tmp_path, "spinup"), tmp_path / "store"
+    assert main(["sweep", str(path), "--vary", "arm.mass=[1.5,2.5]", "--sampling", "grid", "--stop", "0.5",
+                 "--workers", "0", "--quiet", "--out", str(store)]) == 0
+    c = campaign.open(store)
+    assert set(c.samples.status) == {"ok"}
+    for i, mass in enumerate(c.samples["arm.mass"]):
+        out = tmp_path / f"{i}.csv"
+        assert main(["simulate", str(path), "--stop", "0.5", "--quiet", "--out", str(out), "--set",
+                     f"arm.mass={mass!r}"]) == 0
+        assert np.array_equal(np.loadtxt(out, delimiter=",", skiprows=1), c.trajectory(i).to_numpy())
+
+
 def test_a_continuous_sensor_of_an_inertial_quantity_closes_no_algebraic_loop(tmp_path):
     """A PD on the pendulum's inertial yaw (``link.euler[3]``, which reads no acceleration)
     and on its joint rate: the same run as the PD on the joint angle itself (for a pendulum

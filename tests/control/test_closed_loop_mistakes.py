@@ -112,6 +112,17 @@ def test_linearize_says_the_same(case, tmp_path, capsys):
     assert not (tmp_path / "l.mat").exists()
 
 
+@pytest.mark.parametrize("name", ["spinup", "discrete"])
+def test_an_ssp_package_of_a_closed_loop_is_refused(name, tmp_path, capsys):
+    """Time signals and control units have no block FMU to put in an SSP package: one line that
+    says to export one FMU (it was a traceback, float() of a signal)."""
+    from closed_loops import system
+    out = tmp_path / "x.ssp"
+    assert main(["export", str(system(tmp_path, name)), "--ssp", str(out)]) == 2
+    assert "export it as one FMU (--out NAME.fmu)" in one_line(capsys)
+    assert not out.exists()
+
+
 def test_a_discrete_controller_is_not_linearized(tmp_path, capsys):
     path = tmp_path / "s.toml"
     path.write_text(PENDULUM.format(top=TO_TAU, units='[units.c]\nmodel = "zoh"\nsample_time = 0.01', inputs=""))

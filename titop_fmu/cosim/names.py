@@ -64,7 +64,8 @@ def grouped(scalars: dict) -> dict:
         shapes.setdefault(m.group(1), {})[index] = v
     for base, items in shapes.items():
         shape = tuple(max(ix[k] for ix in items) + 1 for k in range(len(next(iter(items)))))
-        a = np.zeros(shape)
+        numbers = all(isinstance(v, (int, float, np.number)) for v in items.values())
+        a = np.zeros(shape) if numbers else np.full(shape, 0.0, dtype=object)    # a time signal among them
         for ix, v in items.items():
             a[ix] = v
         out[base] = a.tolist()

@@ -63,9 +63,14 @@ def export_ssp(cs: CoSystem, out, simulation: dict | None = None, fmu_dir=None, 
     ``fmu_kind`` (built into ``fmu_dir``, default the cache, when absent) and any other FMU in
     ``resources/``, parameters and constant inputs, connections (a link is a pair of
     connections per scalar), recorded outputs, the stop time of ``simulation``."""
+    from .monolithic import is_closed_loop
     out = Path(out)
     if out.suffix != ".ssp":
         raise ConnectionError_(f"an SSP file name ends with .ssp, got {out.name!r}")
+    if is_closed_loop(cs):
+        raise ConnectionError_("an SSP package holds block FMUs with constant values: this system has time "
+                               "signals or control units, which have no FMU of their own; export it as one "
+                               "FMU (--out NAME.fmu) instead, which compiles them in")
     units = TitopUnits("fmu", fmu_dir, fmu_kind)
     types = units.unit_types(cs)
     fmus = {n: spec.model if is_fmu_path(spec.model) else units.paths[spec.model] for n, spec in cs.units.items()}
