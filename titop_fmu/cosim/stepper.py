@@ -24,11 +24,14 @@ class Stepper:
         self.busy = 0.0
 
     def initialize(self, t0):
-        out = {}
-        for i, run in self.runs.items():
+        for run in self.runs.values():
             run.initialize(t0)
-            out[i] = (None, run.recorded(), run.U.copy(), 0)
-        return out
+        return self._values()
+
+    def _values(self):
+        """``{run index: (None, recorded, U, 0)}``: every run's values now, as :meth:`interval`
+        gives them but without an estimate or iterations."""
+        return {i: (None, run.recorded(), run.U.copy(), 0) for i, run in self.runs.items()}
 
     def interval(self, t, H, tol_share, scale, abort):
         """Every run over ``[t, t + H]``; ``{run index: (estimate, recorded, |U|)}`` (estimate
@@ -60,11 +63,9 @@ class Stepper:
 
     def event(self, t, since=None):
         """Every run's time events at ``t`` (:meth:`Run.event`); results as :meth:`initialize`."""
-        out = {}
-        for i, run in self.runs.items():
+        for run in self.runs.values():
             run.event(t, since)
-            out[i] = (None, run.recorded(), run.U.copy(), 0)
-        return out
+        return self._values()
 
     def commit(self):
         for i, run in self.runs.items():
