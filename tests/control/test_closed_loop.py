@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from closed_loops import DISCRETE, J, MEASURED, MGL, PENDULUM, SENSED, SENSORS, SYSTEMS, pendulum, system
+from closed_loops import DISCRETE, J, MEASURED, MGL, PENDULUM, SENSED, SENSORS, SYSTEMS, discrete_loop, pendulum, system
 from titop_fmu.cosim import systemfile
 from titop_fmu.errors import ConnectionError_
 from titop_fmu.titop import monolithic
@@ -109,17 +109,7 @@ def test_a_discrete_controller_updates_at_its_samples_and_matches_the_discrete_l
         controller = controller.replace(DISCRETE, '\n[units.ctrl]\nmodel = "state_space"\nfile = "ctrl.mat"\n'
                                         'sample_time = 0.01\n')
     tr, values = run(pendulum(tmp_path, controller, connections), 2.0, 0.0025)
-    x, q = 0.0, np.array([np.radians(40), 0.0])
-    ref, held = [], []
-    for k in range(200):
-        tau = -3.0 * x - 12.0 * q[0] - 2.5 * q[1]
-        x += 0.01 * q[0]
-        ts = tr.t[(tr.t >= k / 100) & (tr.t < (k + 1) / 100)]
-        sol = solve_ivp(lambda t, s: [s[1], (tau - MGL * np.sin(s[0])) / J], (k / 100, (k + 1) / 100), q,
-                        t_eval=np.append(ts, (k + 1) / 100), **TIGHT)
-        ref += list(sol.y[0, :-1])
-        held += [tau] * len(ts)
-        q = sol.y[:, -1]
+    ref, held = discrete_loop(tr.t[:-1])
     np.testing.assert_allclose(values[:-1, 0], ref, rtol=0, atol=1e-8)
     np.testing.assert_allclose(values[:-1, 2], held, rtol=0, atol=1e-8)
     jumps = tr.t[1:][np.abs(np.diff(values[:, 2])) > 0]

@@ -6,6 +6,9 @@ with limits, the balloon's pendulums held by a feedback gain."""
 
 from pathlib import Path
 
+import numpy as np
+from scipy.integrate import solve_ivp
+
 SYSTEMS = Path(__file__).resolve().parents[1] / "control" / "systems"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -134,3 +137,23 @@ def system(folder, name) -> Path:
 def _copy(src: Path, dst: Path) -> Path:
     dst.write_text(src.read_text())
     return dst
+
+
+def discrete_loop(t, stop=2.0, tight=dict(method="DOP853", rtol=1e-13, atol=1e-13)) -> tuple:
+    """The discrete loop of ``DISCRETE`` on the pendulum written out: ``x[k+1] = x[k] + 0.01 q_k``,
+    ``tau_k = -3 x[k] - 12 q_k - 2.5 qd_k`` held on ``[k/100, (k+1)/100)``, the pendulum
+    ``J q'' = tau - m g l sin q`` integrated by scipy sample period by sample period from 40
+    degrees at rest. ``(q, tau)`` at the times ``t`` in ``[0, stop)`` (a time at a sample: the
+    values after it)."""
+    t = np.asarray(t, dtype=float)
+    x, s = 0.0, np.array([np.radians(40), 0.0])
+    q, held = np.empty(len(t)), np.empty(len(t))
+    for k in range(int(round(stop * 100))):
+        tau = -3.0 * x - 12.0 * s[0] - 2.5 * s[1]
+        x += 0.01 * s[0]
+        rows = np.flatnonzero((t >= k / 100) & (t < (k + 1) / 100))
+        sol = solve_ivp(lambda _, z: [z[1], (tau - MGL * np.sin(z[0])) / J], (k / 100, (k + 1) / 100), s,
+                        t_eval=np.append(t[rows], (k + 1) / 100), **tight)
+        q[rows], held[rows] = sol.y[0, :-1], tau
+        s = sol.y[:, -1]
+    return q, held
