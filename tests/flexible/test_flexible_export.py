@@ -7,19 +7,13 @@ initialisation."""
 import numpy as np
 import pytest
 from hosts import recorded_names, strict_fmpy_run
-from test_flexible_fmus import SPINUP
+from test_flexible_fmus import spinup
 
 from titop_fmu.cli import main
 from titop_fmu.simulation import read_file
 from titop_fmu.titop import monolithic
 
 H = 0.01
-
-
-def spinup(tmp_path, stop):
-    path = tmp_path / "spinup.toml"
-    path.write_text(SPINUP.format(stop=stop))
-    return path
 
 
 @pytest.mark.slow

@@ -3,52 +3,35 @@ block (``welded_c1_f10``) is built as a pythonfmu FMU on demand, the number of m
 build time, and the spin-up beam (Simo & Vu-Quoc; the issue's contract form) run through the
 FMUs and the master follows the in-process run (the C kernel, the loop solved exactly)."""
 
-import textwrap
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from titop_fmu.cli import main
 
-#: the spin-up beam: the hub's angular acceleration 0.4 (1 - cos(2 pi t/15)) for t < 15 s, the
-#: beam L = 10 m, EA = 2.8e7 N, EI = 1.4e4 N m2, rho A = 1.2 kg/m, 10 clamped modes
-SPINUP = textwrap.dedent("""\
-    links = [["hub.c1", "beam.p"]]
-    record = ["beam.c1.position", "beam.c1.u"]
+#: the spin-up beam in the issue's contract form: the hub's angular acceleration
+#: 0.4 (1 - cos(2 pi t/15)) for t < 15 s, the beam L = 10 m, EA = 2.8e7 N, EI = 1.4e4 N m2,
+#: rho A = 1.2 kg/m, 10 clamped modes
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "spinup_beam.toml"
 
-    [simulation]
-    stop = {stop}
-    output_interval = 0.01
 
-    [units.hub]
-    model = "imposed_motion_base_c1"
-    mass = 1.0
-    inertia = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
-    com = [0, 0, 0]
-    "c1.r" = [0, 0, 0]
-    gravity = [0, 0, 0]
-
-    [units.beam]
-    model = "welded_c1"
-    gravity = [0, 0, 0]
-
-    [units.beam.flexible]
-    beam = {{ length = 10.0, EA = 2.8e7, EIy = 1.4e4, EIz = 1.4e4, GJ = 1.4e4, rhoA = 1.2, rhoJ = 6e-4 }}
-    axis = [1, 0, 0]
-    elements = 40
-    modes = 10
-    stiffening = true
-    ports = [10.0]
-
-    [inputs]
-    "hub.p.a[6]" = "where(t < 15, 0.4*(1 - cos(2*pi*t/15)), 0)"
-    "beam.c1.w" = [0, 0, 0, 0, 0, 0]
-    """)
+def spinup(folder, stop, record=None) -> Path:
+    """examples/spinup_beam.toml written in ``folder`` with the stop time ``stop`` (and the
+    record list ``record``, TOML, in place of its own)."""
+    text = EXAMPLE.read_text()
+    assert "\nstop = 20.0\n" in text
+    text = text.replace("\nstop = 20.0\n", f"\nstop = {stop}\n")
+    if record is not None:
+        text = re.sub(r"^record = .*$", f"record = {record}", text, count=1, flags=re.M)
+    path = Path(folder) / "spinup.toml"
+    path.write_text(text)
+    return path
 
 
 def run(tmp_path, stop, *engine):
-    path = tmp_path / "spinup.toml"
-    path.write_text(SPINUP.format(stop=stop))
+    path = spinup(tmp_path, stop)
     out = tmp_path / f"out{len(engine)}.csv"
     assert main(["simulate", str(path), "--out", str(out), "--quiet", *engine]) == 0
     return np.loadtxt(out, delimiter=",", skiprows=1)
@@ -77,8 +60,7 @@ def test_spinup_beam_through_the_fmus_20_s(tmp_path):
 
 def test_standalone_kind_refuses_a_flexible_body_in_one_line(tmp_path, capsys):
     """The standalone C FMUs have no flexible body yet: one line naming the model, exit code 2."""
-    path = tmp_path / "spinup.toml"
-    path.write_text(SPINUP.format(stop=0.1))
+    path = spinup(tmp_path, 0.1)
     assert main(["simulate", str(path), "--engine", "fmu", "--fmu-kind", "standalone",
                  "--fmu-dir", str(tmp_path / "fmus")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -90,9 +72,7 @@ def test_totals_of_a_flexible_body_are_refused_in_one_line(entry, tmp_path, caps
     """Its share of the totals needs its modal states, which no output carries: rather than
     the rigid undeformed body's share (what was summed before), one line naming the entry and
     the unit, exit code 2."""
-    path = tmp_path / "spinup.toml"
-    path.write_text(SPINUP.format(stop=0.1).replace('record = ["beam.c1.position", "beam.c1.u"]',
-                                                     f'record = ["{entry}"]'))
+    path = spinup(tmp_path, 0.1, f'["{entry}"]')
     assert main(["simulate", str(path), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and repr(entry) in err[0] and "'beam'" in err[0] and "flexible body" in err[0]
