@@ -5,6 +5,7 @@ tries to run code runs nothing."""
 import pytest
 from scipy.io import savemat
 
+from closed_loops import PLANT
 from titop_fmu.cli import main
 
 PENDULUM = """
@@ -12,20 +13,7 @@ links = [["base.c1", "link.p"]]
 record = ["link.joint.q[3]"]
 {top}
 
-[units.base]
-model = "imposed_motion_base_c1"
-mass = 5.0
-inertia = [[0.05, 0, 0], [0, 0.05, 0], [0, 0, 0.05]]
-com = [0, 0, 0]
-"c1.r" = [0, 0, 0]
-
-[units.link]
-model = "revolute_c0"
-mass = 2.0
-inertia = [[0.17, 0, 0], [0, 0.01, 0], [0, 0, 0.17]]
-com = [0, -0.5, 0]
-axis = [0, 0, 1]
-{units}
+""" + PLANT + """{units}
 
 [inputs]
 "base.p.a" = [0, 0, 0, 0, 0, 0]

@@ -90,20 +90,7 @@ links = [["base.c1", "link.p"]]
 record = ["link.joint.q[3]", "ctrl.y"]
 connections = [["link.joint.q[3]", "ctrl.u[1]"], ["link.joint.q[2]", "ctrl.u[2]"], ["ctrl.y", "sat.u"]]
 
-[units.base]
-model = "imposed_motion_base_c1"
-mass = 5.0
-inertia = [[0.05, 0, 0], [0, 0.05, 0], [0, 0, 0.05]]
-com = [0, 0, 0]
-"c1.r" = [0, 0, 0]
-
-[units.link]
-model = "revolute_c0"
-mass = 2.0
-inertia = [[0.17, 0, 0], [0, 0.01, 0], [0, 0, 0.17]]
-com = [0, -0.5, 0]
-axis = [0, 0, 1]
-q0 = "40 deg"
+""" + closed_loops.PLANT + """q0 = "40 deg"
 
 [units.ctrl]
 model = "state_space"

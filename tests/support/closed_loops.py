@@ -12,11 +12,9 @@ from scipy.integrate import solve_ivp
 SYSTEMS = Path(__file__).resolve().parents[1] / "control" / "systems"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-PENDULUM = """
-links = [["base.c1", "link.p"]]
-record = ["link.joint.q[3]", "link.joint.q[2]", "ctrl.y"]
-{connections}
-
+#: the plant of the closed-loop tests: a pendulum (a link on a revolute joint about z) hanging from
+#: a base whose motion is imposed; its [units.link] table is last, for a caller to add q0
+PLANT = """
 [units.base]
 model = "imposed_motion_base_c1"
 mass = 5.0
@@ -30,7 +28,13 @@ mass = 2.0
 inertia = [[0.17, 0, 0], [0, 0.01, 0], [0, 0, 0.17]]
 com = [0, -0.5, 0]
 axis = [0, 0, 1]
-q0 = "40 deg"
+"""
+PENDULUM = """
+links = [["base.c1", "link.p"]]
+record = ["link.joint.q[3]", "link.joint.q[2]", "ctrl.y"]
+{connections}
+
+""" + PLANT + """q0 = "40 deg"
 
 {controller}
 
