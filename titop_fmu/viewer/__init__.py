@@ -9,6 +9,7 @@ Canvas 2-D, no library) into one file that opens offline.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -64,9 +65,16 @@ class Animation:
 
     def write_twin(self, tr):
         """The view of an in-process run (a :class:`~titop_fmu.system.Trajectory` of the
-        monolithic twin of ``cs``): the outputs it needs evaluated at the shown samples only."""
+        monolithic twin of ``cs``, or a :class:`~titop_fmu.titop.closedloop.ClosedLoopTrajectory`
+        when ``cs`` has time signals or control units): the outputs it needs evaluated at the
+        shown samples only."""
         rows = scene.frames(tr.t)
         cs = copy.copy(self.cs)
         cs.recorded = needed(self.model)
-        values = monolithic.recorded(cs, tr.system, tr.y[rows], kernel=tr.kernel)
+        if hasattr(tr, "pieces"):                   # a closed loop: its outputs at each row's time and piece
+            shown = dataclasses.replace(tr, t=tr.t[rows], y=tr.y[rows], d=tr.d[rows],
+                                        pieces=[tr.pieces[i] for i in rows])
+            values = tr.system.recorded(shown, Records(cs, tr.system.types))
+        else:
+            values = monolithic.recorded(cs, tr.system, tr.y[rows], kernel=tr.kernel)
         self.write(tr.t[rows], dict(zip(cs.recorded, values.T)))

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..control.build import is_control
 from ..cosim import CoSystem
 from ..cosim.engine import is_fmu_path
 from ..errors import ConnectionError_, TitopError
@@ -98,9 +99,11 @@ class Model:
 def model(cs: CoSystem) -> Model:
     """The bodies of ``cs`` built from their FMI parameters as the FMUs build them
     (:func:`~titop_fmu.fmu.catalog.build_unit`); units that are FMU files or functions are
-    not drawn."""
+    not drawn (named in :attr:`Model.skipped`), control units, which have no body, left out."""
     blocks, skipped = {}, {}
     for name, spec in cs.units.items():
+        if is_control(spec.model):                   # a signal block: no body to draw
+            continue
         if not isinstance(spec.model, str) or is_fmu_path(spec.model):
             skipped[name] = "not drawn: not a TITOP block (an FMU file or a function)"
             continue
