@@ -12,7 +12,7 @@ from ..io import read_result
 from ..scenarios import balloon
 from ..simulation import DEFAULTS
 from . import simulate
-from .options import VIEW, animation_options, command, named_file, system_of
+from .options import VIEW, animation_options, command, drawing, named_file, system_of
 
 
 def run(args):
@@ -25,7 +25,7 @@ def run(args):
         raise TitopError("--trim applies to --mode: the equilibrium whose mode is shown")
     if args.run is None:
         sim = simulate.defaults(args.system)
-        sim.out, sim.animate, sim.trace, sim.title = None, args.out, args.trace, args.title
+        sim.out, sim.animate, sim.trace, sim.title, sim.scale = None, args.out, args.trace, args.title, args.scale
         sim.stop, sim.dt, sim.set, sim.quiet = args.stop, args.dt, args.set, args.quiet
         sim.own_process = args.own_process
         return simulate.run(sim)
@@ -37,7 +37,7 @@ def run(args):
                          "draw; animate the system file it was exported from")
     system = system_of(args)
     anim = Animation(named_file("--out", args.out, *VIEW), system, args.title or
-                     f"{Path(args.system).stem}: {Path(args.run).name}", args.trace)
+                     f"{Path(args.system).stem}: {Path(args.run).name}", args.trace, **drawing(args))
     t, columns = read_result(args.run)
     if args.system == "balloon":
         if list(columns) != list(balloon.COLUMNS[1:]):
@@ -67,7 +67,8 @@ def _mode(args):
     if is_closed_loop(cs):
         raise TitopError("--mode shows the modes of a plant: this system has time signals or control units "
                          "(animate a run of it, or linearize its plant's file)")
-    anim = Animation(named_file("--out", args.out, *VIEW), cs, args.title or Path(args.system).stem, args.trace)
+    anim = Animation(named_file("--out", args.out, *VIEW), cs, args.title or Path(args.system).stem, args.trace,
+                     **drawing(args))
     system, state = cs, None
     if args.trim is not None:
         eq = trim(cs, free=args.trim or None)

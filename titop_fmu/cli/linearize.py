@@ -12,7 +12,7 @@ from ..errors import TitopError
 from ..simulation import set_values
 from ..scenarios import balloon
 from ..titop.totals import SYSTEM
-from .options import VIEW, animation_options, command, named_file, system_of, writable_file
+from .options import VIEW, animation_options, command, drawing, named_file, system_of, writable_file
 
 
 def run(args):
@@ -33,7 +33,7 @@ def run(args):
         if args.grid or is_closed_loop(cs):
             raise TitopError("--animate shows a mode of one linear model of a plant: not with --grid, nor of a "
                              "system with time signals or control units")
-        view = Animation(view, cs, args.title or Path(args.system).stem, args.trace)
+        view = Animation(view, cs, args.title or Path(args.system).stem, args.trace, **drawing(args))
     outputs = args.outputs
     if outputs is None:                  # the record list, but the system's totals (no linear outputs)
         outputs = [r for r in cs.recorded if r.partition(".")[0] != SYSTEM or SYSTEM in cs.units]

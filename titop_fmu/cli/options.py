@@ -155,8 +155,19 @@ def fmu_kind_option(group, what):
                             f"CPython (default {DEFAULT_FMU_KIND}; fmus/README.md)")
 
 
+def drawing(args) -> dict:
+    """The :class:`~titop_fmu.viewer.Animation` keywords of ``--scale`` and of a system file's
+    flexible beams, drawn through all their nodes (:func:`~titop_fmu.titop.flexible.drawn_beams`)."""
+    from ..titop.flexible import drawn_beams
+    beams = drawn_beams(args.system) if Path(args.system).suffix.lower() in (".toml", ".json") else None
+    return dict(scale=args.scale, beams=beams)
+
+
 def animation_options(p):
     p.add_argument("--trace", action="append", metavar="UNIT[.POINT]",
                    help="draw the path of a body point: UNIT.com (the default point), UNIT.p or UNIT.c<i> "
                         "(repeatable; default: the centre of mass of every body without a child body, eight at most)")
     p.add_argument("--title", help="title shown in the view (default: the system, the engine and the horizon)")
+    p.add_argument("--scale", type=float, metavar="S",
+                   help="draw the flexible bodies' elastic displacements S times (default: the largest a tenth of "
+                        "its body's size, a round number, at least 1; the page says it)")

@@ -12,7 +12,7 @@ from ..errors import Interrupted, TitopError
 from ..simulation import DEFAULTS, RTOL_MIN, TOL_MIN, Target, resolve_options
 from ..simulation import run_master as master_run
 from ..titop.units import DEFAULT_FMU_KIND
-from .options import (RESULT, VIEW, animation_options, command, cooperative_interrupt, engine_options,
+from .options import (RESULT, VIEW, animation_options, command, drawing, cooperative_interrupt, engine_options,
                       fmu_kind_option, named_file, writable_folder, write_result)
 
 
@@ -114,7 +114,7 @@ def animation(args, system, engine):
     from ..viewer import Animation
     name = "balloon" if args.system == "balloon" else Path(args.system).stem
     return Animation(named_file("--animate", args.animate, *VIEW), system, args.title or f"{name}: {engine}, "
-                     f"{args.stop:g} s", args.trace)
+                     f"{args.stop:g} s", args.trace, **drawing(args))
 
 
 def add(sub):

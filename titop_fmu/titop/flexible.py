@@ -68,6 +68,32 @@ def modal_data(table: dict, n_ports: int, base: Path) -> ModalData:
     return data
 
 
+def tables(path) -> dict:
+    """``{unit: (model, flexible table)}`` of the system file ``path`` as written."""
+    from ..cosim.systemfile import _load
+    units = _load(Path(path)).get("units") or {}
+    return {name: (spec.get("model"), spec["flexible"]) for name, spec in units.items()
+            if isinstance(spec, dict) and isinstance(spec.get("flexible"), dict)}
+
+
+def drawn_beams(path) -> dict:
+    """``{unit: ModalData}`` of the beams of the system file ``path`` (the units whose
+    ``[units.NAME.flexible]`` table has ``beam = {...}``) with their nodes at every node of the
+    mesh, from ``P`` out, so that a 3-D view draws the deformed beam through them all: the same
+    mesh and modes as the unit's (its nodes are already stations of the mesh)."""
+    path = Path(path)
+    out = {}
+    for name, (model, table) in tables(path).items():
+        if "beam" not in table:
+            continue
+        n_ports = catalog.parse_model(model)[1]
+        data = modal_data(table, n_ports, path.parent)
+        stations = [float(np.linalg.norm(x)) for x in data.shape_nodes]
+        every = modal_data({**table, "ports": list(table["ports"]) + stations}, n_ports + len(stations), path.parent)
+        out[name] = every.with_nodes(range(n_ports, every.n_nodes))
+    return out
+
+
 def _lumped(i, m) -> LumpedMass:
     if not isinstance(m, dict) or set(m) - {"at", "mass", "inertia"} or not {"at", "mass"} <= set(m):
         raise ParameterError(f"masses[{i}]", "expected {at = s, mass = m, inertia = [[...]]} (inertia optional)")

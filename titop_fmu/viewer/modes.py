@@ -6,7 +6,9 @@ mode's shape ``v`` (:meth:`~titop_fmu.linear.model.LinearModel.shape`) the syste
 ``x0 (+) c Re(v e^(i theta))``, the phase ``theta`` running over :data:`CYCLES` turns
 (``x0 (+) c v sin(theta)`` for a real eigenvalue), each turn shown in :data:`PERIOD` seconds
 whatever the mode's frequency (the title gives it). ``c`` makes the largest displacement of a
-body point a tenth of the system's size: a linear shape has no amplitude of its own.
+body point a tenth of the system's size: a linear shape has no amplitude of its own. The
+points of a flexible body count, deformed by the modal coordinates of the state (a bending
+mode bends the body), and its deformation is drawn as it is (scale 1) unless asked otherwise.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy as np
 
 from ..errors import TitopError
 from ..linear.coordinates import Coordinates
-from . import poses, scene
+from . import deform, poses, scene
 
 #: turns of the phase shown, the seconds each takes in the view, samples per turn
 CYCLES, PERIOD, SAMPLES = 2, 2.0, 48
@@ -51,10 +53,14 @@ def mode_motion(m: poses.Model, system, model, number: int) -> tuple:
         ys = np.array([coords.retract(x0, scale * dx) for dx in turn])
         outs = system.outputs_at(ys, sorted({_port(label) for label in labels}))
         columns = {label: outs[label.partition(".")[0]][_port(label)[1]][:, _index(label)] for label in labels}
+        columns.update(deform.modal_states(m, system.state_names(), ys))
         where = poses.poses(m, columns)
         points = scene.body_points(m)
-        return columns, np.concatenate([p[:, None, :] + np.einsum("kij,lj->kli", R, points[n])
-                                        for n, (R, p) in where.items()], axis=1)
+        drawn = [p[:, None, :] + np.einsum("kij,lj->kli", R, points[n]) for n, (R, p) in where.items()]
+        for n, (shape, u) in deform.deformations(m, columns, len(ys))[0].items():   # the deformed bodies
+            R, p = where[n]
+            drawn.append(p[:, None, :] + np.einsum("kij,klj->kli", R, shape.points[None] + u))
+        return columns, np.concatenate(drawn, axis=1)
 
     _, rest = placed(0.0)
     size = max(float(np.linalg.norm(np.ptp(rest[0], axis=0))), 1e-3)
@@ -89,4 +95,5 @@ def write_mode(anim, system, model, number: int):
     from ..linear.linearize import as_system
     t, columns, what = mode_motion(anim.model, as_system(system)[0], model, number)
     anim.title = f"{anim.title}: {what}" if anim.title else what
+    anim.scale = 1.0 if anim.scale is None else anim.scale
     anim.write(t, columns)

@@ -27,12 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..blocks.flexible import is_flexible
 from ..control.build import is_control
 from ..cosim import CoSystem
 from ..cosim.engine import is_fmu_path
 from ..errors import ConnectionError_, TitopError
 from ..fmu import catalog
 from ..spatial import axis_rotation, dcm_from_euler, inertial_position
+from . import deform
 
 BASES = ("floating_base", "imposed_motion_base")
 #: the pose components of a motion vector: ``[IP]`` (13-15) and ``Theta`` (16-18)
@@ -55,6 +57,7 @@ class Body:
     axis: np.ndarray | None         # joint axis (unit), revolute and prismatic
     mount: np.ndarray               # P_a0/b: the frame w.r.t. the parent's at zero joint motion
     shape: dict | None = None       # the shape the system file gives it (systemfile.read_shape)
+    flexible: tuple | None = None   # a flexible body: (deform.Drawn, number of modes)
 
     @property
     def joint(self) -> str:
@@ -64,8 +67,10 @@ class Body:
         return self.kind.replace("_inverse", "")
 
     def motion_ports(self) -> list:
-        """Its outputs that are motion vectors: ``p.m`` of a base, then ``c1.m``, ``c2.m``, ..."""
-        return (["p.m"] if self.kind in BASES else []) + [f"c{i}.m" for i in range(1, len(self.children) + 1)]
+        """Its outputs that are motion vectors of its frame: ``p.m`` of a base, then ``c1.m``,
+        ``c2.m``, ... (not a flexible body's: they are its deformed nodes' frames, eq. (F12))."""
+        children = [] if self.flexible else [f"c{i}.m" for i in range(1, len(self.children) + 1)]
+        return (["p.m"] if self.kind in BASES else []) + children
 
     def point(self, port: str) -> np.ndarray:
         """``[PX]_Ra`` of the point of a motion port: ``P`` for ``p.m``, ``C_i`` for ``ci.m``."""
@@ -96,10 +101,12 @@ class Model:
     skipped: dict
 
 
-def model(cs: CoSystem) -> Model:
+def model(cs: CoSystem, beams=None) -> Model:
     """The bodies of ``cs`` built from their FMI parameters as the FMUs build them
     (:func:`~titop_fmu.fmu.catalog.build_unit`); units that are FMU files or functions are
-    not drawn (named in :attr:`Model.skipped`), control units, which have no body, left out."""
+    not drawn (named in :attr:`Model.skipped`), control units, which have no body, left out.
+    ``beams``: ``{unit: ModalData}`` of flexible beams at all their nodes, drawn through them
+    (:func:`.deform.of_body`)."""
     blocks, skipped = {}, {}
     for name, spec in cs.units.items():
         if is_control(spec.model):                   # a signal block: no body to draw
@@ -129,12 +136,13 @@ def model(cs: CoSystem) -> Model:
             parent = None
         support = cs.inputs.get(f"{name}.p.m")
         body = block.body
+        drawn = (deform.of_body(body, (beams or {}).get(name)), body.n_modes) if is_flexible(body) else None
         bodies[name] = Body(name, kind, float(body.mass), np.array(body.inertia), np.array(body.com),
                             tuple(np.array(c) for c in body.children), parent,
                             None if parent is None else _cut_point(parent, blocks)[1],
                             None if support is None else np.asarray(support, dtype=float),
                             getattr(block, "axis", None), getattr(block, "P_a0b", np.eye(3)),
-                            cs.units[name].appearance)
+                            cs.units[name].appearance, drawn)
     return Model(_parents_first(bodies), closures, skipped)
 
 
@@ -224,8 +232,14 @@ def unplaced(m: Model) -> dict:
 
 
 def needed(m: Model, available=()) -> list:
-    """The outputs to record, besides ``available``, so that every body is placed."""
-    return rules(m, available)[1]
+    """The outputs to record, besides ``available``, so that every body is placed, and the
+    displacements of a flexible body's ports (``c<i>.u[1..3]``) unless its modal coordinates are
+    there (:func:`.deform.deformations`)."""
+    out = rules(m, available)[1]
+    for name, b in m.bodies.items():
+        if b.flexible and not set(deform.eta_labels(name, b.flexible[1])) <= set(available):
+            out += [x for x in deform.u_labels(name, len(b.children)) if x not in available]
+    return out
 
 
 def poses(m: Model, columns: dict, n: int | None = None) -> dict:

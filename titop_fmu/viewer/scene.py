@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import TitopError
 from ..spatial import quat_from_dcm
+from . import deform
 from .poses import Model
 
 #: most samples per simulated second, and in all
@@ -169,17 +170,25 @@ def _round(x, digits=4):
     return [float(f"{v:.{digits}g}") for v in np.ravel(x)]
 
 
-def scene(m: Model, t, placed: dict, title: str, traces=(), notes=()) -> dict:
+def scene(m: Model, t, placed: dict, title: str, traces=(), notes=(), deformed=None, scale=None) -> dict:
     """The JSON content of the view (:mod:`.html`): ``t`` the sampled times, ``placed`` the
     bodies' frames ``{body: (P_a/i (n, 3, 3), [IP]_Ri (n, 3))}`` at them (:func:`.poses.poses`);
-    ``notes``, lines the view shows under its title."""
+    ``notes``, lines the view shows under its title; ``deformed``, the flexible bodies' drawn
+    points and their elastic displacements ``{body: (Drawn, u (n, N, 3))}``
+    (:func:`.deform.deformations`), drawn times ``scale`` (None: :func:`.deform.auto_scale`)."""
     if not placed:
         raise TitopError("nothing to draw: the system has no TITOP body that can be placed")
     t = np.asarray(t, dtype=float)
     points = body_points(m)
     first = _world({n: (R[:1], p[:1]) for n, (R, p) in placed.items()}, points)[0]
     size = float(np.linalg.norm(first.max(axis=0) - first.min(axis=0)))
-    meshes = {n: mesh(b) for n, b in m.bodies.items() if n in placed}
+    deformed = {n: x for n, x in (deformed or {}).items() if n in placed}
+    chosen = scale is None
+    scale = deform.auto_scale(deformed) if chosen else float(scale)
+    if deformed:
+        why = f" (the largest displacement {deform.FRACTION:g} of its body's size)" if chosen and scale > 1 else ""
+        notes = [f"elastic deformation drawn x{scale:g}{why}"] + list(notes)
+    meshes = {n: mesh(b) for n, b in m.bodies.items() if n in placed and n not in deformed}
     meshes = {n: x for n, x in meshes.items() if x is not None}
     if size < 1e-9:                                   # one body, all its points at P
         size = 2 * max([float(np.abs(p - m.bodies[n].com).max()) for n, (p, _) in meshes.items()] + [0.5])
@@ -207,12 +216,20 @@ def scene(m: Model, t, placed: dict, title: str, traces=(), notes=()) -> dict:
             entry["mesh"] = dict(points=[_round(c) for c in vertices], faces=faces)
             drawn = p[:, None, :] + np.einsum("kij,lj->kli", R, vertices)
             lo, hi = np.minimum(lo, drawn.min(axis=(0, 1))), np.maximum(hi, drawn.max(axis=(0, 1)))
+        if name in deformed:
+            shape, u = deformed[name]
+            d = scale * u                                                         # (n, N, 3)
+            entry["flex"] = dict(points=[_round(x, 6) for x in shape.points], line=shape.line, ports=list(shape.ports),
+                                 d=[_deltas(d[:, j, k], quantum) for j in range(d.shape[1]) for k in range(3)])
+            drawn = p[:, None, :] + np.einsum("kij,klj->kli", R, shape.points[None] + d)
+            lo, hi = np.minimum(lo, drawn.min(axis=(0, 1))), np.maximum(hi, drawn.max(axis=(0, 1)))
         bodies.append(entry)
     closures = [dict(name=c.name, a=[index[c.left[0]], _round(c.left[1])], b=[index[c.right[0]], _round(c.right[1])])
                 for c in m.closures if c.left and c.right and c.left[0] in index and c.right[0] in index]
     travel = float(np.linalg.norm(hi - lo))
     return dict(
-        title=title, notes=list(notes), t=_deltas(t, TIME_QUANTUM), t_quantum=TIME_QUANTUM, p_quantum=quantum,
+        title=title, notes=list(notes), flex_scale=scale if deformed else None,
+        t=_deltas(t, TIME_QUANTUM), t_quantum=TIME_QUANTUM, p_quantum=quantum,
         q_quantum=QUATERNION_QUANTUM, size=_round(size)[0], bounds=[_round(lo), _round(hi)],
         ground=_round(lo[1] - 0.1 * size)[0], follow=bool(travel > 4 * size + 1e-12),
         bodies=bodies, closures=closures,

@@ -18,7 +18,8 @@
   const T = decode(S.t, S.t_quantum), N = T.length, T0 = T[0], T1 = T[N - 1];
   const SIZE = S.size;
   const bodies = S.bodies.map((b) => Object.assign({}, b, {
-    P: b.p.map((d) => decode(d, S.p_quantum)), Q: b.q.map((d) => decode(d, S.q_quantum)) }));
+    P: b.p.map((d) => decode(d, S.p_quantum)), Q: b.q.map((d) => decode(d, S.q_quantum)),
+    D: b.flex ? b.flex.d.map((d) => decode(d, S.p_quantum)) : null }));
 
   // ---- small vector algebra ------------------------------------------------------------------
   const add = (a, b) => [a[0] + b[0], a[1] + b[1], a[2] + b[2]];
@@ -51,6 +52,11 @@
     return { p: b.P.map(lerp), R: quatMatrix(q[0], q[1], q[2], q[3]) };
   }
   const toWorld = (pose, v) => add(pose.p, apply(pose.R, v));
+  function deformedAt(b, k, a) {           // a flexible body's drawn points in its frame, displaced
+    const k2 = Math.min(k + 1, N - 1);
+    return b.flex.points.map((x, j) => x.map((c, i) => {
+      const d = b.D[3 * j + i]; return c + d[k] + a * (d[k2] - d[k]); }));
+  }
   const traces = S.traces.map((tr) => {        // every sample's point, once
     const b = bodies[tr.body], pts = new Float64Array(3 * N);
     for (let k = 0; k < N; k++) pts.set(toWorld(poseAt(b, k, 0), tr.point), 3 * k);
@@ -239,9 +245,13 @@
         const c = b.mesh.points.map((v) => toWorld(pose, v));
         b.mesh.faces.forEach((f) => face(f.map((j) => c[j]), b.color));
       }
-      b.children.forEach((c) => segment(P, toWorld(pose, c), b.color, tube));
+      if (b.flex) {                          // the deformed body: a line through its points, or dots
+        const c = deformedAt(b, k, a).map((v) => toWorld(pose, v));
+        if (b.flex.line) c.slice(1).forEach((x, j) => segment(c[j], x, b.color, tube));
+        else c.forEach((x) => sphere(x, 0.006 * SIZE, b.color));
+      } else b.children.forEach((c) => segment(P, toWorld(pose, c), b.color, tube));
       const com = toWorld(pose, b.com);
-      if (Math.hypot(b.com[0], b.com[1], b.com[2]) > 1e-9 && !b.mesh) {   // a rod to the centre of mass
+      if (Math.hypot(b.com[0], b.com[1], b.com[2]) > 1e-9 && !b.mesh && !b.flex) {   // a rod to the centre of mass
         segment(P, com, b.children.length ? shade(b.color, 0.35) : b.color, (b.children.length ? 0.6 : 1) * tube);
       }
       if (b.radius > 0) sphere(com, b.radius, b.color);
