@@ -119,6 +119,7 @@ class Target:
         self._settable = None
         if self.name == "balloon":
             self.file, self.simulation, self.header = None, {}, list(balloon.COLUMNS)
+            self.flexible = {}
             self._settable = balloon.DEFAULTS
             return
         path = Path(name)
@@ -128,6 +129,8 @@ class Target:
         from .titop.checks import check
         self.ssp = path.suffix == ".ssp"
         self.file = ssp.read(path) if self.ssp else read_file(path)
+        from .titop import flexible
+        self.flexible = {} if self.ssp else flexible.tables(path)      # its flexible tables, as written
         if recorded and not self.file.system.recorded:
             raise TitopError(f"{path}: nothing to write: add record = [\"unit.output\", ...]")
         self.simulation = self.file.simulation
@@ -137,14 +140,16 @@ class Target:
     def settable(self) -> dict:
         """``{name: current value}`` of everything ``--set`` can change."""
         if self._settable is None:
-            from .titop import overrides
-            self._settable = overrides.settable(self.file.system)
+            from .titop import flexible, overrides
+            self._settable = {**overrides.settable(self.file.system), **flexible.settable(self.flexible)}
         return self._settable
 
     def unit_of(self, name: str):
         """The unit the settable scalar ``name`` is declared in (None: not known)."""
         if self.file is None:
             return balloon_unit(name)
+        if name.partition(".")[0] in self.flexible and ".flexible." in name:
+            return None                                   # a flexible table's values: SI, as written
         from .titop import overrides
         return overrides.unit_of(self.file.system)(name)
 
@@ -167,11 +172,13 @@ class Target:
             return balloon.system(overrides)
         if not overrides:
             return self.file.system
-        from .titop import overrides as ov
+        from .titop import flexible, overrides as ov
         for name in overrides:
             if name not in self.settable:
                 raise ParameterError(name, "not a settable value of this system")
-        return ov.apply(self.file.system, overrides, check)
+        system, overrides = flexible.apply(self.file.system, self.flexible, overrides, self.file.path.parent,
+                                           str(self.file.path))
+        return ov.apply(system, overrides, check)
 
     def observed(self, overrides=None):
         """The master's options that make it write :attr:`header` (None: the recorded outputs)."""

@@ -6,7 +6,9 @@ a system file's content so (:func:`titop_fmu.simulation.read_file`); everything 
 
 from __future__ import annotations
 
+import copy
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -68,12 +70,88 @@ def modal_data(table: dict, n_ports: int, base: Path) -> ModalData:
     return data
 
 
+#: the keys of a flexible table that --set and sweep --vary change (numbers), and a beam section's
+VARIED = ("elements", "modes", "damping", "ports")
+
+
 def tables(path) -> dict:
     """``{unit: (model, flexible table)}`` of the system file ``path`` as written."""
     from ..cosim.systemfile import _load
     units = _load(Path(path)).get("units") or {}
     return {name: (spec.get("model"), spec["flexible"]) for name, spec in units.items()
             if isinstance(spec, dict) and isinstance(spec.get("flexible"), dict)}
+
+
+def settable(flexible: dict) -> dict:
+    """``{"<unit>.flexible.<key>": value}`` of what ``--set`` and ``sweep --vary`` change in the
+    flexible tables ``flexible`` (:func:`tables`): a beam's section values
+    (``beam.flexible.beam.EIy``, ``.length``, ...; a beam of one section), ``elements``,
+    ``modes``, ``damping`` (one ratio) and the ``ports`` (a vector: ``beam.flexible.ports[1]``)."""
+    out = {}
+    for name, (_, table) in flexible.items():
+        prefix = f"{name}.flexible."
+        if isinstance(table.get("beam"), dict):
+            out.update({f"{prefix}beam.{k}": v for k, v in table["beam"].items() if _number(v)})
+        for key in VARIED:
+            value = table.get(key, 0.0 if key == "damping" else None)
+            if _number(value) or (key == "ports" and isinstance(value, list) and all(map(_number, value))):
+                out[prefix + key] = value
+    return out
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def apply(cs, flexible: dict, overrides: dict, base: Path, where: str):
+    """``(system, other overrides)``: ``cs`` with its flexible units made again from their tables
+    (:func:`tables`) changed by the ``overrides`` that name them (:func:`settable`), their modal
+    data (and their model, when ``modes`` changes) replacing the old; the unit's other values stay."""
+    from ..cosim.names import expand_parameters
+    mine = {k: v for k, v in overrides.items() if ".flexible." in k and k.partition(".")[0] in flexible}
+    if not mine:
+        return cs, overrides
+    changed = {}
+    for ref, value in mine.items():
+        name, _, key = ref.partition(".flexible.")
+        table = changed.setdefault(name, _copy(flexible[name][1]))
+        path = key.split(".")
+        target = table
+        for k in path[:-1]:
+            target = target[k]
+        last, index = path[-1], None
+        if last.endswith("]"):
+            last, _, index = last[:-1].partition("[")
+        old = target.get(last)
+        if index is not None:
+            target[last][int(index) - 1] = _like(target[last][int(index) - 1], value)
+        else:
+            target[last] = [_like(o, v) for o, v in zip(old, value)] if isinstance(old, list) else _like(old, value)
+    out = copy.copy(cs)
+    out.units = dict(cs.units)
+    for name, table in changed.items():
+        model = flexible[name][0]
+        unit = expand_unit(name, {"model": model, "flexible": table}, base, where)
+        spec = cs.units[name]
+        kept = {k: v for k, v in spec.parameters.items() if not _FLEX.match(k)}
+        out.units[name] = replace(spec, model=unit.pop("model"), parameters={**kept, **expand_parameters(unit)})
+    return out, {k: v for k, v in overrides.items() if k not in mine}
+
+
+#: the FMI parameters of a flexible unit's modal data (:func:`~titop_fmu.fmu.flexible.flexible_values`)
+_FLEX = re.compile(r"^(flex\.|c\d+\.(r|phi|psi|K0F|K0M)\b)")
+
+
+def _copy(table):
+    return {k: _copy(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v for k, v in table.items()}
+
+
+def _like(old, value):
+    """``value`` as the table held ``old``: an integer stays one (``modes = 10``)."""
+    value = float(np.asarray(value, dtype=float))
+    if isinstance(old, int) and not isinstance(old, bool) and value.is_integer():
+        return int(value)
+    return value
 
 
 def drawn_beams(path) -> dict:
