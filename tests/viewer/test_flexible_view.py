@@ -189,3 +189,15 @@ def test_a_bad_scale_is_one_line(scale, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("titop-fmu: error:") and "\n" not in err and "--scale" in err, err
     assert not (tmp_path / "v.html").exists()
+
+
+def test_a_mode_of_a_beam_set_by_name_is_drawn_through_its_nodes(tmp_path, capsys):
+    """``--set beam.flexible.beam.EIy`` (the table's value): the frequency scales as sqrt(EI)
+    (0.6044 Hz x sqrt(0.4)), and the view draws the beam so made through its 21 nodes."""
+    (tmp_path / "clamped.toml").write_text(CLAMPED)
+    out = tmp_path / "mode.html"
+    assert main(["animate", str(tmp_path / "clamped.toml"), "--mode", "1", "--set", "beam.flexible.beam.EIy=5.6e3",
+                 "--out", str(out)]) == 0
+    assert "mode 1, 0.3823 Hz" in capsys.readouterr().err
+    _, _, points, d = drawn_points(scene_of(out))
+    assert len(points) == 22 and np.max(np.abs(d[:, 10, 2])) > 0.1

@@ -124,16 +124,14 @@ def system_of(args):
     """The :class:`~titop_fmu.cosim.CoSystem` of ``SYSTEM`` with its ``--set`` overrides: the
     built-in balloon (its scenario values) or a system file (its units' parameters and free
     inputs, as simulate sets them), checked as simulate checks it."""
-    from ..simulation import read_file, set_values
-    from ..titop import overrides as ov
+    from ..simulation import Target, set_values
     from ..titop.checks import check
     if args.system == "balloon":
         return balloon.system(balloon.checked(set_values(args.set)))
     if not Path(args.system).is_file():
         raise TitopError(f"unknown system {args.system!r}: not 'balloon' and no such system file (TOML or JSON)")
-    system = read_file(args.system).system
-    if args.set:
-        system = ov.apply(system, set_values(args.set, system))
+    target = Target(args.system, recorded=False)
+    system = target.system(target.overrides(args.set)) if args.set else target.file.system
     check(system, stated=True)                  # every body's physical data stated
     return system
 
@@ -158,9 +156,12 @@ def fmu_kind_option(group, what):
 def drawing(args) -> dict:
     """The :class:`~titop_fmu.viewer.Animation` keywords of ``--scale`` and of a system file's
     flexible beams, drawn through all their nodes (:func:`~titop_fmu.titop.flexible.drawn_beams`)."""
+    from ..simulation import Target
     from ..titop.flexible import drawn_beams
-    beams = drawn_beams(args.system) if Path(args.system).suffix.lower() in (".toml", ".json") else None
-    return dict(scale=args.scale, beams=beams)
+    if Path(args.system).suffix.lower() not in (".toml", ".json"):
+        return dict(scale=args.scale, beams=None)
+    overrides = Target(args.system, recorded=False).overrides(args.set) if args.set else None
+    return dict(scale=args.scale, beams=drawn_beams(args.system, overrides))
 
 
 def animation_options(p):

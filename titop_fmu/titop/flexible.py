@@ -111,10 +111,25 @@ def apply(cs, flexible: dict, overrides: dict, base: Path, where: str):
     mine = {k: v for k, v in overrides.items() if ".flexible." in k and k.partition(".")[0] in flexible}
     if not mine:
         return cs, overrides
+    out = copy.copy(cs)
+    out.units = dict(cs.units)
+    for name, (model, table) in changed(flexible, mine).items():
+        unit = expand_unit(name, {"model": model, "flexible": table}, base, where)
+        spec = cs.units[name]
+        kept = {k: v for k, v in spec.parameters.items() if not _FLEX.match(k)}
+        out.units[name] = replace(spec, model=unit.pop("model"), parameters={**kept, **expand_parameters(unit)})
+    return out, {k: v for k, v in overrides.items() if k not in mine}
+
+
+def changed(flexible: dict, overrides: dict) -> dict:
+    """``{unit: (model, table)}``: the flexible tables (:func:`tables`) that the ``overrides``
+    naming them (:func:`settable`) change, changed (copies)."""
     changed = {}
-    for ref, value in mine.items():
+    for ref, value in overrides.items():
+        if ".flexible." not in ref or ref.partition(".")[0] not in flexible:
+            continue
         name, _, key = ref.partition(".flexible.")
-        table = changed.setdefault(name, _copy(flexible[name][1]))
+        table = changed.setdefault(name, (flexible[name][0], _copy(flexible[name][1])))[1]
         path = key.split(".")
         target = table
         for k in path[:-1]:
@@ -127,15 +142,7 @@ def apply(cs, flexible: dict, overrides: dict, base: Path, where: str):
             target[last][int(index) - 1] = _like(target[last][int(index) - 1], value)
         else:
             target[last] = [_like(o, v) for o, v in zip(old, value)] if isinstance(old, list) else _like(old, value)
-    out = copy.copy(cs)
-    out.units = dict(cs.units)
-    for name, table in changed.items():
-        model = flexible[name][0]
-        unit = expand_unit(name, {"model": model, "flexible": table}, base, where)
-        spec = cs.units[name]
-        kept = {k: v for k, v in spec.parameters.items() if not _FLEX.match(k)}
-        out.units[name] = replace(spec, model=unit.pop("model"), parameters={**kept, **expand_parameters(unit)})
-    return out, {k: v for k, v in overrides.items() if k not in mine}
+    return changed
 
 
 #: the FMI parameters of a flexible unit's modal data (:func:`~titop_fmu.fmu.flexible.flexible_values`)
@@ -154,14 +161,16 @@ def _like(old, value):
     return value
 
 
-def drawn_beams(path) -> dict:
+def drawn_beams(path, overrides=None) -> dict:
     """``{unit: ModalData}`` of the beams of the system file ``path`` (the units whose
     ``[units.NAME.flexible]`` table has ``beam = {...}``) with their nodes at every node of the
     mesh, from ``P`` out, so that a 3-D view draws the deformed beam through them all: the same
-    mesh and modes as the unit's (its nodes are already stations of the mesh)."""
+    mesh and modes as the unit's (its nodes are already stations of the mesh); ``overrides``:
+    values of the tables set by name (:func:`settable`)."""
     path = Path(path)
     out = {}
-    for name, (model, table) in tables(path).items():
+    flexible = tables(path)
+    for name, (model, table) in {**flexible, **changed(flexible, overrides or {})}.items():
         if "beam" not in table:
             continue
         n_ports = catalog.parse_model(model)[1]
