@@ -33,6 +33,7 @@ import tempfile
 from pathlib import Path
 
 from ..archive import write_zip
+from ..blocks import FlexibleBody
 from ..integrators import MAX_STEPS, _A, _C, _E
 from ..dual import SOURCE as DUAL_SOURCE
 from ..cbuild import CompileError, cache_root, run_compiler
@@ -42,7 +43,7 @@ from .catalog import DEFAULT_CHILDREN, all_identifiers, interface
 
 CSRC = Path(__file__).with_name("csrc")
 #: the C sources of every standalone FMU, and the one each FMU has of its own
-SOURCES = ("fmi2_types.h", "model.h", "fmi2.c", "tree.c", "control.c", "format.c")
+SOURCES = ("fmi2_types.h", "model.h", "fmi2.c", "tree.c", "flexible_body.c", "control.c", "format.c")
 TABLE = "model.c"
 #: the capability flags: those of the pythonfmu FMUs, with no execution tool
 OPTIONS = dict(MODEL_OPTIONS, needsExecutionTool=False)
@@ -51,6 +52,10 @@ TOOL = "titop-fmu (standalone FMU: C only)"
 #: the parameter fields of model.h (TITOP_P_*), by catalog parameter name
 FIELDS = ("mass", "inertia", "com", "c1.r", "gravity", "mount", "r0", "Theta0", "twist0", "ext_frame", "axis",
           "q0", "qd0", "k", "d", "K", "D")
+#: a flexible body's parameter fields (model.h: TITOP_F_*, TITOP_N_*; fmu/flexible.py's names)
+FLEX_FIELDS = ("mass", "L", "omega", "zeta", "I_phi_x0", "I_phi_phi", "K0t", "K0r", "K0om", "stiffening", "eta0",
+               "etad0")
+NODE_FIELDS = ("r", "phi", "psi", "K0F", "K0M")
 #: the quantities of TitopOutput (model.h), by the name titop_fmu.titop.records gives them
 OUTPUT_QUANTITIES = {None: 0, "position": 1, "velocity": 2, "dcm": 3, "euler": 4}
 #: a closed loop's value (TitopOutput's TITOP_VALUE: a control unit's output)
@@ -132,10 +137,21 @@ def block_spec(block, state: int, inputs: dict, first, parents=None, children=No
     child = [k if k is not None else -1 - inputs[f"{c}.w"] for c, k in zip(block.child_ports, children)]
     ext, tau = _extra(block, inputs.get)
     par = [first(f) for f in FIELDS]
+    body = getattr(block, "body", None)
+    modes, flex = (body.n_modes, f"(const int[]){_c_ints(flexible_fields(first, len(block.child_ports)))}") \
+        if isinstance(body, FlexibleBody) else (-1, "NULL")
     return (f"{{{TYPES[type(block)]}, {int(getattr(block, 'mode', '') == 'inverse')}, {len(block.child_ports)}, "
             f"{parent}, {slot}, {parent_r}, {slot_r}, {m_in}, {m_in_r}, (const int[]){_c_ints(child + [0])}, "
             f"{-1 if ext is None else ext}, {-1 if tau is None else tau}, {state}, "
-            f"{_c_ints(-1 if v is None else v for v in par)}, {'NULL' if unit is None else _c_string(unit)}}}")
+            f"{_c_ints(-1 if v is None else v for v in par)}, {'NULL' if unit is None else _c_string(unit)}, "
+            f"{modes}, {flex}}}")
+
+
+def flexible_fields(first, n_children: int) -> list:
+    """The value references of a flexible body's parameter fields (model.h: TITOP_F_*, then
+    TITOP_N_* per child port), ``first(name)`` giving a parameter's first scalar."""
+    return [first(f"flex.{f}") for f in FLEX_FIELDS] + \
+        [first(f"c{i}.{f}") for i in range(1, n_children + 1) for f in NODE_FIELDS]
 
 
 def c_table(model_id: str, guid: str, description: str, variables, n_params: int, n_inputs: int, n_outputs: int,
@@ -146,7 +162,7 @@ def c_table(model_id: str, guid: str, description: str, variables, n_params: int
     causality by its first letter); ``blocks``: the :func:`block_spec` s, parents first;
     ``tolerances``: the value references of ``rtol`` and ``atol`` (None: no states);
     ``check_order``: the blocks in the order their parameters are checked (default theirs);
-    ``outputs``: per output its ``TitopOutput`` (model.h) ``(quantity, source, block, point)``,
+    ``outputs``: per output its ``TitopOutput`` (model.h) ``(quantity, source, block, point[, node])``,
     ``(0, position in the kernel's outputs, -1, -1)`` for one of the kernel's outputs
     (``n_kernel_outputs`` of them; default: the outputs are the kernel's); ``state_level``,
     ``angle``: the positions of the twist/pose inputs and of the Euler-angle outputs

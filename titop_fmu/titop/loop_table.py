@@ -30,16 +30,22 @@ from .closedloop import ClosedLoop
 WINDOW = 1.0
 
 
-def inertial_source(entry, component: int, index: dict, first) -> tuple:
+def inertial_source(entry, component: int, index: dict, first, outputs: dict) -> tuple:
     """The ``TitopOutput`` (model.h) of the component ``component`` of an inertial quantity
     ``entry`` (:class:`~.records.Entry`) of the body of a block (``index``: block indices;
-    ``first(name)``: the value reference of a parameter's first scalar)."""
+    ``first(name)``: the value reference of a parameter's first scalar; ``outputs``: ``{(unit,
+    output port): its first scalar in the kernel's outputs}``, where a flexible body's node
+    finds its own motion vector ``ci.m``)."""
     if entry.quantity not in OUTPUT_QUANTITIES:
         raise ConnectionError_(f"{entry.ref!r}: a point's acceleration is not computed by the standalone assembly "
                                "FMU yet (export the pythonfmu kind, --fmu-kind pythonfmu)")
+    node = entry.motion.node if entry.motion is not None else None
+    if node is not None:                         # a flexible body's node: its own motion, X the node
+        return OUTPUT_QUANTITIES[entry.quantity], component, index[entry.unit], -1, 1 + outputs[(entry.unit,
+                                                                                                  f"{node}.m")]
     point = -1 if entry.point in (None, "p") else \
         first(f"{entry.unit}.{'com' if entry.point == 'com' else entry.point + '.r'}")
-    return OUTPUT_QUANTITIES[entry.quantity], component, index[entry.unit], point
+    return OUTPUT_QUANTITIES[entry.quantity], component, index[entry.unit], point, 0
 
 
 class _Writer:
@@ -63,12 +69,13 @@ def _c_number(v) -> str:
     return repr(v) if math.isfinite(v) else ("INFINITY" if v > 0 else "-INFINITY")
 
 
-def loop_table(loop: ClosedLoop, position: dict, internal: list, n_inputs: int, index: dict, first) -> tuple:
+def loop_table(loop: ClosedLoop, position: dict, internal: list, n_inputs: int, index: dict, first,
+               outputs: dict) -> tuple:
     """``(C definitions, TitopLoop initializer)`` of ``loop``: ``position`` ``{(unit, port): its
     first input position}`` of the kernel's inputs (the FMU's, then the loop's own: the plant's
     ports that signals and blocks feed, whose values ``internal`` lists), constants compiled in
     appended to ``internal``; ``index`` ``{unit: block index}``; ``first(name)``: the value
-    reference of a parameter's first scalar."""
+    reference of a parameter's first scalar; ``outputs`` as :func:`inertial_source` takes them."""
     w = _Writer()
     signals = []
     for i, ((unit, scalar), (slot, signal)) in enumerate(zip(loop.signals, loop.signal_slots)):
@@ -97,7 +104,7 @@ def loop_table(loop: ClosedLoop, position: dict, internal: list, n_inputs: int, 
         if n.sensor is not None:                   # the inertial quantity itself, read from the tree
             entry = n.sensor.entry
             u = np.arange(n_values, n_values + len(entry.select))
-            reads += [(s, inertial_source(entry, c, index, first)) for s, c in zip(u, entry.select)]
+            reads += [(s, inertial_source(entry, c, index, first, outputs)) for s, c in zip(u, entry.select)]
             n_values += len(u)
         b = n.block
         seed = getattr(b, "seed", 0)

@@ -104,12 +104,13 @@ def assembly_table(iface: AssemblyInterface, guid: str) -> str:
         raise TitopError(f"record {missing[0]!r}: a point's acceleration is not an output of the standalone "
                          "assembly FMU yet (export the pythonfmu kind, --fmu-kind pythonfmu, or record the "
                          "accelerations of the motion vectors, p.m[1..6])")
-    table = None if loop is None else loop_table(loop, position, internal, len(iface.input_names), index, first.get)
+    table = None if loop is None else loop_table(loop, position, internal, len(iface.input_names), index, first.get,
+                                                source)
     outputs = []                                  # TitopOutput (model.h)
     for p in iface.outputs:
         components = range(p.size) if p.component is None else [p.component]
         if p.record:                              # an inertial quantity of a body (records.inertial)
-            outputs += [inertial_source(entries[p.record], c, index, first.get) for c in components]
+            outputs += [inertial_source(entries[p.record], c, index, first.get, source) for c in components]
         elif p.unit not in system.blocks:         # a control unit's output: a value of the loop
             names = loop.types[p.unit].scalars(p.port, "output")
             outputs += [(TITOP_VALUE, loop.slots[("out", p.unit, names[c])], -1, -1) for c in components]
@@ -141,12 +142,8 @@ def state_structure(iface: AssemblyInterface, n_sets: int = N_PARAMETER_SETS, se
 def export_standalone(out: Path, slave, iface: AssemblyInterface, experiment: dict) -> Path:
     """Write the standalone assembly FMU ``out`` of ``iface`` (``slave``: its pythonfmu slave,
     which describes its co-simulation variables) with the default experiment ``experiment``.
-    A flexible body is refused (:class:`TitopError`): the C layer reads a rigid body's
-    parameters only."""
-    for unit, model in iface.units:
-        if catalog.parse_model(model)[2] is not None:
-            raise TitopError(f"unit {unit!r} ({model}): the standalone FMU has no flexible body yet: export the "
-                             "pythonfmu kind (--fmu-kind pythonfmu)")
+    A flexible body's modal data are FMI parameters (``<unit>.flex.omega``, ...), its number of
+    modes fixed in the FMU; the C layer checks them (``fmu/csrc/flexible_body.c``)."""
     n_out, states = len(iface.output_names), state_variables(iface)
     on_inputs, on_params = measure_dependencies(iface, sample=random_parameters, extra=lambda unit: np.concatenate(
         [unit.x, unit.state_derivatives()]))

@@ -31,6 +31,13 @@ enum { TITOP_P_MASS, TITOP_P_INERTIA, TITOP_P_COM, TITOP_P_CHILDREN, TITOP_P_GRA
        TITOP_P_R0, TITOP_P_THETA0, TITOP_P_TWIST0, TITOP_P_EXT_FRAME, TITOP_P_AXIS, TITOP_P_Q0, TITOP_P_QD0,
        TITOP_P_K, TITOP_P_D, TITOP_P_KMAT, TITOP_P_DMAT, TITOP_NP };
 
+/* a flexible body's parameter fields (TitopBlockSpec.flex: the value reference of each field's
+ * first scalar; titop_fmu/fmu/flexible.py's flex.* in this order), then per node (child port
+ * c<i>) its TITOP_N_* fields; the data's layout is the FMI parameters' (row-major) */
+enum { TITOP_F_MASS, TITOP_F_L, TITOP_F_OMEGA, TITOP_F_ZETA, TITOP_F_I_PHI_X0, TITOP_F_I_PHI_PHI, TITOP_F_K0T,
+       TITOP_F_K0R, TITOP_F_K0OM, TITOP_F_STIFFENING, TITOP_F_ETA0, TITOP_F_ETAD0, TITOP_NF };
+enum { TITOP_N_R, TITOP_N_PHI, TITOP_N_PSI, TITOP_N_K0F, TITOP_N_K0M, TITOP_NN };
+
 typedef struct {
     const char *name;
     char type;           /* 'R' (fmi2Real) or 'I' (fmi2Integer) */
@@ -51,6 +58,8 @@ typedef struct {
     int state;           /* its first state in the model's states */
     int par[TITOP_NP];   /* its parameter fields */
     const char *unit;    /* an assembly's unit: messages name its parameters '<unit>.<name>'; or NULL */
+    int modes;           /* a flexible body's modes (docs/flexible-bodies.md), or -1: a rigid body */
+    const int *flex;     /* a flexible body's fields: TITOP_NF, then TITOP_NN per child port; or NULL */
 } TitopBlockSpec;
 
 /* the quantities of an FMU output (titop_fmu/titop/records.py): one of the kernel's outputs, or
@@ -62,12 +71,15 @@ enum { TITOP_KERNEL_OUTPUT, TITOP_POSITION, TITOP_VELOCITY, TITOP_DCM, TITOP_EUL
  * in turn, in titop_evaluate's order); or the component `source` of an inertial quantity of the
  * body of `block`: the position in R_i of its point X, its velocity [v_X; omega] in R_i (X given
  * by the parameter whose first scalar's value reference is `point`, [PX] in the body frame: com
- * or c<i>.r; -1: X = P), its DCM P_b/i row by row, its 3-2-1 Euler angles; or (a closed loop)
+ * or c<i>.r; -1: X = P; a flexible body's node moves: its own motion vector, node), its DCM P_b/i
+ * row by row, its 3-2-1 Euler angles; or (a closed loop)
  * the value `source` of its value vector (TitopLoop), a control unit's output */
 typedef struct {
     int quantity;        /* TITOP_KERNEL_OUTPUT .. TITOP_VALUE */
     int source;
     int block, point;    /* an inertial quantity's */
+    int node;            /* a flexible body's node: 1 + the position of its motion vector c<i>.m in the
+                            kernel's outputs, the quantity's (point -1: X is the node); 0: not a node */
 } TitopOutput;
 
 /* --- closed loops: time signals and control blocks around the tree (an assembly's) ---------- */

@@ -237,6 +237,16 @@ static int psd6(Err *e, const char *name, const double *M)
 
 /* --- the blocks' data -------------------------------------------------------------------- */
 
+#include "flexible_body.c"     /* a flexible body's data and checks */
+
+/* the smallest eigenvalue of the symmetric 6 x 6 matrix S */
+static double smallest6(const double *S)
+{
+    double w[6];
+    eigvalsh(6, S, w);
+    return w[0];
+}
+
 /* C = op(A) B, 6 x 6, op(A) = A^T if transposed, else A */
 static void mat6_mul(const double *A, int transposed, const double *B, double *C)
 {
@@ -317,19 +327,26 @@ static int block_data(const TitopBlockSpec *b, const double *par, double *d, Err
         memcpy(d + D_DINV, P(DMAT), 36 * sizeof(double));
         return 0;
     }
-    double mass = *P(MASS), J[9], eig[3];
-    /* RigidBody */
-    if (as_scalar(e, "mass", mass, 1, 0.0) || check_inertia(e, "inertia", P(INERTIA), J, eig, warn, env) ||
-        as_vector(e, "com", P(COM), 3))
-        return 1;
-    for (int i = 0; i < b->n_children; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "c%d.r", i + 1);
-        if (as_vector(e, name, P(CHILDREN) + 3 * i, 3))
+    double mass, J[9], eig[3], Dres0[36];
+    int flexible = b->modes >= 0;
+    if (flexible) {                                                /* FlexibleBody */
+        if (flexible_body(b, par, d, e, &mass, J, Dres0))
             return 1;
-        memcpy(d + D_PC + 3 * i, P(CHILDREN) + 3 * i, 3 * sizeof(double));
+        eigvalsh(3, J, eig);
+    } else {                                                       /* RigidBody */
+        mass = *P(MASS);
+        if (as_scalar(e, "mass", mass, 1, 0.0) || check_inertia(e, "inertia", P(INERTIA), J, eig, warn, env) ||
+            as_vector(e, "com", P(COM), 3))
+            return 1;
+        for (int i = 0; i < b->n_children; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "c%d.r", i + 1);
+            if (as_vector(e, name, P(CHILDREN) + 3 * i, 3))
+                return 1;
+            memcpy(d + D_PC + 3 * i, P(CHILDREN) + 3 * i, 3 * sizeof(double));
+        }
+        dynamic_model(mass, J, P(COM), d + D_D);
     }
-    dynamic_model(mass, J, P(COM), d + D_D);
     if (b->kind == TITOP_BASE) {                                   /* catalog._ext_frame */
         double v = *P(EXT_FRAME);
         if (v != 0 && v != 1) {
@@ -355,7 +372,10 @@ static int block_data(const TitopBlockSpec *b, const double *par, double *d, Err
             }
             if (eig[0] <= 0)
                 return fail(e, "inertia", "a floating base needs a positive definite inertia");
-            inverse6(d + D_D, d + D_DINV);
+            if (flexible && b->modes && smallest6(Dres0) <= 1e-12 * mass)
+                return fail(e, "mass", "a floating base needs a positive definite residual mass D_P - L^T L");
+            if (!flexible)                                         /* a flexible base solves with D_res */
+                inverse6(d + D_D, d + D_DINV);
         }
         return 0;
     }
@@ -387,6 +407,16 @@ static int block_data(const TitopBlockSpec *b, const double *par, double *d, Err
             return fail(e, "mass", "a prismatic body needs a positive mass (eq. (28) divides by it)");
         d[D_J] = mass;
     }
+    if (flexible) {                                                /* FlexibleBody.check_joint, eq. (F16) */
+        int o = b->kind == TITOP_REVOLUTE ? 3 : 0;                 /* s = [0; r] or [t; 0]: its half at o */
+        double sDs = 0.0;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                sDs += axis[i] * Dres0[6 * (o + i) + o + j] * axis[j];
+        if (sDs <= 1e-12 * fmax(1.0, mass))
+            return fail(e, b->kind == TITOP_REVOLUTE ? "inertia" : "mass", "the flexible body's residual inertia "
+                        "along the joint is zero: the joint acceleration is undefined");
+    }
     return 0;
 #undef P
 }
@@ -405,7 +435,8 @@ static int positive(Err *e, const char *name, double v)          /* catalog.posi
 
 static int n_data(const TitopBlockSpec *b)
 {
-    return b->kind == TITOP_CLOSURE ? 72 : D_PC + 3 * b->n_children;
+    return b->kind == TITOP_CLOSURE ? 72 : D_PC + 3 * b->n_children +
+                                           (b->modes >= 0 ? flexible_size(b->modes, b->n_children) : 0);
 }
 
 TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *err, size_t n_err,
@@ -478,6 +509,8 @@ TitopModel *titop_model_new(const TitopModelSpec *s, const double *par, char *er
         B[I_PARENT_R] = b->parent_r;
         B[I_SLOT_R] = b->slot_r;
         B[I_MCONST_R] = POINTER(b->m_in_r);
+        B[I_FLEX] = b->modes >= 0;
+        B[I_MODES] = b->modes >= 0 ? b->modes : 0;
     }
 #undef POINTER
     m->n_ptr = np;
@@ -572,6 +605,10 @@ void titop_model_initial_state(const TitopModel *m, const double *par, double t0
             xb[0] = par[b->par[TITOP_P_Q0]];
             xb[1] = par[b->par[TITOP_P_QD0]];
         }
+        if (b->modes > 0) {                                          /* FlexibleBody.initial_state */
+            memcpy(xb + own_states(b->kind), par + b->flex[TITOP_F_ETA0], b->modes * sizeof(double));
+            memcpy(xb + own_states(b->kind) + b->modes, par + b->flex[TITOP_F_ETAD0], b->modes * sizeof(double));
+        }
     }
 }
 
@@ -599,8 +636,9 @@ static double inertial(int quantity, const double *m_P, const double *PX, int k)
 /* one of the tree's values after titop_evaluate: a kernel output, an inertial quantity at PX */
 static double tree_value(const TitopModel *m, const TitopOutput *o, const double *PX)
 {
-    return o->quantity == TITOP_KERNEL_OUTPUT ? m->out[o->source]
-                                              : inertial(o->quantity, m->ws + m->motion[o->block], PX, o->source);
+    if (o->quantity == TITOP_KERNEL_OUTPUT)
+        return m->out[o->source];
+    return inertial(o->quantity, o->node ? m->out + o->node - 1 : m->ws + m->motion[o->block], PX, o->source);
 }
 
 static int loop_evaluate(TitopModel *m, double t, double a, double b, const double *x, const double *d, double *xdot);
