@@ -89,7 +89,10 @@ def flexible_body(v: dict, n_children: int) -> FlexibleBody:
     stiffening = v["flex.stiffening"]
     if stiffening not in (0, 1):
         raise ParameterError("flex.stiffening", f"must be 0 or 1, got {stiffening!r}")
-    return FlexibleBody(data, stiffening=bool(stiffening), eta0=v["flex.eta0"], etad0=v["flex.etad0"])
+    try:
+        return FlexibleBody(data, stiffening=bool(stiffening), eta0=v["flex.eta0"], etad0=v["flex.etad0"])
+    except ParameterError as e:                             # eta0, etad0: named as the FMI parameters
+        raise e.renamed(PREFIX + e.parameter) from None
 
 
 def flexible_values(data: ModalData, stiffening=True, eta0=None, etad0=None) -> dict:

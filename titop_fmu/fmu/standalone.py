@@ -222,11 +222,11 @@ const TitopModelSpec titop_model_spec = {{
 """
 
 
-def model_table(kind: str, n_children: int, guid: str) -> str:
-    """The C table (``model.c``) of the block FMU ``kind`` with ``n_children`` child ports: a
-    tree of one block, its inputs the block's own, read from the catalog's interface and the
-    unit the FMU wraps (:class:`~titop_fmu.unit.BlockUnit`)."""
-    iface = interface(kind, n_children)
+def model_table(kind: str, n_children: int, guid: str, n_modes: int | None = None) -> str:
+    """The C table (``model.c``) of the block FMU ``kind`` with ``n_children`` child ports (and a
+    flexible body of ``n_modes`` modes): a tree of one block, its inputs the block's own, read
+    from the catalog's interface and the unit the FMU wraps (:class:`~titop_fmu.unit.BlockUnit`)."""
+    iface = interface(kind, n_children, n_modes)
     unit, _ = iface.make_unit(iface.defaults())
     first = first_scalars(iface)
     block = block_spec(unit.block, 0, {n: s.start for n, s in unit._in_slices.items()}, first.get)
@@ -320,21 +320,20 @@ def package(out: Path, model_id: str, description, table, compiler: Compiler, ch
     return write_zip(Path(out), files, check)
 
 
-def build_fmu(kind: str, n_children: int, out_dir, compiler: Compiler) -> Path:
-    """Write the standalone ``<out_dir>/<model id>.fmu``."""
-    mid = interface(kind, n_children).model_identifier
+def build_fmu(kind: str, n_children: int, out_dir, compiler: Compiler, n_modes: int | None = None) -> Path:
+    """Write the standalone ``<out_dir>/<model id>.fmu`` (``n_modes``: the modes of a flexible
+    body, ``<kind>_c<n>_f<n_modes>``, its modal data FMI parameters)."""
+    mid = interface(kind, n_children, n_modes).model_identifier
     return package(Path(out_dir) / f"{mid}.fmu", mid,
-                   lambda parts: model_description(kind, n_children, guid_parts=parts, options=OPTIONS, tool=TOOL),
-                   lambda guid: model_table(kind, n_children, guid), compiler)
+                   lambda parts: model_description(kind, n_children, guid_parts=parts, options=OPTIONS, tool=TOOL,
+                                                   n_modes=n_modes),
+                   lambda guid: model_table(kind, n_children, guid, n_modes), compiler)
 
 
 def build_all(out_dir="fmus", children=DEFAULT_CHILDREN, log=None, flexible=()) -> list:
     """Build every standalone FMU kind for each child-port count in ``children`` into
-    ``out_dir`` (as :func:`.build.build_all` does the pythonfmu ones)."""
-    if flexible:
-        kind, n, modes = flexible[0]
-        raise FmuBuildError(f"{interface(kind, n, modes).model_identifier}: the standalone FMUs have no flexible "
-                            "bodies yet: run the pythonfmu kind (--fmu-kind pythonfmu) or the in-process engine")
+    ``out_dir``, and the flexible variants ``flexible`` (``[(kind, n_children, n_modes)]``), as
+    :func:`.build.build_all` does the pythonfmu ones."""
     out_dir = Path(out_dir)
     children = sorted(set(int(n) for n in children))
     if any(n < 0 for n in children):
@@ -343,8 +342,8 @@ def build_all(out_dir="fmus", children=DEFAULT_CHILDREN, log=None, flexible=()) 
     with tempfile.TemporaryDirectory(prefix="titop_standalone_") as tmp:
         compiler = Compiler(Path(tmp), compilers())
         paths = []
-        for kind, n in all_identifiers(children):
-            paths.append(build_fmu(kind, n, out_dir, compiler))
+        for kind, n, *modes in [*all_identifiers(children), *flexible]:
+            paths.append(build_fmu(kind, n, out_dir, compiler, *modes))
             if log is not None:
                 log(paths[-1])
         return paths
