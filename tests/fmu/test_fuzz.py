@@ -73,14 +73,15 @@ def sanitized(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def block_fmus(tmp_path_factory):
-    """``build(kind, n) -> path``: a standalone block FMU (the compiled sources are cached)."""
+    """``build(kind, n, modes=None) -> path``: a standalone block FMU (with a flexible body of
+    ``modes`` modes; the compiled sources are cached)."""
     from titop_fmu.fmu.standalone import Compiler, build_fmu, compilers
     if not c_compiler():
         pytest.skip("no C compiler (cc): the FMUs cannot be built")
     d = tmp_path_factory.mktemp("fuzzed")
     (d / "objects").mkdir()
     compiler = Compiler(d / "objects", compilers())
-    return lambda kind, n: build_fmu(kind, n, d, compiler)
+    return lambda kind, n, modes=None: build_fmu(kind, n, d, compiler, modes)
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +171,13 @@ KINDS = [("floating_base", 2), ("revolute", 0), ("revolute", 2), ("prismatic", 1
 def test_the_fmi_api_of_every_kind_under_the_sanitizers(sanitized, block_fmus, kind, n):
     fmu = block_fmus(kind, n)
     fuzz([str(sanitized.fuzzer), str(sanitized(fmu))], fmu, 400, seed=10 + KINDS.index((kind, n)), env=SANITIZER_ENV)
+
+
+def test_the_fmi_api_of_a_flexible_block_fmu_under_the_sanitizers(sanitized, block_fmus):
+    """A revolute body with a flexible body of 3 modes and 2 nodes (revolute_c2_f3): its modal
+    data among the parameters the fuzzer sets (bad modal data: fmi2Error, never a crash)."""
+    fmu = block_fmus("revolute", 2, 3)
+    fuzz([str(sanitized.fuzzer), str(sanitized(fmu))], fmu, 200, seed=21, env=SANITIZER_ENV)
 
 
 @pytest.mark.slow

@@ -4,7 +4,8 @@ The same FMUs as :mod:`.build` (the same model description but for
 ``needsExecutionTool="false"``: variables, exposed states, value references, units, structure,
 vendor functions), whose binaries are the blocks' C kernel (``titop_fmu/kernel.c``) and an FMI
 2.0 co-simulation layer in C (``csrc/``: ``fmi2.c`` over the model interface ``model.h``, which
-``tree.c`` implements on the kernel's tree; ``format.c``, Python's float repr for the
+``tree.c`` implements on the kernel's tree, a flexible body's data computed from its modal
+parameters and checked by ``flexible_body.c``; ``format.c``, Python's float repr for the
 messages), with the forward-mode kernel (``titop_fmu/kernel_dual.cpp``: C++ with no exception,
 no RTTI, no static guard, nothing of the C++ library, linked by the C compiler driver) for the
 exact derivatives with respect to the states. No Python, no numpy, no library beyond libc and
