@@ -1,7 +1,7 @@
 /* The model of a standalone TITOP FMU (model.h): the kernel's tree of the FMU's blocks,
  * their data computed from the FMI parameters with the Python blocks' checks and messages
  * (titop_fmu/blocks/: body.py, floating_base.py, joints.py, closure.py; the catalog's
- * ext_frame, rtol and atol), the kernel's evaluation and DOPRI5 step; an assembly's tree closed
+ * ext_frame, rtol and atol; a flexible body's in flexible_body.c), the kernel's evaluation and DOPRI5 step; an assembly's tree closed
  * by control blocks (control.c) and driven by time signals, as titop_fmu/titop/closedloop.py
  * evaluates it (see "Closed loops" below).
  *
