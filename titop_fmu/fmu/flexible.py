@@ -16,6 +16,17 @@ from ..errors import ParameterError
 #: the rigid body's parameters, which a flexible body's replace
 RIGID_BODY = ("mass", "inertia", "com")
 PREFIX = "flex."
+#: the port fields of the modal data that are arrays over the modes
+PORT_MODAL = ("phi", "psi", "K0F", "K0M")
+
+
+def is_modal_array(name: str) -> bool:
+    """Whether the FMI parameter ``name`` (``flex.L``, ``c2.K0F``; an assembly's with its unit's
+    name before) is an array of a flexible body's modal data."""
+    *_, group, field = ["", *name.split(".")]
+    if group + "." == PREFIX:
+        return field != "stiffening"                        # the one integer switch
+    return group[:1] == "c" and group[1:].isdigit() and field in PORT_MODAL
 
 
 def _mass_units():
