@@ -1,6 +1,7 @@
 """Shared fixtures (the balloon runs are expensive: made once per session; each Modelica run
 made once per test run, for all its workers), the ``slow`` marker (long acceptance runs are
-deselected unless ``pytest --slow``, as CI runs it), and one Ctrl-C ending the run."""
+deselected unless ``pytest --slow``, as CI runs it), ``-n``'s work stealing, and one Ctrl-C
+ending the run."""
 
 import signal
 
@@ -13,6 +14,15 @@ from session_cache import shared_folder
 
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", help="also run the long acceptance runs (marked slow)")
+
+
+def pytest_cmdline_main(config):
+    """``-n`` spreads the tests by work stealing (``--dist worksteal``) unless ``--dist`` is
+    given: a worker that runs out takes half of the other's queue, so the long tests at the end
+    of the collection do not leave a core idle while one worker runs them all."""
+    given = any(a == "--dist" or a.startswith("--dist=") for a in config.invocation_params.args)
+    if getattr(config.option, "dist", "no") == "load" and not given:
+        config.option.dist = "worksteal"
 
 
 def pytest_configure(config):
