@@ -1,16 +1,28 @@
-"""Shared fixtures (the balloon runs are expensive: made once per session), the ``slow``
-marker (long acceptance runs are deselected unless ``pytest --slow``, as CI runs it), and one
-Ctrl-C ending the run."""
+"""Shared fixtures (the balloon runs are expensive: made once per session; each Modelica run
+made once per test run, for all its workers), the ``slow`` marker (long acceptance runs are
+deselected unless ``pytest --slow``, as CI runs it), ``-n``'s work stealing, and one Ctrl-C
+ending the run."""
 
 import signal
 
 import pytest
 
 from balloon_runs import run_balloon
+from modelica_runs import simulate_once
+from session_cache import shared_folder
 
 
 def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", help="also run the long acceptance runs (marked slow)")
+
+
+def pytest_cmdline_main(config):
+    """``-n`` spreads the tests by work stealing (``--dist worksteal``) unless ``--dist`` is
+    given: a worker that runs out takes half of the other's queue, so the long tests at the end
+    of the collection do not leave a core idle while one worker runs them all."""
+    given = any(a == "--dist" or a.startswith("--dist=") for a in config.invocation_params.args)
+    if getattr(config.option, "dist", "no") == "load" and not given:
+        config.option.dist = "worksteal"
 
 
 def pytest_configure(config):
@@ -42,6 +54,18 @@ def pytest_collection_modifyitems(config, items):
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [i for i in items if not i.get_closest_marker("slow")]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def modelica_runs_once(tmp_path_factory):
+    """``titop_fmu.modelica.simulate`` gives the same inputs' result computed once in this run
+    (``modelica_runs.simulate_once``): the validation tests, ``titop-fmu validate`` and the
+    docs pages compare against one Modelica run of each model, not one each."""
+    from titop_fmu import modelica
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(modelica, "simulate",
+                      simulate_once(modelica.simulate, shared_folder(tmp_path_factory, "modelica-runs")))
+        yield
 
 
 @pytest.fixture(scope="session")

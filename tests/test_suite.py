@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,3 +43,36 @@ def test_one_ctrl_c_ends_the_run(engine, workers, tmp_path):
     # that reached the top: seen once in twenty runs on a loaded machine)
     ended = proc.returncode in (pytest.ExitCode.INTERRUPTED, -signal.SIGINT)
     assert ended and not mark.with_suffix(".next").exists(), (proc.returncode, out[-3000:])
+
+
+def test_a_modelica_run_is_made_once_per_input(tmp_path, monkeypatch):
+    """The suite's Modelica runs, shared by its tests and workers, are one per input: the same
+    file, outputs and grid give the first run's result; a changed file (a test's deliberate
+    mistake) or a changed grid is run again, a failing run every time."""
+    from modelica_runs import simulate_once
+    from titop_fmu import modelica
+    monkeypatch.setattr(modelica, "find_compiler", lambda: modelica.Compiler("rumoca", "0"))
+    monkeypatch.setattr(modelica, "find_msl", lambda msl=None: tmp_path)
+    calls = []
+
+    def simulate(model_file, outputs, stop, dt=0.01, **kw):
+        calls.append((Path(model_file).read_text(), stop))
+        if "bad" in calls[-1][0]:
+            raise modelica.ModelicaError("bad model")
+        t = np.arange(int(round(stop / dt)) + 1) * dt
+        return modelica.Result(t, tuple(outputs), np.column_stack([t * len(calls)] * len(outputs)), {"run": len(calls)})
+    once = simulate_once(simulate, tmp_path / "kept")
+    (tmp_path / "kept").mkdir()
+    model = tmp_path / "M.mo"
+    model.write_text("model M end M;")
+    first = once(model, ["x"], 1.0, 0.5)
+    again = once(model, ["x"], 1.0, 0.5)
+    assert len(calls) == 1 and again.info == first.info == {"run": 1} and np.array_equal(again["x"], [0, 0.5, 1])
+    assert once(model, ["x"], 2.0, 0.5).info == {"run": 2}                       # another grid
+    model.write_text("model M parameter Real k = 2; end M;")
+    assert once(model, ["x"], 1.0, 0.5).info == {"run": 3}                       # another model
+    model.write_text("bad")
+    for _ in range(2):
+        with pytest.raises(modelica.ModelicaError):
+            once(model, ["x"], 1.0, 0.5)
+    assert len(calls) == 5

@@ -24,10 +24,10 @@ shell's syntax (``|``, ``&&``, ``>``, ``$VAR``) runs in ``bash``, any other one 
 folder (``cd``) is refused.
 
 Shared results: a ``titop-fmu`` command that one page runs as another page ran it before in
-the same session (the same text, the same content of the files it names and of
-``examples/``) is not run twice: the files it wrote and what it printed are taken from the
-first run (the README's quick start is the tutorial's commands; commands are
-deterministic). Its output and the files it names are checked as any command's.
+the same test run (the same text, the same content of the files it names and of
+``examples/``; the workers of ``pytest -n`` share them) is not run twice: the files it
+wrote and what it printed are taken from the first run (the README's quick start is the
+tutorial's commands; commands are deterministic). Its output and the files it names are checked as any command's.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import os
 import re
 import shlex
@@ -44,6 +45,8 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from session_cache import locked
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the runnable languages of a fence
@@ -169,11 +172,20 @@ def missing(need: str) -> str | None:
 class Results:
     """What ``titop-fmu`` commands printed and wrote, by command and input: ``key`` names a
     command with the content of what it reads, ``save`` keeps the files it wrote in a
-    folder of this session, ``restore`` writes them into another page's folder."""
+    folder, ``restore`` writes them into another page's folder. The folder is this process's
+    own, or one that the run's processes share (:meth:`share`): a command one runs, the
+    others wait for (``computing``) and take."""
 
     def __init__(self):
-        self.folder = Path(tempfile.mkdtemp(prefix="titop-guide-results-"))
-        self.runs = {}                          # key -> (exit code, output, [relative paths])
+        self.folder = None
+
+    def share(self, folder: Path):
+        self.folder = Path(folder)
+
+    def _store(self) -> Path:
+        if self.folder is None:
+            self.folder = Path(tempfile.mkdtemp(prefix="titop-guide-results-"))
+        return self.folder
 
     @staticmethod
     def key(folder: Path, text: str, argv) -> str:
@@ -188,22 +200,32 @@ class Results:
                 digest.update(str(f.relative_to(folder)).encode() + b"\0" + f.read_bytes())
         return digest.hexdigest()
 
+    def computing(self, key):
+        """The lock of ``key``'s entry: held while one process looks for it or makes it."""
+        return locked(self._store() / f"{key}.lock")
+
+    def has(self, key) -> bool:
+        return (self._store() / key / "result.json").is_file()
+
     def save(self, key, code, output, folder: Path, written):
-        store = self.folder / key
+        store = self._store() / key
         for rel in written:
-            (store / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(folder / rel, store / rel)
-        self.runs[key] = (code, output, list(written))
+            (store / "files" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(folder / rel, store / "files" / rel)
+        store.mkdir(parents=True, exist_ok=True)
+        (store / "result.tmp").write_text(json.dumps([code, output, list(written)]))
+        os.replace(store / "result.tmp", store / "result.json")     # the entry is there once whole
 
     def restore(self, key, folder: Path):
-        code, output, written = self.runs[key]
+        store = self._store() / key
+        code, output, written = json.loads((store / "result.json").read_text())
         for rel in written:
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(self.folder / key / rel, folder / rel)
+            shutil.copy2(store / "files" / rel, folder / rel)
         return code, output
 
 
-#: the session's shared results (one per test process)
+#: the session's shared results (the process's own, or the run's: tests/docs/conftest.py)
 RESULTS = Results()
 
 
@@ -286,13 +308,14 @@ class Reader:
         """A ``titop-fmu`` command, run here or, when an earlier page ran it on the same
         inputs, its result (the module docstring)."""
         key = Results.key(self.folder, text, argv)
-        if key in RESULTS.runs:
-            return RESULTS.restore(key, self.folder)
-        before = snapshot(self.folder)
-        code, output = self.titop_fmu(argv[1:])
-        after = snapshot(self.folder)
-        RESULTS.save(key, code, output, self.folder, [p for p, m in after.items() if before.get(p) != m])
-        return code, output
+        with RESULTS.computing(key):
+            if RESULTS.has(key):
+                return RESULTS.restore(key, self.folder)
+            before = snapshot(self.folder)
+            code, output = self.titop_fmu(argv[1:])
+            after = snapshot(self.folder)
+            RESULTS.save(key, code, output, self.folder, [p for p, m in after.items() if before.get(p) != m])
+            return code, output
 
     def titop_fmu(self, args) -> tuple:
         from titop_fmu.cli import main
