@@ -22,7 +22,7 @@ from fmpy import read_model_description, simulate_fmu  # noqa: E402  (c_host ski
 H = 0.01
 STOP = 20.0
 
-pytestmark = pytest.mark.slow          # an export measures the FMU's structure: minutes
+pytestmark = pytest.mark.slow          # an export (about 20 s) and a 20 s run in each host
 
 
 @pytest.fixture(scope="module")
