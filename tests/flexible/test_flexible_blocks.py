@@ -115,3 +115,27 @@ def test_a_tension_at_the_tip_stiffens_it_as_a_beam_column():
     assert u[1] < 0.7 * F * L ** 3 / (3 * EI)
     u, L, EI = _cantilever(np.array([T, F, 0, 0, 0, 0]), stiffening=False)
     assert u[1] == pytest.approx(F * L ** 3 / (3 * EI), rel=1e-3)
+
+
+@pytest.mark.parametrize("kind", ["welded_c1", "revolute_c1", "floating_base_c1"])
+def test_an_fmu_of_zero_modes_is_the_rigid_fmu(kind):
+    """The FMU interface ``<kind>_f0`` (a flexible body of zero modes, its modal data the FMI
+    parameters; it failed to build, its empty arrays losing their shapes) gives the rigid FMU's
+    outputs for the same mass (unit mass and inertia at P, the default of both) and inputs."""
+    from titop_fmu.fmu import catalog
+    flex, rigid = catalog.interface_of(f"{kind}_f0"), catalog.interface_of(kind)
+    values = dict(zip((s[0] for s in rigid.param_scalars), rigid.defaults()))
+    values.update({"mass": 1.0, **{f"inertia[{i},{j}]": float(i == j) for i in (1, 2, 3) for j in (1, 2, 3)},
+                   **{f"com[{i}]": 0.0 for i in (1, 2, 3)}})
+    fvalues = dict(zip((s[0] for s in flex.param_scalars), flex.defaults()))
+    assert fvalues["c1.r[2]"] == values["c1.r[2]"] == -1.0           # the same port
+    a, _ = flex.make_unit([fvalues[s[0]] for s in flex.param_scalars])
+    b, _ = rigid.make_unit([values[s[0]] for s in rigid.param_scalars])
+    u = np.random.default_rng(5).normal(size=len(rigid.input_names))
+    assert flex.input_names == rigid.input_names
+    for unit in (a, b):
+        unit.set_inputs(unit.ALL, u)
+    ya, yb = dict(zip(flex.output_names, a.outputs())), dict(zip(rigid.output_names, b.outputs()))
+    assert set(yb) <= set(ya)
+    for k in yb:
+        np.testing.assert_allclose(ya[k], yb[k], rtol=1e-13, atol=1e-13)

@@ -80,19 +80,23 @@ def flexible_body(v: dict, n_children: int) -> FlexibleBody:
     fields = {"mass": "flex.mass", "L": "flex.L", "omega": "flex.omega", "zeta": "flex.zeta",
               "I_phi_x0": "flex.I_phi_x0", "I_phi_phi": "flex.I_phi_phi", "K0t": "flex.K0t", "K0r": "flex.K0r",
               "K0om": "flex.K0om"}
-    arrays = {f: v[p] for f, p in fields.items()}
-    n = np.shape(arrays["omega"])[0]
+    n = np.size(v["flex.omega"])
+    shapes = {"mass": (6, 6), "L": (n, 6), "omega": (n,), "zeta": (n,), "I_phi_x0": (3, 3, n),
+              "I_phi_phi": (3, 3, n, n), "K0t": (3, n, n), "K0r": (3, n, n), "K0om": (6, n, n),
+              "r": (3,), "phi": (3, n), "psi": (3, n), "K0F": (3, n, n), "K0M": (3, n, n)}
+    # an FMU's arrays have their sizes; their shapes, lost in nested lists of zero modes, restored
+    arrays = {f: np.reshape(np.asarray(v[p], dtype=float), shapes[f]) for f, p in fields.items()}
     for c in ports:                                         # the port fields, named by port
         for f in ("r", "phi", "psi", "K0F", "K0M"):
-            a = np.asarray(v[f"{c}.{f}"], dtype=float)
+            a = np.reshape(np.asarray(v[f"{c}.{f}"], dtype=float), shapes[f])
             if not np.all(np.isfinite(a)):
                 raise ParameterError(f"{c}.{f}", "must be finite")
             if f in ("K0F", "K0M") and np.max(np.abs(a - np.swapaxes(a, -1, -2)), initial=0.0) > \
-                    1e-9 * max(1.0, float(np.max(np.abs(a)))):
+                    1e-9 * max(1.0, float(np.max(np.abs(a), initial=0.0))):
                 raise ParameterError(f"{c}.{f}", "each n x n matrix must be symmetric")
     arrays["nodes"] = np.reshape([v[f"{c}.r"] for c in ports], (n_children, 3))
     for f in ("phi", "psi", "K0F", "K0M"):
-        arrays[f] = np.reshape([v[f"{c}.{f}"] for c in ports], (n_children, 3) + ((n,) if f in ("phi", "psi") else (n, n)))
+        arrays[f] = np.reshape([v[f"{c}.{f}"] for c in ports], (n_children, *shapes[f]))
     try:
         data = ModalData(**arrays, where="FMU parameters")
     except ParameterError as e:
