@@ -9,7 +9,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from c_host import harness, harness_args, run, under_wine, windows_harness  # noqa: F401
+from c_host import harness, harness_args, strict_outputs, under_wine, windows_harness  # noqa: F401
 from hosts import recorded_names, strict_fmpy_run
 from test_flexible_fmus import spinup
 
@@ -49,16 +49,9 @@ def test_standalone_kind_in_the_strict_c_host_is_the_in_process_run(harness, exp
     in-process run at every 0.01 s over 20 s (measured 3.2e-11)."""
     path, fmu = exported
     md = read_model_description(str(fmu))
-    outputs = [v.valueReference for v in md.modelVariables if v.causality == "output"]
     names = recorded_names(read_file(path).system)
     recorded = [[v.name for v in md.modelVariables if v.causality == "output"].index(n) for n in names]
-    steps = int(round(STOP / H))
-    r = run(harness, None, fmu, tmp_path, outputs=outputs, steps=steps)
-    assert r.returncode == 0, r.stdout[-3000:]
-    lines = r.stdout.splitlines()
-    assert all(line.split()[2] in ("OK", "done") for line in lines if line.startswith("call "))
-    assert not any(line.startswith("log ") for line in lines) and "state_roundtrip ok" in lines
-    y = np.array([float(line.split()[-1]) for line in lines if line.startswith("y ")]).reshape(steps + 1, -1)
+    y = strict_outputs(harness, fmu, tmp_path, int(round(STOP / H)))
     ref = in_process(path, STOP)
     err = np.abs(y[:, recorded] - ref).max()
     print(f"\n[flexible export] spin-up beam, standalone, strict C host, 20 s: {err:.2g} "

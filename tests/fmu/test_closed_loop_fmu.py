@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import closed_loops
-from c_host import harness, harness_args, run, under_wine, windows_harness  # noqa: F401
+from c_host import harness, harness_args, strict_outputs, under_wine, windows_harness  # noqa: F401
 from fmu_fixtures import Host
 from hosts import recorded_names, strict_fmpy_run
 from marks import slow
@@ -274,15 +274,7 @@ def test_a_strict_c_host_with_an_empty_environment(harness, exported, tmp_path, 
     exact, the outputs the in-process run's to 1e-8 (its times sums of its steps: the samples
     within 1e-9 of a communication point are met there)."""
     path, fmu = exported(name)
-    md = read_model_description(str(fmu))
-    outputs = [v.valueReference for v in md.modelVariables if v.causality == "output"]
-    steps = int(round(stop / H))
-    r = run(harness, None, fmu, tmp_path, outputs=outputs, steps=steps)
-    assert r.returncode == 0, r.stdout[-3000:]
-    lines = r.stdout.splitlines()
-    assert all(line.split()[2] in ("OK", "done") for line in lines if line.startswith("call "))
-    assert not any(line.startswith("log ") for line in lines) and "state_roundtrip ok" in lines
-    y = np.array([float(line.split()[-1]) for line in lines if line.startswith("y ")]).reshape(steps + 1, -1)
+    y = strict_outputs(harness, fmu, tmp_path, int(round(stop / H)))
     _, ref = in_process(path, stop)
     err = np.abs(y - ref).max()
     print(f"\n[closed loop] {name}, strict C host, {stop:g} s: {err:.2g}")

@@ -1,16 +1,19 @@
 """The C host of the FMU tests: ``tests/fmu/c/fmu_harness.c`` built with the machine's cc, in
 the environment the FMU documentation asks for (``fmu_fixtures.host_env``; the standalone FMUs
 need none: ``env -i``), and :func:`run` (one FMU through the harness, with a directional
-derivative if asked); the harness built with MinGW-w64 for the win64 binaries, run under Wine."""
+derivative if asked), :func:`strict_outputs` (its outputs, the run checked clean); the harness built with MinGW-w64 for the win64 binaries, run under Wine."""
 
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fmu_fixtures import compile_c, host_env, unzip_fmu  # noqa: F401  (host_env: a fixture for the users)
+
+from fmpy import read_model_description  # noqa: E402  (fmu_fixtures skips without FMPy)
 
 HARNESS = Path(__file__).resolve().parents[1] / "fmu" / "c" / "fmu_harness.c"
 STEPS, H = 3, 0.01
@@ -47,6 +50,20 @@ def run(harness, env, fmu, tmp_path, params=(), inputs=(), outputs=(), unknowns=
     if env is None:
         return subprocess.run(["env", "-i", *args], capture_output=True, text=True, timeout=120)
     return subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+
+
+def strict_outputs(harness, fmu, tmp_path, steps):
+    """Every output of ``fmu`` at each of ``steps`` steps through the harness started by ``env -i``
+    (an array, a row a communication point), after checking the run is clean: exit code 0, every
+    call fmi2OK, nothing logged, the state round trip exact."""
+    md = read_model_description(str(fmu))
+    outputs = [v.valueReference for v in md.modelVariables if v.causality == "output"]
+    r = run(harness, None, fmu, tmp_path, outputs=outputs, steps=steps)
+    assert r.returncode == 0, r.stdout[-3000:]
+    lines = r.stdout.splitlines()
+    assert all(line.split()[2] in ("OK", "done") for line in lines if line.startswith("call "))
+    assert not any(line.startswith("log ") for line in lines) and "state_roundtrip ok" in lines
+    return np.array([float(line.split()[-1]) for line in lines if line.startswith("y ")]).reshape(steps + 1, -1)
 
 
 def windows_harness(folder: Path) -> Path:
