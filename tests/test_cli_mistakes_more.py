@@ -1,0 +1,128 @@
+"""More careless input, on what came after the first careless set (tests/test_cli_mistakes.py):
+flexible bodies (a beam's table, a modal file), ``[parameters]``, models, the options of
+linearize, report and simulate's 3-D view. Each is one line ``titop-fmu: error: ...``, exit
+code 2, before any work, and leaves no file."""
+
+import numpy as np
+import pytest
+
+from titop_fmu.blocks.beam import beam_modal_data, section
+from titop_fmu.cli import main
+
+SPIN = """links = [["hub.c1", "beam.p"]]
+record = ["beam.c1.position", "beam.c1.u"]
+
+[units.hub]
+model = "imposed_motion_base_c1"
+mass = 1.0
+inertia = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+com = [0, 0, 0]
+"c1.r" = [0, 0, 0]
+
+[units.beam]
+model = "welded_c1"
+gravity = [0, 0, 0]
+
+[units.beam.flexible]
+beam = { length = 10.0, EA = 2.8e7, EIy = 1.4e4, EIz = 1.4e4, GJ = 1.4e4, rhoA = 1.2, rhoJ = 6e-4 }
+axis = [1, 0, 0]
+elements = 4
+modes = 3
+ports = [10.0]
+
+[inputs]
+"beam.c1.w" = [0, 0, 0, 0, 0, 0]
+"""
+BEAM = 'beam = { length = 10.0, EA = 2.8e7, EIy = 1.4e4, EIz = 1.4e4, GJ = 1.4e4, rhoA = 1.2, rhoJ = 6e-4 }\n' \
+       'axis = [1, 0, 0]\nelements = 4\n'
+MODAL = SPIN.replace(BEAM, 'modal = "beam.npz"\n').replace("ports = [10.0]", "ports = [1]")
+
+#: (the replacements (old, new, ...) in SPIN, the message's telling part)
+FLEXIBLE = {
+    "elements by the million": (("elements = 4", "elements = 1000000"),
+                                "units.beam.flexible.elements: expected an integer from 1 to 500, got 1000000"),
+    "modes by the million": (("modes = 3", "modes = 1000000"), "units.beam.flexible.modes: at most 1000, got 1000000"),
+    "an axis in words": (("axis = [1, 0, 0]", 'axis = "x"'), "units.beam.flexible.axis: expected numbers, got 'x'"),
+    "a ydir in words": (("axis = [1, 0, 0]", 'axis = [1, 0, 0]\nydir = "up"'),
+                        "units.beam.flexible.ydir: expected numbers, got 'up'"),
+    "a damping in words": (("modes = 3", 'modes = 3\ndamping = "low"'),
+                           "units.beam.flexible.damping: expected numbers, got 'low'"),
+    "an initial rate in words": (("modes = 3", 'modes = 3\netad0 = "zero"'),
+                                 "units.beam.flexible.etad0: expected numbers, got 'zero'"),
+    "masses not a list": (("modes = 3", "modes = 3\nmasses = 5"),
+                          "units.beam.flexible.masses: expected a list of {at = s, mass = m, inertia = [[...]]}, got 5"),
+    "a lumped inertia in words": (("modes = 3", 'modes = 3\nmasses = [{ at = 5.0, mass = 1.0, inertia = "big" }]'),
+                                  "units.beam.flexible.masses[0].inertia: expected numbers, got 'big'"),
+}
+
+
+def _modal_file(path):
+    data = beam_modal_data([section(dict(length=10.0, EA=2.8e7, EIy=1.4e4, EIz=1.4e4, GJ=1.4e4, rhoA=1.2,
+                                         rhoJ=6e-4))], 3, elements=4, ports=[10.0])
+    np.savez(path, **data.arrays())
+
+
+#: (what is at beam.npz, the system's replacements, the message's telling part)
+MODAL_FILES = {
+    "an empty file": (b"", (), "beam.npz is not a NumPy .npz file (a zip archive of arrays: numpy.savez)"),
+    "a text file": (b"eigenvalues\n1 2 3\n", (), "beam.npz is not a NumPy .npz file"),
+    "a single array (.npy)": (np.save, (), "beam.npz is not a NumPy .npz file"),
+    "a folder": ("folder", (), "beam.npz is a folder, not a modal file"),
+    "a number for the path": (_modal_file, ('"beam.npz"', "3"),
+                              "units.beam.flexible.modal: expected the path of a .npz or .mat file, got 3"),
+}
+
+
+def edited(text, edits) -> str:
+    for old, new in zip(edits[0::2], edits[1::2]):
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    return text
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("titop-fmu: error: "), err
+    return err
+
+
+def refused(argv, folder, capsys) -> str:
+    """The one-line error of ``argv``, run in ``folder``, which it leaves as it was."""
+    before = sorted(folder.rglob("*"))
+    assert main(argv) == 2
+    assert sorted(folder.rglob("*")) == before
+    return one_line_error(capsys)
+
+
+@pytest.mark.parametrize("case", list(FLEXIBLE))
+def test_a_careless_flexible_table_is_one_line(case, tmp_path, no_run, capsys):
+    """Each was a traceback (a ValueError, a TypeError, a MemoryError of 262 TiB)."""
+    (tmp_path / "s.toml").write_text(edited(SPIN, FLEXIBLE[case][0]))
+    err = refused(["simulate", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o.csv"), "--quiet"], tmp_path, capsys)
+    assert FLEXIBLE[case][1] in err
+
+
+@pytest.mark.parametrize("case", list(MODAL_FILES))
+def test_a_modal_file_that_is_not_one_is_one_line(case, tmp_path, no_run, capsys):
+    """An empty file was an EOFError traceback, a text file told to load it unsafely
+    (``allow_pickle``), a number for the path a TypeError."""
+    content, edits, message = MODAL_FILES[case]
+    target = tmp_path / "beam.npz"
+    if content == "folder":
+        target.mkdir()
+    elif callable(content):
+        content(target) if content is _modal_file else content(target, np.eye(3))
+        if target.with_suffix(".npz.npy").exists():
+            target.with_suffix(".npz.npy").rename(target)
+    else:
+        target.write_bytes(content)
+    (tmp_path / "s.toml").write_text(edited(MODAL, edits))
+    err = refused(["simulate", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o.csv"), "--quiet"], tmp_path, capsys)
+    assert message in err
+
+
+@pytest.mark.parametrize("model", ["welded_c100000", "welded_c1_f100000"])
+def test_a_model_too_large_to_describe_is_one_line(model, tmp_path, capsys):
+    """``models welded_c100000`` ran for minutes; ``welded_c1_f100000`` asked for 671 GiB."""
+    err = refused(["models", model], tmp_path, capsys)
+    assert f"model {model!r}: at most 64 child ports (_c<n>) and 1000 flexible modes (_f<m>)" in err
