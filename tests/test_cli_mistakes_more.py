@@ -126,3 +126,84 @@ def test_a_model_too_large_to_describe_is_one_line(model, tmp_path, capsys):
     """``models welded_c100000`` ran for minutes; ``welded_c1_f100000`` asked for 671 GiB."""
     err = refused(["models", model], tmp_path, capsys)
     assert f"model {model!r}: at most 64 child ports (_c<n>) and 1000 flexible modes (_f<m>)" in err
+
+
+def test_a_revolute_flexible_body_without_its_axis_asks_for_the_axis_alone(tmp_path, no_run, capsys):
+    """The message listed the modal data (flex.mass, flex.L, ..., c1.phi) among what to state."""
+    (tmp_path / "s.toml").write_text(SPIN.replace('model = "welded_c1"', 'model = "revolute_c1"'))
+    err = refused(["simulate", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o.csv")], tmp_path, capsys)
+    assert "axis not given; a system file states the physical data of every unit, here axis (titop-fmu" in err
+
+
+WINGS = """links = [["bus.c1", "wing.p"]]
+record = ["wing.joint.q[3]"]
+
+[parameters]
+wing_mass = "25 kg"
+
+[units.bus]
+model = "floating_base_c1"
+mass = 500.0
+inertia = [[200.0, 0.0, 0.0], [0.0, 250.0, 0.0], [0.0, 0.0, 180.0]]
+com = [0.0, 0.0, 0.0]
+"c1.r" = [1.0, 0.0, 0.0]
+gravity = [0.0, 0.0, 0.0]
+
+[units.wing]
+model = "revolute_c0"
+mass = "wing_mass"
+inertia = [[75.0, 0, 0], [0, 90.0, 0], [0, 0, 13.0]]
+com = [3.0, 0, 0]
+axis = [0.0, 0.0, 1.0]
+q0 = "10 deg"
+k = 500.0
+gravity = [0.0, 0.0, 0.0]
+
+[inputs]
+"bus.ext.w" = [0, 0, 0, 0, 0, 0]
+"""
+
+
+@pytest.mark.parametrize("name, text, argv, message", [
+    ("a ragged parameter", WINGS.replace('wing_mass = "25 kg"', 'wing_mass = "25 kg"\nrows = [[1, 2], [3]]'), [],
+     "parameters.rows: a number, a number with its unit, an expression or a list of them (rows of one length) is "
+     "expected, got [[1, 2], [3]]"),
+    ("a JSON list", "[1, 2]", [], "a system file holds a table, got list"),
+    ("a trace without a view", WINGS, ["--trace", "wing.com"], "--trace is an option of the 3-D view: give --animate"),
+    ("a title without a view", WINGS, ["--title", "x"], "--title is an option of the 3-D view: give --animate"),
+    ("a scale without a view", WINGS, ["--scale", "2"], "--scale is an option of the 3-D view: give --animate"),
+])
+def test_a_careless_system_or_view_option_is_one_line(name, text, argv, message, tmp_path, no_run, capsys):
+    """A ragged list was a numpy ValueError, a JSON list an AttributeError; --trace, --title and
+    --scale without --animate were ignored."""
+    path = tmp_path / ("s.json" if text.startswith("[") else "s.toml")
+    path.write_text(text)
+    err = refused(["simulate", str(path), "--out", str(tmp_path / "o.csv"), "--quiet", *argv], tmp_path, capsys)
+    assert message in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--animate", "v.html", "--mode", "0"], "--mode 0: the linear model has 1 mode(s) that are not zero, numbered from 1"),
+    (["--trace", "wing.com"], "--trace is an option of the 3-D view: give --animate VIEW.html"),
+])
+def test_linearize_refuses_a_mode_0_and_view_options_without_a_view(argv, message, tmp_path, capsys, monkeypatch):
+    """--mode 0 showed mode 1 (``args.mode or 1``); --trace without --animate was ignored."""
+    (tmp_path / "s.toml").write_text(WINGS)
+    monkeypatch.chdir(tmp_path)
+    assert message in refused(["linearize", "s.toml", "--out", "l.mat", "--quiet", *argv], tmp_path, capsys)
+
+
+def test_a_list_element_in_quotes_is_read_as_a_file_writes_it():
+    """``--set "bus.twist0=[0, 0, 0, 0, '3 deg/s', 0]"`` said "cannot read \\"'3 deg/s'\\" (AssertionError)"."""
+    from titop_fmu.io import parse_value
+    assert np.allclose(parse_value("w", "[0, '3 deg/s', \"1 rpm\"]"), [0, np.pi / 60, np.pi / 30], rtol=1e-15)
+
+
+@pytest.mark.parametrize("manifest", ["{", "[]", '{"spec": 3}', b"\xff\xfe"])
+def test_report_of_a_damaged_store_is_one_line(manifest, tmp_path, capsys):
+    """A damaged campaign.json was a JSONDecodeError traceback."""
+    (tmp_path / "st" / "samples").mkdir(parents=True)
+    path = tmp_path / "st" / "campaign.json"
+    path.write_bytes(manifest) if isinstance(manifest, bytes) else path.write_text(manifest)
+    err = refused(["report", str(tmp_path / "st"), "--out", str(tmp_path / "rep")], tmp_path, capsys)
+    assert f"{path}: not a campaign's manifest" in err

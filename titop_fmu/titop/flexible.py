@@ -235,7 +235,7 @@ def expand_unit(name: str, spec: dict, base: Path, where: str) -> dict:
 
 def expand(d: dict, base: Path, where: str) -> dict:
     """The content of a system file with every ``[units.NAME.flexible]`` table expanded."""
-    units = d.get("units")
+    units = d.get("units") if isinstance(d, dict) else None
     if not isinstance(units, dict) or not any(isinstance(u, dict) and "flexible" in u for u in units.values()):
         return d
     return {**d, "units": {name: expand_unit(name, spec, base, where) if isinstance(spec, dict) else spec
