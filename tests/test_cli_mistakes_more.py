@@ -207,3 +207,22 @@ def test_report_of_a_damaged_store_is_one_line(manifest, tmp_path, capsys):
     path.write_bytes(manifest) if isinstance(manifest, bytes) else path.write_text(manifest)
     err = refused(["report", str(tmp_path / "st"), "--out", str(tmp_path / "rep")], tmp_path, capsys)
     assert f"{path}: not a campaign's manifest" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--vary", "wing_mass=uniform(20, 30)", "--vary", "wing_mass=uniform(1, 2)"],
+     "--vary wing_mass is given twice: one distribution per name"),
+    (["--vary", "wing_mass=uniform(20, 30)", "--set", "wing_mass=25"],
+     "wing_mass is both varied (--vary) and fixed (--set): one or the other"),
+    (["--vary", "wing_mass=uniform(20, 30)", "--engine", "fmu", "--rtol", "1e-9"],
+     "--rtol applies to the in-process engine (--engine inprocess); the co-simulation master's tolerance is --tol"),
+    (["--vary", "wing_mass=uniform(20, 30)", "--tol", "1e-6"], "--tol applies to the co-simulation master"),
+    (["--vary", "wing_mass=uniform(20, 30)", "--report", "st"], "--report st: inside the store --out st"),
+])
+def test_sweep_refuses_conflicting_options(argv, message, tmp_path, capsys, monkeypatch):
+    """Each ran: the last --vary won, --vary won over --set, --rtol was ignored by the master
+    and --tol by the in-process engine, and the report was written into the store."""
+    (tmp_path / "s.toml").write_text(WINGS)
+    monkeypatch.chdir(tmp_path)
+    argv = ["sweep", "s.toml", "--samples", "2", "--workers", "0", "--out", "st", "--quiet", *argv]
+    assert message in refused(argv, tmp_path, capsys)
