@@ -226,3 +226,22 @@ def test_sweep_refuses_conflicting_options(argv, message, tmp_path, capsys, monk
     monkeypatch.chdir(tmp_path)
     argv = ["sweep", "s.toml", "--samples", "2", "--workers", "0", "--out", "st", "--quiet", *argv]
     assert message in refused(argv, tmp_path, capsys)
+
+
+def test_ctrl_c_while_a_module_loads_is_an_interrupt(tmp_path, capsys, monkeypatch):
+    """Ctrl-C while scipy loads an extension module on first use (scipy.integrate, in the run)
+    surfaces as ``ImportError: initialization failed`` raised from the KeyboardInterrupt: it was
+    a traceback with exit status 1."""
+    def interrupted_import(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as e:
+            raise ImportError("initialization failed") from e
+    monkeypatch.setattr("titop_fmu.cli.simulate.run", interrupted_import)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.toml").write_text(WINGS)
+    assert main(["simulate", "s.toml", "--out", "o.csv"], own_process=True) == 130
+    assert capsys.readouterr().err == "titop-fmu: interrupted; nothing written\n"
+    with pytest.raises(KeyboardInterrupt):
+        main(["simulate", "s.toml", "--out", "o.csv"])
+    assert sorted(tmp_path.iterdir()) == [tmp_path / "s.toml"]

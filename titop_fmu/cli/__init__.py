@@ -53,9 +53,11 @@ def main(argv=None, own_process: bool = False) -> int:
             raise KeyboardInterrupt(str(e)) from e
         print(f"titop-fmu: {e}", file=sys.stderr)
         return 130
-    except KeyboardInterrupt:
-        if not own_process:
+    except (KeyboardInterrupt, ImportError) as e:
+        if isinstance(e, ImportError) and not isinstance(e.__cause__, KeyboardInterrupt):
             raise
+        if not own_process:                     # Ctrl-C while a module loads (scipy's, on first use): its
+            raise e if isinstance(e, KeyboardInterrupt) else e.__cause__   # ImportError is the interrupt
         print("titop-fmu: interrupted; nothing written", file=sys.stderr)
         return 130
     except TitopError as e:
