@@ -245,3 +245,23 @@ def test_ctrl_c_while_a_module_loads_is_an_interrupt(tmp_path, capsys, monkeypat
     with pytest.raises(KeyboardInterrupt):
         main(["simulate", "s.toml", "--out", "o.csv"])
     assert sorted(tmp_path.iterdir()) == [tmp_path / "s.toml"]
+
+
+def test_a_compiler_stopped_by_ctrl_c_is_an_interrupt(tmp_path):
+    """Ctrl-C reaches the compiler of a missing FMU too (the same process group): it was
+    reported as 'compiling welded_c1 for win64 failed', status 2."""
+    from titop_fmu.cbuild import run_compiler
+    with pytest.raises(KeyboardInterrupt):
+        run_compiler(["sh", "-c", "kill -INT $$"], tmp_path, "a model")
+
+
+def test_validate_interrupted_during_its_runs_leaves_no_folder(tmp_path, monkeypatch):
+    """The report folder was made before the runs: Ctrl-C left it, empty."""
+    from titop_fmu import validate
+
+    def interrupted(*a, **kw):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(validate, "run_modelica", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        validate.validate(tmp_path / "report", stop=0.1)
+    assert not (tmp_path / "report").exists()
