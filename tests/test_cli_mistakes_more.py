@@ -265,3 +265,21 @@ def test_validate_interrupted_during_its_runs_leaves_no_folder(tmp_path, monkeyp
     with pytest.raises(KeyboardInterrupt):
         validate.validate(tmp_path / "report", stop=0.1)
     assert not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["simulate", "balloon", "--stopp", "3"],
+     "unrecognized arguments: --stopp 3 (did you mean '--stop' or '--tol' or '--set'?) (see 'titop-fmu simulate --help')"),
+    (["export", "balloon", "--set", "m_P1=2"], "unrecognized arguments: --set m_P1=2 (did you mean '--ssp' or '--out'?)"),
+    (["simulate", "balloon", "--stop", "ten"], "argument --stop: invalid float value: 'ten' (see 'titop-fmu simulate --help')"),
+    (["simulate", "balloon", "--engine", "fmus"], "argument --engine: invalid choice: 'fmus' (choose from"),
+    (["simulat", "balloon"], "argument command: invalid choice: 'simulat' (choose from 'simulate', "),
+    (["sweep", "balloon"], "the following arguments are required: --out (see 'titop-fmu sweep --help')"),
+])
+def test_an_option_argparse_refuses_is_one_line(argv, message, capsys):
+    """They printed the command's usage first (up to eleven lines), and a misspelled option
+    had no suggestion."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert message in one_line_error(capsys)
