@@ -283,3 +283,17 @@ def test_an_option_argparse_refuses_is_one_line(argv, message, capsys):
         main(argv)
     assert e.value.code == 2
     assert message in one_line_error(capsys)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["simulate", "--set", "wing_mass=3 m"], "parameter 'wing_mass': cannot read the value '3 m': '3 m' is a length, "
+                                             "not a mass (the value is in kilogram)"),
+    (["sweep", "--vary", "wing_mass=uniform(2 m, 3 m)", "--samples", "2", "--workers", "0"],
+     "--vary wing_mass=uniform(2 m, 3 m): '2 m' is a length, not a mass (the value is in kilogram)"),
+])
+def test_a_named_parameter_takes_a_value_of_its_dimension(argv, message, tmp_path, capsys, monkeypatch, no_run):
+    """``wing_mass = "25 kg"`` took ``--set wing_mass="3 m"`` as 3 kg."""
+    (tmp_path / "s.toml").write_text(WINGS)
+    monkeypatch.chdir(tmp_path)
+    assert message in refused([argv[0], "s.toml", "--out", "o", "--quiet", *argv[1:]], tmp_path, capsys)
+
