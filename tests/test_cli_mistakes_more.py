@@ -5,6 +5,7 @@ code 2, before any work, and leaves no file."""
 
 import numpy as np
 import pytest
+from flexible_systems import SIMO
 
 from titop_fmu.blocks.beam import beam_modal_data, section
 from titop_fmu.cli import main
@@ -57,8 +58,7 @@ FLEXIBLE = {
 
 
 def _modal_file(path):
-    data = beam_modal_data([section(dict(length=10.0, EA=2.8e7, EIy=1.4e4, EIz=1.4e4, GJ=1.4e4, rhoA=1.2,
-                                         rhoJ=6e-4))], 3, elements=4, ports=[10.0])
+    data = beam_modal_data([section(SIMO)], 3, elements=4, ports=[10.0])
     np.savez(path, **data.arrays())
 
 

@@ -148,7 +148,8 @@ def read_manifest(path: Path) -> dict:
         m = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise SweepError(f"{path}: not a campaign's manifest ({e})") from None
-    if not isinstance(m, dict) or not isinstance(m.get("spec"), dict) or not {"names", "header", "fingerprint"} <= set(m):
+    if not isinstance(m, dict) or not isinstance(m.get("spec"), dict) or \
+            not {"names", "header", "fingerprint"} <= set(m):
         raise SweepError(f"{path}: not a campaign's manifest (a table of spec, names, header, fingerprint)")
     return m
 

@@ -43,7 +43,8 @@ def modal_data(table: dict, n_ports: int, base: Path) -> ModalData:
             else [section(spec)]
         masses = table.get("masses", [])
         if not isinstance(masses, list):
-            raise ParameterError("masses", f"expected a list of {{at = s, mass = m, inertia = [[...]]}}, got {masses!r}")
+            raise ParameterError("masses", "expected a list of {at = s, mass = m, inertia = [[...]]}, "
+                                           f"got {masses!r}")
         masses = [_lumped(i, m) for i, m in enumerate(masses)]
         ports = table.get("ports", [])
         if not isinstance(ports, list) or len(ports) != n_ports:
