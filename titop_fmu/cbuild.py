@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -71,5 +72,7 @@ def run_compiler(cmd: list, cwd, what: str):
         r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     except OSError as e:
         raise CompileError(f"cannot run the C compiler {cmd[0]!r} ({e}); install one or set CC") from None
+    if r.returncode == -signal.SIGINT:          # Ctrl-C reaches the compiler too: an interrupt, not a failure
+        raise KeyboardInterrupt
     if r.returncode:
         raise CompileError(f"compiling {what} failed ({' '.join(cmd)}):\n{r.stderr}")

@@ -48,6 +48,19 @@ def has_unit(text: str) -> bool:
     return not _NUMBER.match(text)
 
 
+def si_unit(text) -> str | None:
+    """The SI base unit of a number written with its unit (``"25 kg"`` -> ``"kilogram"``, ``"3 rpm"``
+    -> ``"radian / second"``); None for anything else (a plain number, an expression of names)."""
+    if not isinstance(text, str) or not has_unit(text):
+        return None
+    ureg = registry()
+    try:
+        q = ureg.parse_expression(text)
+    except Exception:                              # names pint does not know: an expression
+        return None
+    return str(q.to_base_units().units) if isinstance(q, ureg.Quantity) else None
+
+
 def quantity(text: str, unit: str | None = None, where: str = "value") -> float:
     """The number ``text`` written with its unit, in the FMI unit ``unit`` (its dimension
     checked), or in SI base units without one: ``quantity("30 deg", "rad") == pi / 6``. A plain

@@ -26,7 +26,7 @@ DEFAULTS = dict(stop=20.0, dt=0.01, rtol=1e-12, tol=Options.tol, dt_max=Options.
 #: loop residuals at 1e-13) that tolerances below 1e-10 do not clear
 RTOL_MIN, TOL_MIN = 1e-14, 1e-10
 #: most output rows of one run, most child ports of a built FMU, most processes
-MAX_ROWS, MAX_CHILDREN, MAX_WORKERS = 10_000_000, 64, 64
+MAX_ROWS, MAX_WORKERS = 10_000_000, 64
 ENGINES = ("inprocess", "fmu")
 
 

@@ -257,7 +257,6 @@ def validate(out_dir, stop=20.0, reference_dir=None, engines=("inprocess",), log
         raise ValidationError(str(e)) from None
     plots = importlib.util.find_spec("matplotlib") is not None
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     ref_dir = Path(reference_dir) if reference_dir else default_reference_dir()
     refs = [load_reference(p).until(stop) for p in sorted(ref_dir.glob("balloon_*.csv"))]
     runs, notes = [], []
@@ -289,6 +288,7 @@ def validate(out_dir, stop=20.0, reference_dir=None, engines=("inprocess",), log
                   for r in runs if r.name == "fmu"]
     tab, worst = table(pairs, stop)
     inv = invariant_checks(stop, damped)
+    out.mkdir(parents=True, exist_ok=True)              # made once the runs are done: Ctrl-C before leaves nothing
     if plots:
         figs = [write_overview(out, runs[0], pairs)] + write_figures(out, runs[0], pairs)
         fig_lines = [f"![{p.stem}]({p.name})" for p in figs]

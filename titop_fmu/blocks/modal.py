@@ -14,6 +14,7 @@ these names (:meth:`ModalData.save`, :meth:`ModalData.load`).
 
 from __future__ import annotations
 
+import zipfile
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -193,18 +194,26 @@ class ModalData:
     def load(cls, path) -> ModalData:
         """Read and check the neutral file ``path``; :class:`ModalError` names a missing or bad field."""
         path = Path(path)
+        if path.is_dir():
+            raise ModalError("modal", f"{path} is a folder, not a modal file")
         if not path.is_file():
             raise ModalError("modal", f"no modal file {path}")
+        if path.suffix.lower() not in (".npz", ".mat"):
+            raise ModalError("modal", f"a modal file is .npz or .mat, got {path.name}")
+        if path.suffix.lower() == ".npz" and not zipfile.is_zipfile(path):
+            raise ModalError("modal", f"{path} is not a NumPy .npz file (a zip archive of arrays: numpy.savez)")
         try:
             if path.suffix.lower() == ".npz":
                 with np.load(path, allow_pickle=False) as z:
                     raw = {k: z[k] for k in z.files}
-            elif path.suffix.lower() == ".mat":
-                from scipy.io import loadmat
-                raw = {k: v for k, v in loadmat(path).items() if not k.startswith("__")}
             else:
-                raise ModalError("modal", f"a modal file is .npz or .mat, got {path.name}")
-        except (OSError, ValueError) as e:
+                from scipy.io import loadmat
+                from scipy.io.matlab import MatReadError
+                try:
+                    raw = {k: v for k, v in loadmat(path).items() if not k.startswith("__")}
+                except MatReadError as e:
+                    raise ValueError(e) from None
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
             raise ModalError("modal", f"cannot read {path}: {e}") from None
         return cls.from_arrays(raw, str(path))
 

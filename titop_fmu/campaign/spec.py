@@ -91,6 +91,9 @@ class Sweep:
         if not s.vary:
             raise SweepError("nothing varies: give --vary NAME=DISTRIBUTION")
         target.overrides(s.set)
+        both = [n for n in (item.partition("=")[0].strip() for item in s.set) if n in s.vary]
+        if both:
+            raise SweepError(f"{both[0]} is both varied (--vary) and fixed (--set): one or the other")
         dists = self.distributions(s.vary, target.unit_of)
         for name in s.vary:
             value = _element(target.settable, name)

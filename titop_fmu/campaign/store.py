@@ -53,7 +53,7 @@ class Store:
             if not resume:
                 raise SweepError(f"--out {self.root}: holds a campaign already; --resume completes it, or choose "
                                  "another folder")
-            theirs = json.loads(manifest.read_text())
+            theirs = read_manifest(manifest)
             if theirs.get("fingerprint") != mine["fingerprint"]:
                 diff = [k for k in mine["spec"] if theirs.get("spec", {}).get(k) != mine["spec"][k]]
                 what = (f"{diff[0]} is {theirs['spec'].get(diff[0])!r} there, {mine['spec'][diff[0]]!r} here"
@@ -141,6 +141,19 @@ def done(root) -> set:
     return out
 
 
+def read_manifest(path: Path) -> dict:
+    """The content of a store's manifest ``path``; :class:`SweepError` when it is not one (a
+    damaged file, or one written by hand)."""
+    try:
+        m = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SweepError(f"{path}: not a campaign's manifest ({e})") from None
+    if not isinstance(m, dict) or not isinstance(m.get("spec"), dict) or \
+            not {"names", "header", "fingerprint"} <= set(m):
+        raise SweepError(f"{path}: not a campaign's manifest (a table of spec, names, header, fingerprint)")
+    return m
+
+
 class Campaign:
     """A store read back (:func:`open`)."""
 
@@ -149,8 +162,11 @@ class Campaign:
         manifest = self.root / MANIFEST
         if not manifest.is_file():
             raise SweepError(f"{self.root}: not a campaign store (no {MANIFEST})")
-        m = json.loads(manifest.read_text())
-        self.spec = Sweep(**m["spec"])
+        m = read_manifest(manifest)
+        try:
+            self.spec = Sweep(**m["spec"])
+        except TypeError as e:
+            raise SweepError(f"{manifest}: not a campaign's manifest ({e})") from None
         self.names, self.header, self.fingerprint = m["names"], m["header"], m["fingerprint"]
         self._samples = None
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import TitopError
-from ..simulation import MAX_CHILDREN
+from ..fmu.catalog import MAX_CHILDREN
 from .options import command, writable_folder
 
 

@@ -12,7 +12,7 @@ from ..errors import TitopError
 from ..simulation import set_values
 from ..scenarios import balloon
 from ..titop.totals import SYSTEM
-from .options import VIEW, animation_options, command, drawing, named_file, system_of, writable_file
+from .options import VIEW, animation_options, command, drawing, named_file, system_of, view_options, writable_file
 
 
 def run(args):
@@ -25,6 +25,7 @@ def run(args):
         raise TitopError(f"--out {out}: write a .mat or a .npz file")
     if args.mode is not None and not args.animate:
         raise TitopError("--mode N is the mode --animate shows: give --animate VIEW.html")
+    view_options(args)
     view = named_file("--animate", args.animate, *VIEW) if args.animate else None
     cs = system_of(args)
     if view is not None:
@@ -56,7 +57,7 @@ def run(args):
     model = linearize(system, state, args.inputs, outputs)
     if view is not None:
         from ..viewer.modes import write_mode
-        write_mode(view, system, model, args.mode or 1)
+        write_mode(view, system, model, 1 if args.mode is None else args.mode)
     model.save(out)
     if not args.quiet:
         print(model.modes_table())

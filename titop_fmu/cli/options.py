@@ -164,6 +164,14 @@ def drawing(args) -> dict:
     return dict(scale=args.scale, beams=drawn_beams(args.system, overrides))
 
 
+def view_options(args):
+    """The options of the 3-D view (:func:`animation_options`) given without ``--animate``: an
+    error, not ignored."""
+    given = [o for o in ("trace", "title", "scale") if getattr(args, o) is not None]
+    if given and not args.animate:
+        raise TitopError(f"--{given[0]} is an option of the 3-D view: give --animate VIEW.html")
+
+
 def animation_options(p):
     p.add_argument("--trace", action="append", metavar="UNIT[.POINT]",
                    help="draw the path of a body point: UNIT.com (the default point), UNIT.p or UNIT.c<i> "

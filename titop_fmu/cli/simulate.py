@@ -13,7 +13,7 @@ from ..simulation import DEFAULTS, RTOL_MIN, TOL_MIN, Target, resolve_options
 from ..simulation import run_master as master_run
 from ..titop.units import DEFAULT_FMU_KIND
 from .options import (RESULT, VIEW, animation_options, command, drawing, cooperative_interrupt, engine_options,
-                      fmu_kind_option, named_file, writable_folder, write_result)
+                      fmu_kind_option, named_file, view_options, writable_folder, write_result)
 
 
 def run_master(args, system, observe=None):
@@ -107,6 +107,7 @@ def defaults(system: str):
 def animation(args, system, engine):
     """The :class:`~titop_fmu.viewer.Animation` that ``--animate`` asks for (None without it),
     checked before the run."""
+    view_options(args)
     if not args.animate:
         return None
     if args.out and Path(args.animate).resolve() == Path(args.out).resolve():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ..errors import TitopError
 from ..simulation import MAX_WORKERS
@@ -17,21 +18,33 @@ def run(args):
     from .. import campaign
     from ..campaign.spec import is_campaign_file, read_file
     settings = read_file(args.system) if is_campaign_file(args.system) else {"system": args.system}
-    vary = dict(settings.pop("vary", {}))
+    vary, given = dict(settings.pop("vary", {})), set()
     for item in args.vary or ():
         name, sep, text = item.partition("=")
         if not sep or not name.strip() or not text.strip():
             raise TitopError(f"--vary {item}: expected NAME=DISTRIBUTION, e.g. m_P1=uniform(1.5,2.5)")
+        if name.strip() in given:
+            raise TitopError(f"--vary {name.strip()} is given twice: one distribution per name")
+        given.add(name.strip())
         vary[name.strip()] = text.strip()
     settings["vary"] = vary
     settings["set"] = list(settings.get("set", [])) + list(args.set or [])
     for key in ("samples", "seed", "sampling", "engine", "fmu_kind", "stop", "dt", "rtol", "tol", "dt_max", "sequence", "kernel"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
+    master = settings.get("engine") == "fmu"
+    other = ("rtol", "kernel") if master else ("tol", "dt_max", "sequence")
+    given = [k for k in other if settings.get(k) is not None]
+    if given:                                   # the options of the other engine, on the command line or in the file
+        raise TitopError(f"--{given[0].replace('_', '-')} applies to " + (
+            "the in-process engine (--engine inprocess); the co-simulation master's tolerance is --tol" if master
+            else "the co-simulation master (--engine fmu); the in-process engine takes --rtol"))
     if args.workers is not None and not (0 <= args.workers <= MAX_WORKERS):
         raise TitopError(f"--workers must be between 0 and {MAX_WORKERS}, got {args.workers}")
     if args.report:
         writable_folder("--report", args.report)
+        if Path(args.report).resolve().is_relative_to(Path(args.out).resolve()):
+            raise TitopError(f"--report {args.report}: inside the store --out {args.out}; write it beside it")
     spec = campaign.Sweep(**settings).resolved()
     c = campaign.run(spec, writable_folder("--out", args.out), workers=args.workers, scheduler=args.scheduler,
                      resume=args.resume, progress=not args.quiet)

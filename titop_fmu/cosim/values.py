@@ -72,8 +72,11 @@ def read(value, where: str, unit=None, names: dict | None = None, time: bool = F
 
 def split(text: str):
     """A list written as text, ``"[3 deg, 0, [1, 2]]"``, as nested lists of its elements' texts
-    (commas inside brackets or parentheses belong to the element); any other text as it is."""
+    (commas inside brackets or parentheses belong to the element); any other text as it is.
+    An element in quotes, as a file writes it (``"[0, '3 deg/s', 0]"``), is its text."""
     text = text.strip()
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
+        text = text[1:-1].strip()
     if not (text.startswith("[") and text.endswith("]")):
         return text
     items, depth, start = [], 0, 1
@@ -135,8 +138,12 @@ def evaluate(table: dict, where: str) -> dict:
             v = read(table[name], f"{where}.{name}", None, out)
         except (ExpressionError, UnitError) as e:
             raise ConnectionError_(str(e)) from None
-        if isinstance(v, bool) or np.ndim(v) == 0 and not isinstance(v, (int, float, np.floating)):
+        try:
+            a = np.asarray(v, dtype=float)
+        except (TypeError, ValueError):                 # words, or a ragged list
+            a = None
+        if isinstance(v, bool) or a is None or a.ndim == 0 and not isinstance(v, (int, float, np.floating)):
             raise ConnectionError_(f"{where}.{name}: a number, a number with its unit, an expression or a list "
-                                   f"of them is expected, got {table[name]!r}")
-        out[name] = float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float)
+                                   f"of them (rows of one length) is expected, got {table[name]!r}")
+        out[name] = float(a) if a.ndim == 0 else a
     return out

@@ -279,6 +279,9 @@ KINDS = {k.name: k for k in (
 
 #: the child-port counts built by default
 DEFAULT_CHILDREN = (0, 1, 2)
+#: the most child ports of a block, and of modes of a flexible body (a model's FMI variables
+#: grow with the first and its parameters with the square of the second)
+MAX_CHILDREN, MAX_MODES = 64, 1000
 
 
 def model_identifier(kind: str, n_children: int, n_modes: int | None = None) -> str:
@@ -302,7 +305,11 @@ def parse_model(model_id: str) -> tuple:
     m = re.fullmatch(r"(\w+?)_c(\d+)(?:_f(\d+))?", str(model_id))
     if not m or m.group(1) not in KINDS or not KINDS[m.group(1)].has_children:
         raise KeyError(unknown_model(model_id))
-    return m.group(1), int(m.group(2)), None if m.group(3) is None else int(m.group(3))
+    children, modes = int(m.group(2)), None if m.group(3) is None else int(m.group(3))
+    if children > MAX_CHILDREN or (modes or 0) > MAX_MODES:
+        raise KeyError(f"model {model_id!r}: at most {MAX_CHILDREN} child ports (_c<n>) and {MAX_MODES} flexible "
+                       "modes (_f<m>)")
+    return m.group(1), children, modes
 
 
 def unknown_model(model_id) -> str:

@@ -8,6 +8,7 @@ valid names."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 
@@ -88,6 +89,12 @@ def _shape(shape) -> str:
     return f"a {'x'.join(map(str, shape))} matrix"
 
 
+def from_flexible_table(iface: catalog.Interface, parameter: str) -> bool:
+    """``parameter`` of a flexible unit comes from its ``[units.NAME.flexible]`` table (the
+    modal data, the child ports), not stated one by one."""
+    return iface.n_modes is not None and re.fullmatch(r"flex\..*|c\d+\..*", parameter) is not None
+
+
 def missing_data(name: str, iface: catalog.Interface, parameters: dict):
     """A :class:`ConnectionError_` for the first physical datum of the unit ``name`` that
     ``parameters`` do not give whole: a body's mass, inertia, centre of mass and child points,
@@ -95,7 +102,7 @@ def missing_data(name: str, iface: catalog.Interface, parameters: dict):
     for p in iface.params:
         absent = [n for n, *_ in p.scalars() if n not in parameters]
         if p.stated and absent:
-            stated = ", ".join(q.name for q in iface.params if q.stated)
+            stated = ", ".join(q.name for q in iface.params if q.stated and not from_flexible_table(iface, q.name))
             what = p.name if len(absent) == len(p.scalars()) else ", ".join(absent)
             raise ConnectionError_(
                 f"unit {name!r} ({iface.model_identifier}): {what} not given; a system file states the physical "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..blocks.beam import LumpedMass, beam_modal_data, section
+from ..blocks.beam import LumpedMass, beam_modal_data, numbers, section
 from ..blocks.modal import ModalData
 from ..errors import ConnectionError_, ParameterError, did_you_mean
 from ..fmu import catalog
@@ -35,11 +35,17 @@ def modal_data(table: dict, n_ports: int, base: Path) -> ModalData:
     if "modes" not in table:
         raise ParameterError("modes", "missing: the number of clamped modes kept")
     modes = table["modes"]
+    if _number(modes) and modes > catalog.MAX_MODES:
+        raise ParameterError("modes", f"at most {catalog.MAX_MODES}, got {modes!r}")
     if "beam" in table:
         spec = table["beam"]
         sections = [section(s, f"beam[{i}]") for i, s in enumerate(spec)] if isinstance(spec, list) \
             else [section(spec)]
-        masses = [_lumped(i, m) for i, m in enumerate(table.get("masses", []))]
+        masses = table.get("masses", [])
+        if not isinstance(masses, list):
+            raise ParameterError("masses", "expected a list of {at = s, mass = m, inertia = [[...]]}, "
+                                           f"got {masses!r}")
+        masses = [_lumped(i, m) for i, m in enumerate(masses)]
         ports = table.get("ports", [])
         if not isinstance(ports, list) or len(ports) != n_ports:
             raise ParameterError("ports", f"the model has {n_ports} child port(s): give as many distances from P "
@@ -50,6 +56,8 @@ def modal_data(table: dict, n_ports: int, base: Path) -> ModalData:
         for key in ("axis", "ydir", "elements", "masses"):
             if key in table:
                 raise ParameterError(key, "is a key of the beam generator, not of a modal file")
+        if not isinstance(table["modal"], str):
+            raise ParameterError("modal", f"expected the path of a .npz or .mat file, got {table['modal']!r}")
         f = Path(table["modal"])
         data = ModalData.load(f if f.is_absolute() else base / f)
         if isinstance(modes, bool) or not isinstance(modes, int):
@@ -63,7 +71,7 @@ def modal_data(table: dict, n_ports: int, base: Path) -> ModalData:
                                           f"node(s): choose them with ports = [node numbers]")
         data = data.with_nodes([p - 1 for p in ports])
     if "damping" in table:
-        zeta = np.asarray(table["damping"], dtype=float)
+        zeta = numbers(table["damping"], "damping")
         if zeta.ndim > 1 or (zeta.ndim == 1 and zeta.size != data.n_modes):
             raise ParameterError("damping", f"one ratio for all modes or one per mode ({data.n_modes}), got {zeta.tolist()}")
         data = data.with_damping(zeta)
@@ -213,7 +221,8 @@ def expand_unit(name: str, spec: dict, base: Path, where: str) -> dict:
         stiffening = table.get("stiffening", True)
         if not isinstance(stiffening, bool):
             raise ParameterError("stiffening", f"true or false, got {stiffening!r}")
-        values = flexible_values(data, stiffening, table.get("eta0"), table.get("etad0"))
+        initial = [None if table.get(key) is None else numbers(table[key], key) for key in ("eta0", "etad0")]
+        values = flexible_values(data, stiffening, *initial)
         for key in ("eta0", "etad0"):
             if np.shape(values[f"flex.{key}"]) != (data.n_modes,):
                 raise ParameterError(key, f"expected {data.n_modes} values, got {table[key]!r}")
@@ -227,7 +236,7 @@ def expand_unit(name: str, spec: dict, base: Path, where: str) -> dict:
 
 def expand(d: dict, base: Path, where: str) -> dict:
     """The content of a system file with every ``[units.NAME.flexible]`` table expanded."""
-    units = d.get("units")
+    units = d.get("units") if isinstance(d, dict) else None
     if not isinstance(units, dict) or not any(isinstance(u, dict) and "flexible" in u for u in units.values()):
         return d
     return {**d, "units": {name: expand_unit(name, spec, base, where) if isinstance(spec, dict) else spec

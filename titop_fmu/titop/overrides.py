@@ -21,6 +21,7 @@ from ..cosim.control_unit import control_spec, is_control_model
 from ..cosim.names import expand_parameters, grouped
 from ..cosim.values import evaluate
 from ..fmu import catalog
+from ..quantities import si_unit
 from .twin import build_titop_unit
 from .units import declared_unit, is_titop
 
@@ -98,8 +99,12 @@ def bound(cs: CoSystem, overrides: dict) -> tuple:
 
 def unit_of(cs: CoSystem):
     """``unit("link1.q0")``: the unit a settable FMI scalar of ``cs`` (``unit.scalar``) is
-    declared in (:func:`~.units.declared_unit`), None if not known."""
+    declared in (:func:`~.units.declared_unit`), None if not known; a named parameter of the
+    ``[parameters]`` table written as a number with its unit (``wing_mass = "25 kg"``), in that
+    unit's SI base unit (a value set for it is checked against its dimension)."""
     def unit(name: str):
+        if "." not in name:
+            return si_unit(cs.parameters.get(name.partition("[")[0]))
         u, _, scalar = name.partition(".")
         spec = cs.units.get(u)
         return None if spec is None else declared_unit(spec.model, scalar)
