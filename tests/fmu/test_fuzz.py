@@ -7,8 +7,9 @@ C sources (``sources/`` of the FMU) are compiled with AddressSanitizer and
 UndefinedBehaviorSanitizer (``-fsanitize=address,undefined``, every report fatal, leaks
 included): a crash, an access out of bounds, a use after free, a leak, undefined behaviour or a
 call that hangs fails the run, so does a failed call that changes the instance or a message whose
-category does not fit its status. The slow version fuzzes more FMUs, an assembly with Model
-Exchange among them, longer, and the shipped binaries under valgrind.
+category does not fit its status. Plain ``pytest`` fuzzes one block FMU (a flexible one); the
+slow version fuzzes more FMUs, an assembly with Model Exchange among them, longer, and the
+shipped binaries under valgrind.
 
 A failure prints the sequence; ``fmu_fuzz ... -f INDEX -s 1 -v`` replays it call by call.
 """
@@ -153,6 +154,7 @@ def fuzz(command, fmu, sequences, calls=60, seed=1, env=None, timeout=1800):
     return summary
 
 
+@pytest.mark.slow
 def test_the_fmi_api_of_a_block_fmu_under_the_sanitizers(sanitized, block_fmus):
     """400 sequences of 60 calls on a block FMU with states (about 1000 FMU states read back, 600
     of them corrupted), no finding."""
