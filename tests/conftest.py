@@ -1,8 +1,9 @@
 """Shared fixtures (the balloon runs are expensive: made once per session; each Modelica run
 made once per test run, for all its workers), the ``slow`` marker (long acceptance runs are
-deselected unless ``pytest --slow``, as CI runs it), ``-n``'s work stealing, and one Ctrl-C
-ending the run."""
+deselected unless ``pytest --slow``, as CI runs it), ``-n``'s work stealing, BLAS on one thread,
+and one Ctrl-C ending the run."""
 
+import os
 import signal
 
 import pytest
@@ -27,6 +28,23 @@ def pytest_cmdline_main(config):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long acceptance run, deselected unless --slow")
+    one_blas_thread()
+
+
+def one_blas_thread():
+    """BLAS on one thread, in this process and the ones the tests start (the command line, an
+    inner pytest, the workers of ``-n`` and of a campaign), unless the environment says
+    otherwise: the tests' matrices are small, where a multithreaded OpenBLAS costs more than it
+    gives, and far more on a busy machine (a beam's 80 x 80 eigenproblem took 75 ms on two
+    threads of a loaded 2-core machine, 1 ms on one; plain ``pytest``: 221 s of processor time
+    instead of 161 s). ``System.simulate`` limits it itself: its test sets two threads to see
+    it."""
+    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    if any(name in os.environ for name in names):
+        return
+    os.environ.update(dict.fromkeys(names, "1"))
+    from threadpoolctl import threadpool_limits
+    threadpool_limits(limits=1, user_api="blas")
 
 
 def pytest_sessionstart(session):

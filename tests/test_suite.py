@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "support" / "interrupted_run.py"
 
 
-@pytest.mark.parametrize("engine,workers", [([], []), (["--inprocess-units"], []), ([], ["-n", "1"])],
+@pytest.mark.parametrize("engine,workers", [([], []), pytest.param(["--inprocess-units"], [], marks=pytest.mark.slow),
+                                            pytest.param([], ["-n", "1"], marks=pytest.mark.slow)],
                          ids=["inprocess", "master", "xdist"])
 def test_one_ctrl_c_ends_the_run(engine, workers, tmp_path):
     """pytest in a process group of its own, as a terminal runs it; one SIGINT to the group while

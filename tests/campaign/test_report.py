@@ -108,6 +108,7 @@ def figures(md: str) -> list:
     return re.findall(r"!\[([^]]*)\]\(([^)]*)\)", md)
 
 
+@pytest.mark.slow
 def test_figures_are_readable_at_any_number_of_outputs(spacecraft_store, tmp_path):
     """44 outputs (the user's 94 made figures of 1320 x 8960 and 7024 x 320 px): pages of envelopes
     and of sensitivities, twelve outputs at most on a page, a body's outputs together (the bus's

@@ -20,6 +20,11 @@ from titop_fmu.io import read_result
 TOL, BOUND = 1e-9, 1e-7
 
 
+def slow(*values):
+    """A case run by ``pytest --slow`` only: plain ``pytest`` keeps one of each kind."""
+    return pytest.param(*values, marks=pytest.mark.slow)
+
+
 def simulate(path, out, stop, *options):
     assert main(["simulate", str(path), "--stop", str(stop), "--out", str(out), "--quiet", *options]) == 0
     t, columns = read_result(out)
@@ -34,9 +39,8 @@ def master_error(tmp_path, name, stop, *options):
     return np.abs(got - ref).max(axis=0), ref
 
 
-@pytest.mark.parametrize("name,stop", [("discrete", 1.0), ("sensors", 1.0), ("table_hold", 3.0),
-                                       ("multirate", 1.0), ("table", 3.0),
-                                       pytest.param("balloon_gain", 10.0, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name,stop", [slow("discrete", 1.0), slow("sensors", 1.0), ("table_hold", 3.0),
+                                       slow("multirate", 1.0), slow("table", 3.0), slow("balloon_gain", 10.0)])
 def test_the_master_meets_the_time_events_of_signals_and_discrete_blocks(tmp_path, name, stop):
     """A discrete controller, sampled sensors, a held torque table, two sample rates (3 x 0.1
     and 0.3 one ulp apart: each block sampled at its own instant, as in process), a linear
@@ -48,7 +52,7 @@ def test_the_master_meets_the_time_events_of_signals_and_discrete_blocks(tmp_pat
     assert err.max() <= BOUND
 
 
-@pytest.mark.parametrize("name", ["discrete", "sensors"])
+@pytest.mark.parametrize("name", ["discrete", slow("sensors")])
 def test_a_discrete_controller_through_the_master_is_the_discrete_loop(tmp_path, name):
     """Against the loop written out and integrated by scipy sample period by sample period
     (closed_loops.discrete_loop): the angle and the held torque to 1e-8 at every row but the

@@ -15,6 +15,7 @@ pytest.importorskip("exudyn", reason="Exudyn (the crosscheck extra) is the other
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_the_benchmark_runs_and_both_engines_give_the_same_accelerations():
     out = subprocess.run([sys.executable, "benchmarks/flexible.py", "--modes", "2", "6", "--bodies", "1", "2",
                           "--repeats", "1", "--steps", "300", "--mesh", "8", "1", "1"], cwd=ROOT, check=True,

@@ -22,7 +22,7 @@ def _drift(s, t=2.0):
             np.max(np.abs(p - p[0])) / np.max(np.abs(p[0])), tr)
 
 
-@pytest.mark.parametrize("stiffening", [True, False])
+@pytest.mark.parametrize("stiffening", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_energy_and_momenta_are_constant(stiffening):
     de, dH, dp, tr = _drift(appendages(stiffening))
     assert de < 1e-9 and dH < 1e-9 and dp < 1e-9

@@ -15,6 +15,7 @@ import tomllib
 from pathlib import Path
 
 import numpy as np
+import pytest
 import scipy.io
 import scipy.linalg
 
@@ -93,6 +94,7 @@ def test_the_wing_modes_with_the_bus_are_the_one_mode_closed_forms():
     assert freqs[1] > 1.35 * d.omega[0] and freqs[0] > 1.02 * d.omega[0]
 
 
+@pytest.mark.slow
 def test_the_slew_runs_and_the_angular_momentum_is_the_torques_impulse(tmp_path):
     out = tmp_path / "sc.csv"
     assert main(["simulate", str(EXAMPLE), "--out", str(out), "--quiet"]) == 0

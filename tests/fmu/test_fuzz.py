@@ -7,8 +7,10 @@ C sources (``sources/`` of the FMU) are compiled with AddressSanitizer and
 UndefinedBehaviorSanitizer (``-fsanitize=address,undefined``, every report fatal, leaks
 included): a crash, an access out of bounds, a use after free, a leak, undefined behaviour or a
 call that hangs fails the run, so does a failed call that changes the instance or a message whose
-category does not fit its status. The slow version fuzzes more FMUs, an assembly with Model
-Exchange among them, longer, and the shipped binaries under valgrind.
+category does not fit its status. Block FMUs of every kind, a flexible one, assemblies with
+Model Exchange, and the shipped binaries under valgrind: long acceptance runs, all ``pytest
+--slow`` (plain ``pytest`` keeps the FMUs' own checks of bad calls and state blobs,
+tests/fmu/test_standalone.py and test_fmus.py).
 
 A failure prints the sequence; ``fmu_fuzz ... -f INDEX -s 1 -v`` replays it call by call.
 """
@@ -153,6 +155,7 @@ def fuzz(command, fmu, sequences, calls=60, seed=1, env=None, timeout=1800):
     return summary
 
 
+@pytest.mark.slow
 def test_the_fmi_api_of_a_block_fmu_under_the_sanitizers(sanitized, block_fmus):
     """400 sequences of 60 calls on a block FMU with states (about 1000 FMU states read back, 600
     of them corrupted), no finding."""
@@ -173,6 +176,7 @@ def test_the_fmi_api_of_every_kind_under_the_sanitizers(sanitized, block_fmus, k
     fuzz([str(sanitized.fuzzer), str(sanitized(fmu))], fmu, 400, seed=10 + KINDS.index((kind, n)), env=SANITIZER_ENV)
 
 
+@pytest.mark.slow
 def test_the_fmi_api_of_a_flexible_block_fmu_under_the_sanitizers(sanitized, block_fmus):
     """A revolute body with a flexible body of 3 modes and 2 nodes (revolute_c2_f3): its modal
     data among the parameters the fuzzer sets (bad modal data: fmi2Error, never a crash)."""

@@ -24,7 +24,7 @@ shell's syntax (``|``, ``&&``, ``>``, ``$VAR``) runs in ``bash``, any other one 
 folder (``cd``) is refused.
 
 Shared results: a ``titop-fmu`` command that one page runs as another page ran it before in
-the same test run (the same text, the same content of the files it names and of
+the same test run (the same arguments, its comment aside, the same content of the files it names and of
 ``examples/``; the workers of ``pytest -n`` share them) is not run twice: the files it
 wrote and what it printed are taken from the first run (the README's quick start is the
 tutorial's commands; commands are deterministic). Its output and the files it names are checked as any command's.
@@ -188,8 +188,8 @@ class Results:
         return self.folder
 
     @staticmethod
-    def key(folder: Path, text: str, argv) -> str:
-        digest = hashlib.sha256(text.encode())
+    def key(folder: Path, argv) -> str:
+        digest = hashlib.sha256(json.dumps(argv).encode())
         named = {arg.split("=", 1)[-1] for arg in argv} | set(COPIED)
         for name in sorted(named):
             path = folder / name
@@ -286,7 +286,7 @@ class Reader:
         if SHELL_SYNTAX.search(command.text.split("#")[0]) and argv[0] != "titop-fmu":
             code, output = self.process(["bash", "-c", command.text])
         elif argv[0] == "titop-fmu":
-            code, output = self.shared(command.text, argv)
+            code, output = self.shared(argv)
         else:
             code, output = self.process([sys.executable if argv[0] in ("python", "python3") else argv[0],
                                          *argv[1:]])
@@ -304,10 +304,10 @@ class Reader:
                 assert written != failing, \
                     f"{block.where}: `{command.text}` {'wrote' if failing else 'did not write'} {path.name}"
 
-    def shared(self, text, argv) -> tuple:
+    def shared(self, argv) -> tuple:
         """A ``titop-fmu`` command, run here or, when an earlier page ran it on the same
         inputs, its result (the module docstring)."""
-        key = Results.key(self.folder, text, argv)
+        key = Results.key(self.folder, argv)
         with RESULTS.computing(key):
             if RESULTS.has(key):
                 return RESULTS.restore(key, self.folder)

@@ -132,7 +132,8 @@ def test_results_are_written_with_the_usual_permissions(tmp_path):
 
 
 
-@pytest.mark.parametrize("example, stop, turned", [("spacecraft_flexible.toml", 10, 0.3), ("slew.toml", 15, 0.1)])
+@pytest.mark.parametrize("example, stop, turned", [pytest.param("spacecraft_flexible.toml", 10, 0.3, marks=pytest.mark.slow),
+                                                    ("slew.toml", 15, 0.1)])
 def test_a_closed_loop_run_is_drawn(example, stop, turned, tmp_path):
     """A torque given as a time signal (examples/spacecraft_flexible.toml), and the slew's
     controller, sensors and table (examples/slew.toml): the run is a closed loop, which

@@ -161,6 +161,7 @@ def test_a_bending_mode_bends_the_beam_as_euler_bernoulli(tmp_path, capsys):
     assert np.max(np.abs(d[k, :, 0])) > 1e-2                       # the foreshortening, second order
 
 
+@pytest.mark.slow
 def test_the_page_draws_the_bent_beam(spinup_run, tmp_path):
     """In Chromium, at x10: the beam's colour at the deformed tip, not where the undeformed tip is."""
     out = tmp_path / "x10.html"

@@ -71,6 +71,7 @@ def test_a_double_pendulums_modes_move_as_the_closed_form_says(double, number, r
     assert reach == pytest.approx(0.16, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_animate_mode_writes_a_view_that_moves(double, tmp_path, capsys):
     out = tmp_path / "mode.html"
     assert main(["animate", str(double), "--mode", "1", "--out", str(out)]) == 0

@@ -113,6 +113,7 @@ def test_shapes_survive_set_and_a_system_written_out(tmp_path):
     assert {n: u.appearance for n, u in again.units.items()} == {n: u.appearance for n, u in cs.units.items()}
 
 
+@pytest.mark.slow
 def test_the_panel_is_on_screen_where_its_corners_project(tmp_path):
     """Seen along -z (az = el = 0) the wing's panel, in the x-y plane, covers the rectangle its
     corners project to: its pixels are drawn (not the background), and those just outside it

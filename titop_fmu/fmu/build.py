@@ -21,6 +21,7 @@ zip timestamps, a GUID derived from the content, no generation date).
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import sysconfig
@@ -177,8 +178,19 @@ def model_description(kind: str, n_children: int, guid_parts=(), options=None, t
     iface = interface(kind, n_children, n_modes)
     cls = type(iface.model_identifier, (TitopSlave,), {"KIND": kind, "CHILDREN": iface.n_children,
                                                        "MODES": iface.n_modes})
-    return describe(cls(instance_name="build", resources=None), iface, *measure_dependencies(iface),
+    return describe(cls(instance_name="build", resources=None), iface, *block_dependencies(kind, n_children, n_modes),
                     guid_parts=guid_parts, options=options, tool=tool)
+
+
+@functools.lru_cache(maxsize=None)
+def block_dependencies(kind: str, n_children: int, n_modes: int | None = None) -> tuple:
+    """The measured dependencies of one block FMU (:func:`.model_description.measure_dependencies`,
+    read-only), measured once per process: its pythonfmu and standalone FMUs describe the same
+    model, and the measure is seeded (the same matrices every time)."""
+    deps = measure_dependencies(interface(kind, n_children, n_modes))
+    for d in deps:
+        d.setflags(write=False)
+    return deps
 
 
 def validate(path):
