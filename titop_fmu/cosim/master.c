@@ -696,9 +696,9 @@ static int base_step(titop_run *R, double t, double h, double tol, const double 
         }
         if ((s = jac_correction(R, h, r, corr)))
             goto done;
-        e = 0.0;
+        e = 0.0;                      /* the predicted change, and at least the held inputs' own (run.py) */
         for (int i = 0; i < n; i++)
-            e = dmax(e, fabs(corr[i] - r[i]) * w[i]);
+            e = dmax(e, dmax(fabs(corr[i] - r[i]), 0.5 * fabs(r[i])) * w[i]);
         if (k) {                                              /* the last correction's effect against its prediction */
             double trust = dGmax / dmax(e_prev, 10 * loop_tol + 1e3 * NOISE);
             if (trust > 1.0)

@@ -160,7 +160,10 @@ class Run:
                     if float((np.abs(dG) * w).max()) > 10 * loop_tol + 1e3 * NOISE:
                         self.jac.update(chart.minus(z, z_prev), dG, w)
                 corr = self.jac.correction(h, r)
-                e = float((np.abs(corr - r) * w).max())
+                # the predicted change of the coupling outputs, and at least the held inputs' own
+                # change: a unit whose outputs no coupling input reads (a leaf; a body driven by a
+                # signal) shows its error only in the recorded outputs, which dG/dz does not see
+                e = max(float((np.abs(corr - r) * w).max()), 0.5 * float((np.abs(r) * w).max()))
                 if k:       # the last correction's real effect against its prediction
                     e *= max(1.0, float((np.abs(dG) * w).max()) / max(e_prev, 10 * loop_tol + 1e3 * NOISE))
                 if e <= tol or (k >= 2 and e <= 100 * NOISE and e > 0.3 * e_prev):
