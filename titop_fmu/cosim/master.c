@@ -697,8 +697,12 @@ static int base_step(titop_run *R, double t, double h, double tol, const double 
         if ((s = jac_correction(R, h, r, corr)))
             goto done;
         e = 0.0;                      /* the predicted change, and at least the held inputs' own (run.py) */
-        for (int i = 0; i < n; i++)
-            e = dmax(e, dmax(fabs(corr[i] - r[i]), 0.5 * fabs(r[i])) * w[i]);
+        for (int i = 0; i < n; i++) {
+            int unknown = 0;          /* not on the loop unknowns: their residual is the loop solver's noise */
+            for (int j = 0; j < R->n_u && !unknown; j++)
+                unknown = R->unknowns[j] == i;
+            e = dmax(e, dmax(fabs(corr[i] - r[i]), unknown ? 0.0 : 0.5 * fabs(r[i])) * w[i]);
+        }
         if (k) {                                              /* the last correction's effect against its prediction */
             double trust = dGmax / dmax(e_prev, 10 * loop_tol + 1e3 * NOISE);
             if (trust > 1.0)

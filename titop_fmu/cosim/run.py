@@ -162,8 +162,11 @@ class Run:
                 corr = self.jac.correction(h, r)
                 # the predicted change of the coupling outputs, and at least the held inputs' own
                 # change: a unit whose outputs no coupling input reads (a leaf; a body driven by a
-                # signal) shows its error only in the recorded outputs, which dG/dz does not see
-                e = max(float((np.abs(corr - r) * w).max()), 0.5 * float((np.abs(r) * w).max()))
+                # signal) shows its error only in the recorded outputs, which dG/dz does not see;
+                # not on the loop unknowns, whose residual is the loop solver's noise
+                held = np.abs(r) * w
+                held[self.solver.unknowns] = 0.0
+                e = max(float((np.abs(corr - r) * w).max()), 0.5 * float(held.max(initial=0.0)))
                 if k:       # the last correction's real effect against its prediction
                     e *= max(1.0, float((np.abs(dG) * w).max()) / max(e_prev, 10 * loop_tol + 1e3 * NOISE))
                 if e <= tol or (k >= 2 and e <= 100 * NOISE and e > 0.3 * e_prev):
