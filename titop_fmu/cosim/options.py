@@ -92,8 +92,9 @@ class Stats:
     M_refreshes: int = 0
     P_refreshes: int = 0
     max_ratio: float = 0.0
-    #: the largest |T(all runs) - T(all but the coarsest)| over the run, on the controlled quantities,
-    #: scaled: the global error of the next-lower order, a bound of the result's
+    #: on the controlled quantities, scaled: the largest |T(all runs) - T(all but the coarsest)| over
+    #: the run (the next-lower order's global error) plus the accepted intervals' local errors summed,
+    #: an estimate at or above the result's global error (:mod:`.master`, 3.)
     error_estimate: float = 0.0
     h_min_used: float = math.inf
     h_max_used: float = 0.0
@@ -119,8 +120,8 @@ class Stats:
             f"iterations); H in [{self.h_min_used:.3g}, {self.h_max_used:.3g}] s",
             f"base steps {self.base_steps}, coupling iterations {self.step_iterations} "
             f"({self.step_iterations / max(1, self.base_steps):.2f} per base step)",
-            f"estimated global error (next-lower-order extrapolation; outputs scaled by their range, "
-            f"absolute below one): {self.error_estimate:.2g}",
+            f"estimated global error (largest top tableau column + local errors summed; outputs relative "
+            f"to their range, absolute below one): {self.error_estimate:.2g}",
             f"loop solves {self.loop_solves}, loop Newton iterations {self.loop_iterations}; Jacobians: "
             f"feedthrough {self.M_refreshes}, step sensitivity {self.P_refreshes}",
             f"unit calls {sum(self.unit_calls.values())} (doStep {sum(self.unit_steps.values())})",
