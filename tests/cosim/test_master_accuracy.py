@@ -33,11 +33,13 @@ def master_error(tmp_path, capsys, path, stop, *options):
     return labels, np.abs(got - ref).max(axis=0) / size, estimate
 
 
-def test_the_printed_error_estimate_bounds_the_error_on_the_balloon(tmp_path, capsys):
-    """The balloon over 2 s through the master (in-process units): its printed estimate is
-    at or above the largest error of the recorded outputs."""
-    labels, err, estimate = master_error(tmp_path, capsys, "balloon", 2.0, "--inprocess-units")
-    print(f"\n[master estimate] balloon 2 s: error {err.max():.2g}, estimate {estimate:.2g}")
+def test_the_printed_error_estimate_bounds_the_error_on_the_hovering_spacecraft_quickly(tmp_path, capsys):
+    """examples/spacecraft_hover.toml over 2 s through the master (in-process units): its
+    printed estimate is at or above the largest error of the recorded outputs (measured:
+    error 1.2e-9, estimate 1.4e-8; the largest tableau column alone, 8.9e-10, was below)."""
+    labels, err, estimate = master_error(tmp_path, capsys, EXAMPLES / "spacecraft_hover.toml", 2.0,
+                                         "--inprocess-units")
+    print(f"\n[master estimate] hovering spacecraft 2 s: error {err.max():.2g}, estimate {estimate:.2g}")
     assert err.max() <= estimate
 
 
