@@ -64,12 +64,14 @@ def test_a_discrete_controller_through_the_master_is_the_discrete_loop(tmp_path,
     np.testing.assert_allclose(got[:-1, 2], held, rtol=0, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_a_saturating_pid_through_the_master_says_its_error_may_exceed_the_tolerance(tmp_path, capsys):
-    """A PID at its limits has kinks the master's step control does not see (no event): its
-    error is 8.6e-6 at --tol 1e-9 (8.7e-8 inside the limits); the run says so itself, its
-    global-error bound far above what it is when the tolerance is met."""
+    """A PID at its limits has kinks the master does not see as events: the step control on
+    every recorded output shrinks the step there (1.0e-8 at --tol 1e-9, was 8.6e-6 with the
+    control on the coupling inputs alone; 330 s of wall time on a shared 2-core machine, hence
+    slow), and the run's own estimate (6.2e-6) still says the error may exceed the tolerance."""
     err, _ = master_error(tmp_path, "pid", 1.0, "--inprocess-units")
-    assert err.max() > BOUND
+    assert err.max() <= BOUND
     assert "the co-simulation error may exceed the tolerance" in capsys.readouterr().err
 
 
@@ -80,8 +82,8 @@ def test_a_discrete_controller_through_the_block_fmus(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the master's accuracy at its default tolerance (its step control "
-                   "weighs the coupling inputs, not each output): measured 1.7e-4 on the torque")
+@pytest.mark.xfail(strict=True, reason="the star tracker's samples are 1e-6 to 2e-6 off while the yaw it "
+                   "samples is 4e-8 to 3e-7 off, and the LQR multiplies them: measured 1.08e-4 on the torque")
 def test_the_slew_example_through_the_master(tmp_path):
     """examples/slew.toml (a sensor sampled at 10 Hz with noise, a disturbance table, an LQR)
     over 5 s at the default tolerance: within 3x the tolerance of the in-process run, absolute

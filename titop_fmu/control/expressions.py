@@ -131,7 +131,7 @@ class Expression:
         pair of a chained comparison: where their truth changes are the breakpoints that
         :meth:`breakpoints` finds, in C (:data:`~.signals.C_BREAKPOINTS`)."""
         return [_to_c(ast.Compare(left, [op], [right]), {variable: variable}, self.text)
-                for node in ast.walk(self.tree) if isinstance(node, ast.Compare) and variable in _names(node)
+                for node in _comparisons(self.tree, variable)
                 for left, op, right in zip([node.left] + node.comparators[:-1], node.ops, node.comparators)]
 
     def breakpoints(self, t0: float, t1: float, variable: str = "t") -> np.ndarray:
@@ -139,13 +139,12 @@ class Expression:
         its truth: the first time of the new truth value, to the last bit (a time ``b`` with
         the comparison's value at ``b`` different from that at the float before ``b``)."""
         found = set()
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Compare) and variable in _names(node):
-                for left, right in zip([node.left] + node.comparators[:-1], node.comparators):
-                    tree = ast.fix_missing_locations(ast.Expression(ast.BinOp(left, ast.Sub(), right)))
-                    diff = Expression(self.text, self.names, tree)
-                    f = diff.function(variable)
-                    found.update(_crossings(f, t0, t1))
+        for node in _comparisons(self.tree, variable):
+            for left, right in zip([node.left] + node.comparators[:-1], node.comparators):
+                tree = ast.fix_missing_locations(ast.Expression(ast.BinOp(left, ast.Sub(), right)))
+                diff = Expression(self.text, self.names, tree)
+                f = diff.function(variable)
+                found.update(_crossings(f, t0, t1))
         margin = 1e-12 * max(1.0, abs(t0), abs(t1))      # a float or two past an end: no stop there
         return np.array(sorted(b for b in found if t0 + margin < b < t1 - margin))
 
@@ -300,6 +299,15 @@ def _number(value):
 def _truth(node):
     """A number's truth as C reads it: not zero."""
     return ast.Compare(node, [ast.NotEq()], [ast.Constant(0.0)])
+
+
+def _comparisons(tree, variable):
+    """The comparisons of ``tree`` that involve ``variable``, but the truth test of a truth value
+    (``where(t < 40, ..)``'s ``_bool(t < 40) != 0``): it changes where the comparison inside does,
+    and, a step function, it would be searched by sampling (a million samples per 1000 s)."""
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Compare) and variable in _names(node)
+            and not (isinstance(node.left, ast.Call) and getattr(node.left.func, "id", None) == "_bool"
+                     and isinstance(node.ops[0], ast.NotEq) and len(node.ops) == 1)]
 
 
 class _Substitute(ast.NodeTransformer):

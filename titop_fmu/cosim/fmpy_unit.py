@@ -105,6 +105,11 @@ def _fmu_type(md, vendor=None) -> UnitType:
                     states=tuple(x for x, _ in exposed), state_derivatives=tuple(d for _, d in exposed))
 
 
+def _address(f):
+    """The address of a ctypes function."""
+    return ctypes.cast(f, ctypes.c_void_p).value
+
+
 class FMUUnit(Unit):
     """An FMI 2.0 co-simulation FMU: unzipped and described by FMPy, its binary called
     through ctypes directly (no FMPy wrapper: FMPy builds one per FMI function and
@@ -354,8 +359,10 @@ class FMUUnit(Unit):
             raise self._failure("fmi2DoStep", logged, f"status {status}")
 
     def fmi_rw(self):
-        address = lambda f: ctypes.cast(f, ctypes.c_void_p).value       # noqa: E731
-        return self._c, address(self._set_real), address(self._get_real), self._in_vr, self._out_vr
+        return self._c, _address(self._set_real), _address(self._get_real), self._in_vr, self._out_vr
+
+    def fmi_steps(self):
+        return tuple(_address(f) for f in (self._do, self._get_fmu_state, self._set_fmu_state, self._free_fmu_state))
 
     def _get_state(self):
         state = ctypes.c_void_p()

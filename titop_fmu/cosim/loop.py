@@ -77,25 +77,33 @@ class Sensitivities:
         self.st = st
         self.unknowns = st.unknowns
         self.M = None
-        self.M_max = 0.0                # largest |M_ij|
         self.refreshes = 0
         self._lu = None                 # (I - M, its sparse LU)
-        self._H = None                  # J^-1, Broyden-updated
+        n = len(st.unknowns)
+        # J^-1, Broyden-updated, kept in place (the base steps in C, :mod:`.core`, use these
+        # arrays): H, largest |M_ij|, and H's state: -1 no M yet, 0 H not formed from M, 1 formed
+        self.H = np.zeros((n, n))
+        self.M_max = np.zeros(1)
+        self.H_state = np.array([-1.0])
 
     def set_M(self, M):
         self.M = M
-        self.M_max = float(np.abs(M).max()) if M.size else 0.0
-        self._lu = self._H = None
+        self.M_max[0] = float(np.abs(M).max()) if M.size else 0.0
+        self._lu = None
+        self.H_state[0] = 0.0
         self.refreshes += 1
 
     def snapshot(self):
-        return self.M, self._H
+        return self.M, self.H.copy() if self.H_state[0] == 1.0 else None
 
     def restore(self, snap):
-        """Back to a :meth:`snapshot` (its arrays are taken, not copied)."""
-        self.M, self._H = snap
-        self.M_max = float(np.abs(self.M).max()) if self.M is not None and self.M.size else 0.0
+        """Back to a :meth:`snapshot` (its matrix ``M`` is taken, not copied)."""
+        self.M, H = snap
+        self.M_max[0] = float(np.abs(self.M).max()) if self.M is not None and self.M.size else 0.0
         self._lu = None
+        self.H_state[0] = -1.0 if self.M is None else 0.0 if H is None else 1.0
+        if H is not None:
+            np.copyto(self.H, H)
 
     def factors(self):
         """``(I - M, its sparse LU)``, formed once per ``M``; ``np.linalg.LinAlgError`` if
@@ -116,14 +124,20 @@ class Sensitivities:
             return np.linalg.solve(np.eye(n) - self.M, X)
         return self.factors()[1].solve(X)
 
-    def inverse_times(self, v):
-        """``J^-1 v``, ``J`` the loops' Jacobian with the Broyden updates so far."""
-        if self._H is None:
+    def form_H(self):
+        """``H = J^-1`` from ``M``, unless it is formed; ``np.linalg.LinAlgError`` if ``I - M`` is
+        singular."""
+        if self.H_state[0] != 1.0:
             n, u = self.st.n_cin, self.unknowns
             E = np.zeros((n, len(u)))
             E[u, np.arange(len(u))] = 1.0
-            self._H = -self.solve(E)[u]
-        return self._H @ v
+            self.H[:] = -self.solve(E)[u]
+            self.H_state[0] = 1.0
+
+    def inverse_times(self, v):
+        """``J^-1 v``, ``J`` the loops' Jacobian with the Broyden updates so far."""
+        self.form_H()
+        return self.H @ v
 
     def broyden(self, dz, dr):
         """Broyden's (good) rank-one update of ``J`` along a Newton step ``dz`` that changed
@@ -131,7 +145,7 @@ class Sensitivities:
         Hy = self.inverse_times(dr)
         den = float(dz @ Hy)
         if math.isfinite(den) and abs(den) > 1e-14 * (math.sqrt(dz.dot(dz)) * math.sqrt(Hy.dot(Hy))):
-            self._H = self._H + np.multiply((dz - Hy)[:, None], dz @ self._H) / den
+            self.H += np.multiply((dz - Hy)[:, None], dz @ self.H) / den
 
 
 def _slice(positions):
@@ -268,12 +282,12 @@ class LoopSolver:
             if not math.isfinite(e):
                 self._fail(t, r, err, it, "the residual is not finite")
             if e <= 1.0:
-                self.z = z
+                np.copyto(self.z, z)                # in place: the base steps in C read it
                 self.residual = e
                 return
             if it == self.max_iter:
                 break
-            if sens.M is None or (not fresh and prev is not None and self._worth_refreshing(e, prev, it)):
+            if sens.H_state[0] < 0.0 or (not fresh and prev is not None and self._worth_refreshing(e, prev, it)):
                 self.refresh_M()
                 fresh = True
             elif fresh and prev is not None and e > 0.5 * prev and it > 6:
@@ -286,7 +300,7 @@ class LoopSolver:
             # |J^-1| |M| >= 1e8 is noise (e.g. y = u + 1, u = y: no solution, and the steps
             # run off to where z + 1 == z and the residual vanishes in rounding)
             largest = float(np.abs(dz).max())                   # not finite if any entry is not
-            if not math.isfinite(largest) or largest * 1e-8 * max(1.0, sens.M_max) >= ar.max():
+            if not math.isfinite(largest) or largest * 1e-8 * max(1.0, float(sens.M_max[0])) >= ar.max():
                 self._fail(t, r, err, it, "the loop Jacobian is numerically singular (no solution, "
                                           "or not a unique one)")
             prev = e

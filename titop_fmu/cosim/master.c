@@ -194,3 +194,581 @@ void titop_chart_offset(int n, int k, const double *w, const double *v, const do
         for (int c = 0; c < 3; c++)
             out[tri[3 * t + c]] = acc[3 * t + c];
 }
+
+/* 3. A run's base steps (titop_fmu.cosim.run.Run.base_step, its loop solves, loop.LoopSolver.solve,
+ * and its step Jacobian, step_jacobian.StepJacobian, dense), where every unit of the run is an FMU
+ * and its coupling inputs are few enough for dense algebra: core.py sets up a titop_run over the
+ * Python objects' own arrays, and the Python does what is rare (measuring the feedthrough M, the
+ * step sensitivities P) through two callbacks. The same steps as the Python, in the same order;
+ * the sums in another order (the results equal to rounding, not bit for bit). */
+
+#include <stdlib.h>
+
+typedef int (*fmi2_do_step)(void *component, double t, double h, int no_set_prior);
+typedef int (*fmi2_state_out)(void *component, void **state);     /* fmi2GetFMUstate, fmi2FreeFMUstate */
+typedef int (*fmi2_state_in)(void *component, void *state);       /* fmi2SetFMUstate */
+
+typedef struct {                   /* a loop plan's tables, as titop_plan_run takes them */
+    int n_ops;
+    const int *op;
+    void *const *component, *const *set_real, *const *get_real;
+    const unsigned int *vr;
+    const int *idx;
+    double *z, *buf, *seconds;
+    int *status;
+    double *runs;                  /* runs so far */
+} titop_plan;
+
+typedef struct {
+    int n_units, n_cin, n_out, n_u, degree;
+    /* the units: components, FMI functions, coupling inputs (unit j's: cin_pos[cin_off[j]..cin_off[j+1]],
+     * value references cin_vr), the states a base step starts from, time and calls per unit */
+    void *const *component, *const *set_real, *const *do_step, *const *get_state, *const *set_state,
+        *const *free_state;
+    const int *cin_off, *cin_pos;
+    const unsigned int *cin_vr;
+    void **states;
+    double *unit_seconds, *unit_counts;            /* counts: calls, doSteps per unit */
+    titop_plan pre, full, loop;
+    int na, m;                                     /* the coupling inputs' chart */
+    const int *ang, *tri;
+    /* the loop solve: unknowns, their sources in Y, which are angles; its arrays */
+    const int *unknowns, *src;
+    const unsigned char *u_angle;
+    double *Y, *Ucur, *z, *zscale, *H, *M_max, *H_valid;
+    double rtol, atol, refresh_cost;
+    int max_iter;
+    double *r, *err;                               /* the last residual and its weights (failures) */
+    /* the step Jacobian: J, (I - J)^-1, and jac = {h (0: none yet), inverse valid} */
+    double *J, *Jinv, *jac;
+    /* the run */
+    const int *cin_src;
+    double *U, *hist_t, *hist_U, *hist_n, *ubar;
+    int (*loop_jacobian)(int measure);             /* H from M (measured again when measure) */
+    int (*step_jacobian)(double t, double h);     /* P measured: J from it */
+    double *counters;                              /* base steps, coupling iterations, loop solves, Newton iterations */
+    double *fail;                                  /* what failed, see titop_run_steps */
+    double *work;                                  /* scratch: 14 n_cin + 8 n_u + n_cin^2 (the WORK_ offsets) */
+} titop_run;
+
+/* where each part of the run's scratch starts (n = n_cin, u = n_u): the base step's eight vectors,
+ * the units' input buffer, the step Jacobian's update, the weights, the unknowns' iterate, Newton's
+ * six vectors, its iterate, the matrix inverted */
+#define WORK_BUF(R) ((R)->work + 8L * (R)->n_cin)
+#define WORK_UPDATE(R) ((R)->work + 9L * (R)->n_cin)
+#define WORK_W(R) ((R)->work + 13L * (R)->n_cin)
+#define WORK_ZU(R) ((R)->work + 14L * (R)->n_cin)
+#define WORK_NEWTON(R) (WORK_ZU(R) + (R)->n_u)
+#define WORK_LOOP_Z(R) (WORK_NEWTON(R) + 6L * (R)->n_u)
+#define WORK_MATRIX(R) (WORK_LOOP_Z(R) + (R)->n_u)
+
+enum { RUN_OK, RUN_STALLED, RUN_LOOP, RUN_FMI, RUN_CALLBACK, RUN_SINGULAR };
+enum { LOOP_NOT_FINITE = 1, LOOP_SINGULAR, LOOP_NUMERICALLY_SINGULAR, LOOP_NO_CONVERGENCE };
+enum { F_SET_STATE, F_SET_REAL, F_DO_STEP, F_GET_STATE, F_FREE_STATE };
+
+#define NOISE 1e-12
+#define MAX_ITERATIONS 10
+
+static double dmax(double a, double b) { return a > b ? a : b; }
+
+static int fmi_failed(titop_run *R, int unit, int what, int status)
+{
+    R->fail[0] = unit;
+    R->fail[1] = what;
+    R->fail[2] = status;
+    return RUN_FMI;
+}
+
+static int plan_run(titop_run *R, titop_plan *p, const double *z)
+{
+    if (z)
+        memcpy(p->z, z, sizeof(double) * (size_t)R->n_u);
+    p->runs[0] += 1.0;
+    int failed = titop_plan_run(p->n_ops, p->op, p->component, p->set_real, p->get_real, p->vr, p->idx, p->z, R->Y,
+                                R->Ucur, p->buf, p->seconds, p->status);
+    if (failed) {
+        R->fail[0] = (double)(failed - 1) / 2;      /* the op (core.py finds its unit) */
+        R->fail[1] = -1 - (failed - 1) % 2;         /* -1 fmi2SetReal, -2 fmi2GetReal */
+        R->fail[2] = *p->status;
+        R->fail[3] = (double)(p == &R->full ? 1 : p == &R->loop ? 2 : 0);
+        return RUN_FMI;
+    }
+    return RUN_OK;
+}
+
+/* r = Y[src] - z on the unknowns, angles wrapped */
+static int propagate(titop_run *R, const double *z, int full, double *r)
+{
+    int s = plan_run(R, full ? &R->full : &R->loop, z);
+    if (s)
+        return s;
+    for (int i = 0; i < R->n_u; i++) {
+        r[i] = R->Y[R->src[i]] - z[i];
+        if (R->u_angle[i])
+            r[i] = wrap_angle(r[i]);
+    }
+    return RUN_OK;
+}
+
+static void matvec(int n, const double *A, const double *x, double *y)     /* y = A x, A n x n row-major */
+{
+    for (int i = 0; i < n; i++) {
+        double s = 0.0;
+        for (int j = 0; j < n; j++)
+            s += A[(long)i * n + j] * x[j];
+        y[i] = s;
+    }
+}
+
+static void vecmat(int n, const double *x, const double *A, double *y)     /* y = x^T A */
+{
+    for (int j = 0; j < n; j++)
+        y[j] = 0.0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            y[j] += x[i] * A[(long)i * n + j];
+}
+
+static int loop_fail(titop_run *R, const double *r, const double *err, int it, int why)
+{
+    memcpy(R->r, r, sizeof(double) * (size_t)R->n_u);
+    memcpy(R->err, err, sizeof(double) * (size_t)R->n_u);
+    R->fail[0] = why;
+    R->fail[1] = it;
+    return RUN_LOOP;
+}
+
+/* Newton on the unknowns from z (overwritten), converged when |r_i| <= atol + rtol zscale_i or
+ * |r_i| w_u_i <= tol (loop.LoopSolver._newton) */
+static int loop_newton(titop_run *R, double *z, double tol, const double *w)
+{
+    int n = R->n_u, fresh = 0, s;
+    double *r = WORK_NEWTON(R), *rn = r + n, *dz = rn + n, *err = dz + n, *Hy = err + n, *sH = Hy + n;
+    double prev = -1.0, e = 0.0;
+    if ((s = propagate(R, z, 1, r)))
+        return s;
+    for (int it = 0; it <= R->max_iter; it++) {
+        e = 0.0;
+        int finite = 1;
+        double rmax = 0.0;
+        for (int i = 0; i < n; i++) {
+            if (fabs(z[i]) > R->zscale[i])
+                R->zscale[i] = fabs(z[i]);
+            double a = fabs(r[i]);
+            err[i] = a / (R->atol + R->rtol * R->zscale[i]);
+            double e2 = a * w[R->unknowns[i]] / tol;
+            if (e2 < err[i])
+                err[i] = e2;
+            if (!isfinite(err[i]))
+                finite = 0;
+            if (err[i] > e)
+                e = err[i];
+            if (a > rmax)
+                rmax = a;
+        }
+        if (!finite)
+            return loop_fail(R, r, err, it, LOOP_NOT_FINITE);
+        if (e <= 1.0) {
+            memcpy(R->z, z, sizeof(double) * (size_t)n);
+            return RUN_OK;
+        }
+        if (it == R->max_iter)
+            break;
+        int refresh = R->H_valid[0] < 0.0;                 /* no M yet */
+        if (!refresh && !fresh && prev >= 0.0) {           /* loop.LoopSolver._worth_refreshing */
+            double rate = e / prev;
+            double left = rate >= 1.0 ? INFINITY : log(e) / -log(rate);
+            double lim = R->max_iter - it - 1;
+            refresh = left > (R->refresh_cost < lim ? R->refresh_cost : lim);
+        }
+        if (refresh) {
+            if (R->loop_jacobian(1))
+                return RUN_CALLBACK;
+            fresh = 1;
+        } else if (fresh && prev >= 0.0 && e > 0.5 * prev && it > 6) {
+            break;                                          /* a fresh Jacobian and no progress */
+        }
+        if (R->H_valid[0] == 0.0 && R->loop_jacobian(0))
+            return RUN_CALLBACK;
+        if (R->H_valid[0] == 0.0)
+            return loop_fail(R, r, err, it, LOOP_SINGULAR);
+        for (int i = 0; i < n; i++)
+            rn[i] = -r[i];
+        matvec(n, R->H, rn, dz);
+        double largest = 0.0;
+        for (int i = 0; i < n; i++)
+            largest = isfinite(dz[i]) && isfinite(largest) ? dmax(largest, fabs(dz[i])) : NAN;
+        if (!isfinite(largest) || largest * 1e-8 * dmax(1.0, R->M_max[0]) >= rmax)
+            return loop_fail(R, r, err, it, LOOP_NUMERICALLY_SINGULAR);
+        prev = e;
+        for (int i = 0; i < n; i++)
+            z[i] += dz[i];
+        if ((s = propagate(R, z, 0, rn)))
+            return s;
+        /* Broyden on H (loop.Sensitivities.broyden): H += (dz - H dr) dz^T H / (dz^T H dr) */
+        for (int i = 0; i < n; i++)
+            r[i] = rn[i] - r[i];                            /* dr, then r becomes rn below */
+        matvec(n, R->H, r, Hy);
+        double den = 0.0, ndz = 0.0, nHy = 0.0;
+        for (int i = 0; i < n; i++) {
+            den += dz[i] * Hy[i];
+            ndz += dz[i] * dz[i];
+            nHy += Hy[i] * Hy[i];
+        }
+        if (isfinite(den) && fabs(den) > 1e-14 * (sqrt(ndz) * sqrt(nHy))) {
+            vecmat(n, dz, R->H, sH);
+            for (int i = 0; i < n; i++) {
+                double a = dz[i] - Hy[i];
+                for (int j = 0; j < n; j++)
+                    R->H[(long)i * n + j] += a * sH[j] / den;
+            }
+        }
+        memcpy(r, rn, sizeof(double) * (size_t)n);
+        R->counters[3] += 1.0;
+    }
+    return loop_fail(R, r, err, R->max_iter, LOOP_NO_CONVERGENCE);
+}
+
+/* the outputs at the current states; G = Y[cin_src] */
+static int loop_solve(titop_run *R, const double *z0, double tol, const double *w, double *G)
+{
+    int s;
+    R->counters[2] += 1.0;
+    if (R->n_u) {
+        double *z = WORK_LOOP_Z(R);
+        memcpy(z, z0, sizeof(double) * (size_t)R->n_u);
+        if ((s = loop_newton(R, z, tol, w)))
+            return s;
+    } else if ((s = plan_run(R, &R->pre, NULL))) {
+        return s;
+    }
+    for (int k = 0; k < R->n_cin; k++)
+        G[k] = R->Y[R->cin_src[k]];
+    return RUN_OK;
+}
+
+/* -- the step Jacobian, dense (step_jacobian.StepJacobian) -- */
+
+static void jac_at(titop_run *R, double h)
+{
+    int n = R->n_cin;
+    if (fabs(h - R->jac[0]) > 1e-12 * R->jac[0]) {
+        double c = h / R->jac[0];
+        for (long i = 0; i < (long)n * n; i++)
+            R->J[i] *= c;
+        R->jac[1] = 0.0;
+        R->jac[0] = h;
+    }
+}
+
+static double jac_norm(titop_run *R, double h)
+{
+    int n = R->n_cin;
+    jac_at(R, h);
+    double best = 0.0;
+    for (int i = 0; i < n; i++) {
+        double s = 0.0;
+        for (int j = 0; j < n; j++)
+            s += fabs(R->J[(long)i * n + j]);
+        best = dmax(best, s);
+    }
+    return best;
+}
+
+/* Jinv = (I - J)^-1 by Gauss-Jordan with partial pivoting; 0 if singular */
+static int jac_invert(titop_run *R)
+{
+    int n = R->n_cin;
+    double *A = WORK_MATRIX(R), *X = R->Jinv;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            A[(long)i * n + j] = (i == j) - R->J[(long)i * n + j];
+            X[(long)i * n + j] = i == j;
+        }
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int i = c + 1; i < n; i++)
+            if (fabs(A[(long)i * n + c]) > fabs(A[(long)p * n + c]))
+                p = i;
+        if (A[(long)p * n + c] == 0.0 || !isfinite(A[(long)p * n + c]))
+            return 0;
+        if (p != c)
+            for (int j = 0; j < n; j++) {
+                double t = A[(long)c * n + j]; A[(long)c * n + j] = A[(long)p * n + j]; A[(long)p * n + j] = t;
+                t = X[(long)c * n + j]; X[(long)c * n + j] = X[(long)p * n + j]; X[(long)p * n + j] = t;
+            }
+        double d = 1.0 / A[(long)c * n + c];
+        for (int j = 0; j < n; j++) {
+            A[(long)c * n + j] *= d;
+            X[(long)c * n + j] *= d;
+        }
+        for (int i = 0; i < n; i++) {
+            double f = A[(long)i * n + c];
+            if (i == c || f == 0.0)
+                continue;
+            for (int j = 0; j < n; j++) {
+                A[(long)i * n + j] -= f * A[(long)c * n + j];
+                X[(long)i * n + j] -= f * X[(long)c * n + j];
+            }
+        }
+    }
+    R->jac[1] = 1.0;
+    return 1;
+}
+
+static int jac_correction(titop_run *R, double h, const double *r, double *corr)
+{
+    jac_at(R, h);
+    if (R->jac[1] == 0.0 && !jac_invert(R))
+        return RUN_SINGULAR;
+    matvec(R->n_cin, R->Jinv, r, corr);
+    return RUN_OK;
+}
+
+/* Broyden's update along dz (G changed by dG) in the inputs scaled by w, with Sherman-Morrison on
+ * the inverse */
+static void jac_update(titop_run *R, const double *dz, const double *dG, const double *w)
+{
+    int n = R->n_cin;
+    double *u = WORK_UPDATE(R), *v = u + n, *Au = v + n, *vA = Au + n;
+    double n2 = 0.0;
+    for (int i = 0; i < n; i++) {
+        double x = dz[i] * w[i];
+        n2 += x * x;
+        v[i] = x * w[i];
+    }
+    if (n2 <= 0.0)
+        return;
+    matvec(n, R->J, dz, u);
+    for (int i = 0; i < n; i++)
+        u[i] = (dG[i] - u[i]) / n2;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            R->J[(long)i * n + j] += u[i] * v[j];
+    if (R->jac[1] != 0.0) {
+        matvec(n, R->Jinv, u, Au);
+        vecmat(n, v, R->Jinv, vA);
+        double den = 1.0;
+        for (int i = 0; i < n; i++)
+            den -= v[i] * Au[i];
+        if (fabs(den) > 1e-8) {
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < n; j++)
+                    R->Jinv[(long)i * n + j] += Au[i] * vA[j] / den;
+        } else {
+            R->jac[1] = 0.0;
+        }
+    }
+}
+
+/* -- the base step (run.Run.base_step) -- */
+
+static double scaled_max(int n, const double *x, const double *w)
+{
+    double m = 0.0;
+    for (int i = 0; i < n; i++)
+        m = dmax(m, fabs(x[i]) * w[i]);
+    return m;
+}
+
+static void predict(titop_run *R, double t, double *z, double *work)
+{
+    int n = R->n_cin, hn = (int)R->hist_n[0], k = hn < R->degree + 1 ? hn : R->degree + 1;
+    const double *base = R->hist_U + (long)(hn - 1) * n;
+    if (k == 1) {
+        memcpy(z, base, sizeof(double) * (size_t)n);
+        return;
+    }
+    double w[16];
+    const double *nodes = R->hist_t + hn - k;
+    for (int i = 0; i < k; i++) {                   /* numerics.lagrange_weights */
+        double wi = 1.0;
+        for (int j = 0; j < k; j++)
+            if (j != i)
+                wi *= (t - nodes[j]) / (nodes[i] - nodes[j]);
+        w[i] = wi;
+    }
+    double *off = work, *scratch = work + n;
+    titop_chart_offset(n, k, w, R->hist_U + (long)(hn - k) * n, base, R->na, R->ang, R->m, R->tri, off, scratch);
+    titop_chart_plus(n, base, off, R->m, R->tri, z);
+}
+
+static int unit_step(titop_run *R, double t, double h, const double *ubar, int restore)
+{
+    double *buf = WORK_BUF(R);
+    for (int j = 0; j < R->n_units; j++) {
+        void *c = R->component[j];
+        int s, a = R->cin_off[j], b = R->cin_off[j + 1];
+        double t0 = now();
+        if (restore) {
+            if ((s = ((fmi2_state_in)R->set_state[j])(c, R->states[j])) > 1)
+                return fmi_failed(R, j, F_SET_STATE, s);
+            R->unit_counts[2 * j] += 1.0;
+        }
+        if (b > a) {
+            for (int i = a; i < b; i++)
+                buf[i - a] = ubar[R->cin_pos[i]];
+            if ((s = ((fmi2_rw)R->set_real[j])(c, R->cin_vr + a, (size_t)(b - a), buf)) > 1)
+                return fmi_failed(R, j, F_SET_REAL, s);
+            R->unit_counts[2 * j] += 1.0;
+        }
+        if ((s = ((fmi2_do_step)R->do_step[j])(c, t, h, 0)) > 1)
+            return fmi_failed(R, j, F_DO_STEP, s);
+        R->unit_counts[2 * j] += 1.0;
+        R->unit_counts[2 * j + 1] += 1.0;
+        R->unit_seconds[j] += now() - t0;
+    }
+    return RUN_OK;
+}
+
+static int states_taken(titop_run *R)
+{
+    for (int j = 0; j < R->n_units; j++) {
+        double t0 = now();
+        R->states[j] = NULL;                        /* a new state (a state given would be updated in place) */
+        int s = ((fmi2_state_out)R->get_state[j])(R->component[j], &R->states[j]);
+        R->unit_seconds[j] += now() - t0;
+        R->unit_counts[2 * j] += 1.0;
+        if (s > 1)
+            return fmi_failed(R, j, F_GET_STATE, s);
+    }
+    return RUN_OK;
+}
+
+static int states_freed(titop_run *R)
+{
+    int failed = RUN_OK;
+    for (int j = 0; j < R->n_units; j++) {
+        double t0 = now();
+        int s = ((fmi2_state_out)R->free_state[j])(R->component[j], &R->states[j]);
+        R->unit_seconds[j] += now() - t0;
+        R->unit_counts[2 * j] += 1.0;
+        if (s > 1 && !failed)
+            failed = fmi_failed(R, j, F_FREE_STATE, s);
+    }
+    return failed;
+}
+
+static int base_step(titop_run *R, double t, double h, double tol, const double *scale, int own)
+{
+    int n = R->n_cin, s = RUN_OK;
+    double *z = R->work, *zp = z + n, *G = zp + n, *Gp = G + n, *r = Gp + n, *corr = r + n, *dG = corr + n,
+           *dz = dG + n, *w = WORK_W(R), *zu = WORK_ZU(R);
+    R->fail[7] = t + h;                                       /* the time of the loop solves (failures) */
+    if (own && (s = states_taken(R)))
+        return s;
+    const double *U0 = R->U;
+    predict(R, t + h, z, corr);
+    for (int i = 0; i < n; i++)
+        w[i] = 1.0 / scale[i];
+    double rho = R->jac[0] > 0.0 ? dmax(1e-3, jac_norm(R, h)) : 1.0;
+    double loop_tol = 0.1 * tol / rho, e = 0.0, e_prev = -1.0;
+    int refreshed = 0, have_prev = 0;
+    for (int k = 0; k <= MAX_ITERATIONS; k++) {
+        titop_chart_minus(n, z, U0, R->na, R->ang, R->m, R->tri, r);
+        for (int i = 0; i < n; i++)
+            r[i] *= 0.5;
+        titop_chart_plus(n, U0, r, R->m, R->tri, R->ubar);
+        if ((s = unit_step(R, t, h, R->ubar, k > 0)))
+            goto done;
+        for (int i = 0; i < R->n_u; i++)
+            zu[i] = z[R->unknowns[i]];
+        if ((s = loop_solve(R, zu, loop_tol, w, G)))
+            goto done;
+        R->counters[1] += 1.0;
+        titop_chart_minus(n, G, z, R->na, R->ang, R->m, R->tri, r);
+        if (!n)
+            break;
+        if (R->jac[0] <= 0.0) {
+            if (R->step_jacobian(t, h)) {
+                s = RUN_CALLBACK;
+                goto done;
+            }
+        }
+        double dGmax = 0.0;
+        if (have_prev) {
+            titop_chart_minus(n, G, Gp, R->na, R->ang, R->m, R->tri, dG);
+            dGmax = scaled_max(n, dG, w);
+            if (dGmax > 10 * loop_tol + 1e3 * NOISE) {       /* a secant pair above the noise */
+                titop_chart_minus(n, z, zp, R->na, R->ang, R->m, R->tri, dz);
+                jac_update(R, dz, dG, w);
+            }
+        }
+        if ((s = jac_correction(R, h, r, corr)))
+            goto done;
+        e = 0.0;                      /* the predicted change, and at least the held inputs' own (run.py) */
+        for (int i = 0; i < n; i++) {
+            int unknown = 0;          /* not on the loop unknowns: their residual is the loop solver's noise */
+            for (int j = 0; j < R->n_u && !unknown; j++)
+                unknown = R->unknowns[j] == i;
+            e = dmax(e, dmax(fabs(corr[i] - r[i]), unknown ? 0.0 : 0.5 * fabs(r[i])) * w[i]);
+        }
+        if (k) {                                              /* the last correction's effect against its prediction */
+            double trust = dGmax / dmax(e_prev, 10 * loop_tol + 1e3 * NOISE);
+            if (trust > 1.0)
+                e *= trust;
+        }
+        if (e <= tol || (k >= 2 && e <= 100 * NOISE && e > 0.3 * e_prev))
+            break;
+        int slow = have_prev && e > 0.05 * e_prev && e > 1e3 * NOISE;
+        if (k == MAX_ITERATIONS || (slow && refreshed && e > 0.5 * e_prev)) {
+            R->fail[0] = t;
+            R->fail[1] = h;
+            R->fail[2] = e;
+            R->fail[3] = tol;
+            R->fail[4] = k + 1;
+            s = RUN_STALLED;
+            goto done;
+        }
+        if (slow && !refreshed) {                             /* a fresh step Jacobian, once per base step */
+            if (R->step_jacobian(t, h)) {
+                s = RUN_CALLBACK;
+                goto done;
+            }
+            if ((s = jac_correction(R, h, r, corr)))
+                goto done;
+            refreshed = 1;
+        }
+        e_prev = e;
+        have_prev = 1;
+        memcpy(zp, z, sizeof(double) * (size_t)n);
+        memcpy(Gp, G, sizeof(double) * (size_t)n);
+        titop_chart_plus(n, zp, corr, R->m, R->tri, z);
+    }
+    R->counters[0] += 1.0;
+    memcpy(R->U, G, sizeof(double) * (size_t)n);
+    {                                                         /* the predictor's history */
+        int hn = (int)R->hist_n[0];
+        if (hn == R->degree + 1) {
+            memmove(R->hist_t, R->hist_t + 1, sizeof(double) * (size_t)(hn - 1));
+            memmove(R->hist_U, R->hist_U + n, sizeof(double) * (size_t)(hn - 1) * n);
+            hn--;
+        }
+        R->hist_t[hn] = t + h;
+        memcpy(R->hist_U + (long)hn * n, G, sizeof(double) * (size_t)n);
+        R->hist_n[0] = hn + 1;
+    }
+done:
+    if (own) {
+        int f = states_freed(R);
+        if (!s)
+            s = f;
+    }
+    return s;
+}
+
+/* The interval [t, t + H] in n equal base steps (run.Run.steps); the first starts from the states
+ * in R->states (taken by the caller), the others from their own. Returns RUN_OK or what failed:
+ * RUN_STALLED (fail: t, h, change, tolerance, iterations), RUN_LOOP (fail: why, iteration; r and
+ * err the residual), RUN_FMI (fail: unit, function, status; or, for a plan, -1 - its op, -1 -
+ * the function, status, the plan), RUN_CALLBACK (the Python raised), RUN_SINGULAR (I - J). */
+int titop_run_steps(titop_run *R, double t, double H, int n, double tol, const double *scale)
+{
+    for (int s = 0; s < n; s++) {
+        double ts = t + H * s / n, h = t + H * (s + 1) / n - ts;
+        int st = base_step(R, ts, h, tol, scale, s > 0);
+        if (st)
+            return st;
+    }
+    return RUN_OK;
+}

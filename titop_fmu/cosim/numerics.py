@@ -1,9 +1,7 @@
-"""Numbers of the master: angles modulo 2 pi, extrapolation weights and the error
-factor, Lagrange and quintic Hermite interpolation."""
+"""Numbers of the master: angles modulo 2 pi, extrapolation weights and the tableau's columns,
+Lagrange and quintic Hermite interpolation."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -26,25 +24,13 @@ def extrapolation_weights(sequence) -> np.ndarray:
     return lagrange_weights(1.0 / np.asarray(sequence, dtype=float) ** 2, 0.0)
 
 
-_BERNOULLI = {2: 1 / 6, 4: -1 / 30, 6: 1 / 42, 8: -1 / 30, 10: 5 / 66, 12: -691 / 2730}
-
-
-def error_factor(sequence) -> float:
-    """``kappa``: local error of the extrapolated scheme / the predictor-based estimate.
-
-    Over a base step the midpoint value replaces the input's average over the
-    step: a trapezoidal rule, whose error expands as ``sum_j B_2j h^2j / (2j)!
-    [u^(2j-1)]`` (Euler-Maclaurin). Extrapolation with ``n_1..n_k`` removes the
-    terms up to ``h^(2k-2)`` and multiplies the ``h^q`` term (``q = 2k``) by
-    ``sum_r w_r n_r^-q``. The estimate is the effect of the degree ``q - 1``
-    predictor's error ``h^q u^(q)``, held over half a step. Both act through the
-    same input-to-state sensitivity, so their ratio is
-    ``2 |sum_r w_r n_r^-q| |B_q| / q!``.
-    """
-    q = 2 * len(sequence)
-    w = extrapolation_weights(sequence)
-    c = abs(float(np.sum(w * np.asarray(sequence, dtype=float) ** -q)))
-    return 2.0 * c * abs(_BERNOULLI[q]) / math.factorial(q)
+def tableau_columns(sequence) -> list:
+    """The weights of the extrapolation tableau's columns over the runs: ``D_j = T(runs 0..j) -
+    T(runs 1..j)`` for ``j = 1 .. k - 1``, each a length-``k`` vector summing to 0."""
+    k = len(sequence)
+    return [np.concatenate([extrapolation_weights(sequence[:j + 1]), np.zeros(k - j - 1)])
+            - np.concatenate([[0.0], extrapolation_weights(sequence[1:j + 1]), np.zeros(k - j - 1)])
+            for j in range(1, k)]
 
 
 def lagrange_weights(nodes, t) -> np.ndarray:

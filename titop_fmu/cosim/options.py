@@ -12,9 +12,14 @@ class Options:
     """Settings of the master (times in seconds). ``None`` means "derived from ``tol``":
     :meth:`resolved` fills them in, once, and every module reads the resolved values.
 
-    tol:       target of the coupling error (absolute, on coupling inputs scaled by their
-               largest magnitude so far), shared out over ``span`` (default: the simulated time)
-    sequence:  base steps per macro interval of each extrapolated run; ``(1,)``: no extrapolation
+    tol:       what the step control holds (:mod:`.master`, 3.): the local error of every
+               observed value (relative to its range so far, or absolute below one unit; an
+               angle's absolute) and of every coupling input that is a function of the states
+               (relative to its largest magnitude, or absolute below one), at the level of the
+               printed error estimate (one order below the result's), per unit step: ``tol``
+               over ``span`` (default: the simulated time)
+    sequence:  base steps per macro interval of each extrapolated run (order 2 x their number);
+               ``(1,)``: no extrapolation
     h0, h_max: first (default ``min(h_max, 1e-3)``) and largest macro interval
     fixed:     keep ``h0`` (order studies)
     hold:      the first-order reference: inputs held at their start value, no iteration
@@ -36,9 +41,9 @@ class Options:
     """
 
     tol: float = 3e-5
-    sequence: tuple = (1, 2, 3)
+    sequence: tuple = (1, 2, 3, 4)
     h0: float | None = None
-    h_max: float = 0.025
+    h_max: float = 0.05
     fixed: bool = False
     hold: bool = False
     span: float | None = None
@@ -87,7 +92,10 @@ class Stats:
     M_refreshes: int = 0
     P_refreshes: int = 0
     max_ratio: float = 0.0
-    tableau: float = 0.0            # largest |T(all runs) - T(all but the coarsest)|: a global error bound
+    #: on the controlled quantities, scaled: the largest |T(all runs) - T(all but the coarsest)| over
+    #: the run (the next-lower order's global error) plus the accepted intervals' local errors summed,
+    #: an estimate at or above the result's global error (:mod:`.master`, 3.)
+    error_estimate: float = 0.0
     h_min_used: float = math.inf
     h_max_used: float = 0.0
     wall: float = 0.0
@@ -112,8 +120,8 @@ class Stats:
             f"iterations); H in [{self.h_min_used:.3g}, {self.h_max_used:.3g}] s",
             f"base steps {self.base_steps}, coupling iterations {self.step_iterations} "
             f"({self.step_iterations / max(1, self.base_steps):.2f} per base step)",
-            f"estimated global error (next-lower-order extrapolation, scaled state-type coupling inputs): "
-            f"{self.tableau:.2g}",
+            f"estimated global error (largest top tableau column + local errors summed; outputs relative "
+            f"to their range, absolute below one): {self.error_estimate:.2g}",
             f"loop solves {self.loop_solves}, loop Newton iterations {self.loop_iterations}; Jacobians: "
             f"feedthrough {self.M_refreshes}, step sensitivity {self.P_refreshes}",
             f"unit calls {sum(self.unit_calls.values())} (doStep {sum(self.unit_steps.values())})",

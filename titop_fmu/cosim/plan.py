@@ -69,7 +69,7 @@ class CompiledPlan:
         self._buf = np.zeros(max([1] + [max(o[1] + o[2], o[3]) for o in ops]))     # one call's values
         self.seconds = np.zeros(len(self.units))
         self._status = ctypes.c_int(0)
-        self.runs = 0
+        self.runs = np.zeros(1)                                    # runs since the last flush (C counts here too)
         # per unit: its component, fmi2SetReal, fmi2GetReal (addresses)
         pointers = [(ctypes.c_void_p * len(self.units))(*[fmi[u][i] for u in self.units]) for i in range(3)]
         self._keep = (Y, Ucur, pointers)
@@ -85,7 +85,7 @@ class CompiledPlan:
         if z is not None:
             np.copyto(self._z, z)
         marks = [u.logged for u in self.units]
-        self.runs += 1
+        self.runs[0] += 1
         failed = self._fn(*self._args)
         if failed:
             k, what = divmod(failed - 1, 2)
@@ -97,7 +97,7 @@ class CompiledPlan:
         """Count the plan's runs and seconds so far in its units' :attr:`~.protocol.Unit.calls`
         and :attr:`~.protocol.Unit.seconds`."""
         for i, u in enumerate(self.units):
-            u.calls += self.runs * self._calls[u]
+            u.calls += int(self.runs[0]) * self._calls[u]
             u.seconds += float(self.seconds[i])
-        self.runs = 0
+        self.runs[0] = 0
         self.seconds[:] = 0.0

@@ -223,6 +223,12 @@ class Unit:
         output value references)``, the first three as addresses; else None."""
         return None
 
+    def fmi_steps(self):
+        """Where the unit is an FMU whose binary the base steps may call from C (:mod:`.core`):
+        the addresses of its ``fmi2DoStep``, ``fmi2GetFMUstate``, ``fmi2SetFMUstate`` and
+        ``fmi2FreeFMUstate``; else None."""
+        return None
+
     def get_state(self):
         return self._timed(self._get_state)
 

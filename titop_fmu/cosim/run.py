@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SolverError
+from . import core
+from .core import NoConvergence
 from .loop import LoopSolver, Sensitivities
 from .numerics import lagrange_weights
 from .options import Options
@@ -18,10 +19,6 @@ NOISE = 1e-12
 MAX_ITERATIONS = 10
 
 
-class NoConvergence(SolverError):
-    """The coupling iteration of a base step stalled: the interval is retried shorter."""
-
-
 class Run:
     """One set of unit instances of the whole system, ``n`` base steps per macro interval."""
 
@@ -30,16 +27,21 @@ class Run:
         self.st, self.opt, self.units, self.n, self.degree = st, opt, units, n, opt.order - 1
         self.weight, self.total_steps = weight, sum(opt.sequence)
         self.sens = Sensitivities(st)
-        self.jac = StepJacobian()
+        self.jac = StepJacobian(st.n_cin)
+        self._test_jac = StepJacobian(st.n_cin)     # the local test's, at half the base step (test_steps)
         self.solver = LoopSolver(st, units, self.sens, rtol=opt.loop_rtol, atol=opt.loop_atol)
         self.t = 0.0
+        # kept in place (the base steps in C, :mod:`.core`, use these arrays): the coupling inputs
+        # and the outputs now; the predictor's history, its last hist_n[0] points, oldest first
         self.U = np.zeros(st.n_cin)
         self.Y = np.zeros(st.n_out)
-        self.hist_t: list = []
-        self.hist_U: list = []
+        self.hist_t = np.zeros(self.degree + 1)
+        self.hist_U = np.zeros((self.degree + 1, st.n_cin))
+        self.hist_n = np.zeros(1)
         self._rec = np.array([g for _, g in st.recorded], dtype=int)
         self.base_steps = self.iterations = self.P_refreshes = 0
         self.start_states = None        # the units' states now, taken by a snapshot: the next base step's start
+        self.core = core.made(self)     # the base steps in C, or None
 
     def recorded(self):
         return self.Y[self._rec].copy()
@@ -52,9 +54,20 @@ class Run:
     def initialize(self, t0):
         self.t = t0
         Y, U = self.solver.solve(t0)
-        self.Y, self.U = Y.copy(), U.copy()
+        np.copyto(self.Y, Y)
+        np.copyto(self.U, U)
         self.solver.Ucur[:] = U
-        self.hist_t, self.hist_U = [t0], [U.copy()]
+        self.hist_n[0] = 0
+        self._remember(t0, U)
+
+    def _remember(self, t, U):
+        """The predictor's history with ``U`` at ``t`` appended (the oldest point dropped)."""
+        n = int(self.hist_n[0])
+        if n == len(self.hist_t):
+            self.hist_t[:-1], self.hist_U[:-1] = self.hist_t[1:].copy(), self.hist_U[1:].copy()
+            n -= 1
+        self.hist_t[n], self.hist_U[n] = t, U
+        self.hist_n[0] = n + 1
 
     def event(self, t, since=None):
         """The units' time events at ``t`` (:meth:`~.protocol.Unit.next_event`): those whose
@@ -70,16 +83,39 @@ class Run:
 
     def predict(self, t):
         """Coupling inputs at ``t`` extrapolated from the last ``degree + 1`` points."""
-        k = min(self.degree + 1, len(self.hist_t))
-        base = self.hist_U[-1]
-        if k == 1:
+        n = int(self.hist_n[0])
+        base = self.hist_U[n - 1]
+        if n == 1:
             return base.copy()
-        return self.st.cin_chart.combine(lagrange_weights(self.hist_t[-k:], t), self.hist_U[-k:], base)
+        return self.st.cin_chart.combine(lagrange_weights(self.hist_t[:n], t), self.hist_U[:n], base)
 
     # -- the base step ------------------------------------------------------------------------
+    def steps(self, t, H, n, tol, scale):
+        """``[t, t + H]`` in ``n`` equal base steps (in C where the run has its :attr:`core`)."""
+        if self.core is not None:
+            self.core.steps(t, H, n, tol, scale)
+            return
+        for s in range(n):
+            ts = t + H * s / n
+            self.base_step(ts, t + H * (s + 1) / n - ts, tol, scale)
+
+    def test_steps(self, t, H, tol, scale):
+        """``[t, t + H]`` in twice the run's base steps: the local test (:meth:`.master.Master.local_error`),
+        with a step Jacobian of its own (kept at its base step from one interval to the next: the
+        run's own, at the run's base step, would be rescaled and inverted twice per interval)."""
+        self.jac, self._test_jac = self._test_jac, self.jac
+        if self.core is not None:
+            self.core.use(self.jac)
+        try:
+            self.steps(t, H, 2 * self.n, tol, scale)
+        finally:
+            self.jac, self._test_jac = self._test_jac, self.jac
+            if self.core is not None:
+                self.core.use(self.jac)
+
     def base_step(self, t, h, tol, scale):
         """Advance from ``t`` to ``t + h``, iterating until the predicted change of the
-        result is below ``tol``; returns the first iterate's (the estimate)."""
+        result is below ``tol``."""
         st, opt = self.st, self.opt
         units = self.units
         U0 = self.U
@@ -91,8 +127,10 @@ class Run:
             Y, G = self.solver.solve(t + h, z0=self.solver.z)
             self.base_steps += 1
             self.iterations += 1
-            self.t, self.U, self.Y = t + h, G.copy(), Y.copy()
-            return 0.0
+            self.t = t + h
+            np.copyto(self.U, G)
+            np.copyto(self.Y, Y)
+            return
         own = saved is None                 # else the snapshot's, freed with it
         if own:
             saved = [u.get_state() for u in units]
@@ -101,7 +139,6 @@ class Run:
         w = 1.0 / scale
         rho = max(1e-3, self.jac.norm(h)) if self.jac.ready else 1.0
         loop_tol = 0.1 * tol / rho          # the loop only as exact as the iteration sees it (through dG/dz)
-        est = 0.0
         e_prev = z_prev = G_prev = None
         refreshed = False
         try:
@@ -123,14 +160,15 @@ class Run:
                     if float((np.abs(dG) * w).max()) > 10 * loop_tol + 1e3 * NOISE:
                         self.jac.update(chart.minus(z, z_prev), dG, w)
                 corr = self.jac.correction(h, r)
-                e = float((np.abs(corr - r) * w).max())
-                if k == 0:
-                    est = e
-                else:       # the last correction's real effect against its prediction
-                    trust = max(1.0, float((np.abs(dG) * w).max()) / max(e_prev, 10 * loop_tol + 1e3 * NOISE))
-                    e *= trust
-                    if k == 1:
-                        est *= trust
+                # the predicted change of the coupling outputs, and at least the held inputs' own
+                # change: a unit whose outputs no coupling input reads (a leaf; a body driven by a
+                # signal) shows its error only in the recorded outputs, which dG/dz does not see;
+                # not on the loop unknowns, whose residual is the loop solver's noise
+                held = np.abs(r) * w
+                held[self.solver.unknowns] = 0.0
+                e = max(float((np.abs(corr - r) * w).max()), 0.5 * float(held.max(initial=0.0)))
+                if k:       # the last correction's real effect against its prediction
+                    e *= max(1.0, float((np.abs(dG) * w).max()) / max(e_prev, 10 * loop_tol + 1e3 * NOISE))
                 if e <= tol or (k >= 2 and e <= 100 * NOISE and e > 0.3 * e_prev):
                     break
                 slow = e_prev is not None and e > 0.05 * e_prev and e > 1e3 * NOISE
@@ -149,12 +187,10 @@ class Run:
                 for u, s in zip(units, saved):
                     u.free_state(s)
         self.base_steps += 1
-        self.t, self.U, self.Y = t + h, G.copy(), Y.copy()
-        self.hist_t.append(self.t)
-        self.hist_U.append(self.U)
-        if len(self.hist_t) > self.degree + 1:
-            del self.hist_t[0], self.hist_U[0]
-        return est
+        self.t = t + h
+        np.copyto(self.U, G)
+        np.copyto(self.Y, Y)
+        self._remember(self.t, G)
 
     def measure_P(self, saved, ubar, t, h, Y):
         """Step sensitivities: per unit and coupling input, one step of that unit with the
@@ -204,7 +240,7 @@ class Run:
     # -- save / restore -------------------------------------------------------------------------
     def snapshot(self, full=False):
         snap = dict(states=[u.get_state() for u in self.units], t=self.t, U=self.U.copy(), Y=self.Y.copy(),
-                    hist_t=list(self.hist_t), hist_U=[x.copy() for x in self.hist_U],
+                    hist=(self.hist_t.copy(), self.hist_U.copy(), self.hist_n.copy()),
                     z=self.solver.z.copy(), zscale=self.solver.zscale.copy())
         if full:            # the Jacobians too: a restart then repeats the same iterations
             snap["jac"] = self.sens.snapshot(), self.jac.snapshot()
@@ -214,9 +250,10 @@ class Run:
         self.start_states = None
         for u, s in zip(self.units, snap["states"]):
             u.set_state(s)
-        self.t, self.U, self.Y = snap["t"], snap["U"].copy(), snap["Y"].copy()
-        self.hist_t, self.hist_U = list(snap["hist_t"]), [x.copy() for x in snap["hist_U"]]
-        self.solver.z, self.solver.zscale = snap["z"].copy(), snap["zscale"].copy()
+        self.t = snap["t"]
+        for mine, saved in zip((self.U, self.Y, self.hist_t, self.hist_U, self.hist_n, self.solver.z,
+                                self.solver.zscale), (snap["U"], snap["Y"], *snap["hist"], snap["z"], snap["zscale"])):
+            np.copyto(mine, saved)
         self.solver.Ucur[:] = self.U          # the units' inputs are part of their states
         if "jac" in snap:
             sens, jac = snap["jac"]

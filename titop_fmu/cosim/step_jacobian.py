@@ -33,52 +33,62 @@ MAX_RANK = 64
 
 
 class StepJacobian:
-    """``dG/dz`` from measured step sensitivities (see the module docstring)."""
+    """``dG/dz`` from measured step sensitivities (see the module docstring), of ``n`` coupling
+    inputs. Dense, it is kept in place (the base steps in C, :mod:`.core`, use these arrays):
+    ``J``, ``Jinv = (I - J)^-1`` and ``jac = [h, Jinv formed]``, ``h`` the base step ``J`` is at
+    (0: none yet)."""
 
-    def __init__(self, dense_up_to: int | None = None):
-        self.dense_up_to = DENSE_UP_TO if dense_up_to is None else dense_up_to
-        self.h = None                   # the base step J is at
-        self._dense = None              # dense: (J, (I - J)^-1 or None)
+    def __init__(self, n: int, dense_up_to: int | None = None):
+        dense_up_to = DENSE_UP_TO if dense_up_to is None else dense_up_to
+        self.dense = n <= dense_up_to
+        m = n if self.dense else 0
+        self.J, self.Jinv, self.jac = np.zeros((m, m)), np.zeros((m, m)), np.zeros(2)
         self._sparse = None             # sparse: _LowRank
 
     @property
     def ready(self) -> bool:
-        return self.h is not None
+        return self.jac[0] > 0.0
+
+    @property
+    def h(self) -> float:
+        return float(self.jac[0])
 
     def reset(self, P, sens, h):
         """``P`` measured over a base step ``h``; ``sens`` holds the feedthrough ``M`` and
         solves with ``I - M``."""
-        self.h = h
-        if len(P) <= self.dense_up_to:
-            self._dense, self._sparse = [0.5 * sens.solve(P), None], None
+        if self.dense:
+            self.J[:] = 0.5 * sens.solve(P)
         else:
-            self._dense, self._sparse = None, _LowRank.measured(P, sens)
+            self._sparse = _LowRank.measured(P, sens)
+        self.jac[:] = h, 0.0
 
     def _at(self, h):
         """Rescale to the base step ``h``; a step that differs from the last one only by the
         rounding of ``t + H k/n`` (an ulp) keeps ``J`` and its factors."""
-        if abs(h - self.h) > 1e-12 * self.h:
-            if self._dense is not None:
-                self._dense = [self._dense[0] * (h / self.h), None]
+        h0 = self.jac[0]
+        if abs(h - h0) > 1e-12 * h0:
+            if self.dense:
+                self.J *= h / h0
+                self.jac[1] = 0.0
             else:
-                self._sparse.rescale(h / self.h)
-            self.h = h
+                self._sparse.rescale(h / h0)
+            self.jac[0] = h
 
     def norm(self, h) -> float:
         """``|J|_inf`` at the base step ``h`` (sparse: of ``J`` without its Broyden corrections)."""
         self._at(h)
-        if self._dense is not None:
-            return float(np.abs(self._dense[0]).sum(axis=1).max())
+        if self.dense:
+            return float(np.abs(self.J).sum(axis=1).max())
         return self._sparse.norm()
 
     def correction(self, h, r):
         """``(I - J)^-1 r`` with ``J`` at the base step ``h``."""
         self._at(h)
-        if self._dense is not None:
-            J, inv = self._dense
-            if inv is None:
-                inv = self._dense[1] = np.linalg.inv(np.eye(len(J)) - J)
-            return inv @ r
+        if self.dense:
+            if not self.jac[1]:
+                self.Jinv[:] = np.linalg.inv(np.eye(len(self.J)) - self.J)
+                self.jac[1] = 1.0
+            return self.Jinv @ r
         return self._sparse.solve(r)
 
     def update(self, dz, dG, w):
@@ -89,37 +99,43 @@ class StepJacobian:
         if n2 <= 0:
             return
         v = x * w
-        if self._sparse is not None:
+        if not self.dense:
             u = (dG - self._sparse.times(dz)) / n2
             if self._sparse.add(u, v):
                 return
-            self._dense, self._sparse = [self._sparse.dense(), None], None      # too many: dense
-            self._dense[0] += np.outer(u, v)
+            # too many corrections: dense until the next P
+            self.dense, self.J, self.Jinv = True, self._sparse.dense(), np.zeros((len(dz), len(dz)))
+            self._sparse = None
+            self.jac[1] = 0.0
+            self.J += np.outer(u, v)
             return
-        J, inv = self._dense
+        J, inv = self.J, self.Jinv
         u = (dG - J @ dz) / n2
         J += np.outer(u, v)
-        if inv is not None:                             # (A - u v^T)^-1, A = I - J before
+        if self.jac[1]:                                 # (A - u v^T)^-1, A = I - J before
             Au, vA = inv @ u, v @ inv
             den = 1.0 - float(v @ Au)
             if abs(den) > 1e-8:
                 inv += np.outer(Au, vA) / den
             else:
-                self._dense[1] = None
+                self.jac[1] = 0.0
 
     def snapshot(self):
         """What :meth:`restore` needs; the dense ``J`` and its inverse, which the updates change
         in place, are copied (the low-rank term's arrays never change)."""
-        return self.h, _copies(self._dense), None if self._sparse is None else self._sparse.snapshot()
+        return (self.jac.copy(), self.dense, self.J.copy(), self.Jinv.copy() if self.jac[1] else None,
+                None if self._sparse is None else self._sparse.snapshot())
 
     def restore(self, snap):
-        self.h, dense, sparse = snap
-        self._dense = _copies(dense)
+        jac, dense, J, Jinv, sparse = snap
+        if dense != self.dense or J.shape != self.J.shape:      # dense for a while after too many corrections
+            self.J, self.Jinv = np.zeros_like(J), np.zeros_like(J)
+        self.dense = dense
+        np.copyto(self.J, J)
+        if Jinv is not None:
+            np.copyto(self.Jinv, Jinv)
+        np.copyto(self.jac, jac)
         self._sparse = None if sparse is None else _LowRank(*sparse)
-
-
-def _copies(dense):
-    return None if dense is None else [None if a is None else a.copy(order="K") for a in dense]   # the layout too: it sets the rounding of the products
 
 
 class _LowRank:

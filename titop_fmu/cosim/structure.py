@@ -77,6 +77,7 @@ class Structure:
     cin_chart: Chart = None             # coordinates of the coupling inputs (angles, attitudes)
     rec_chart: Chart = None             # coordinates of the recorded outputs
     layouts: list = None                # UnitLayout per unit
+    rec_state: np.ndarray = None        # bool: recorded output that is a function of the states alone
 
     @property
     def n_cin(self):
@@ -262,7 +263,8 @@ def analyse(system: CoSystem, types: dict) -> Structure:
     return Structure(names, tlist, out_offset, n_out, cin_unit, cin_local, cin_src, cin_angle, unit_cin,
                      constants, loops, unknowns, pre, loop_ops, full, recorded, dep_in, cin_state,
                      cin_chart, Chart(len(recorded), rec_angle, rec_triples),
-                     _layouts(out_offset, cin_local, cin_src, unit_cin, cin_chart))
+                     _layouts(out_offset, cin_local, cin_src, unit_cin, cin_chart),
+                     ~tainted[np.array([g for _, g in recorded], dtype=int)])
 
 
 def _unique(a):

@@ -1,0 +1,66 @@
+"""The master's tolerance as a user reads it (issue 33): every recorded output within a
+small factor of ``--tol`` of the in-process run, relative to the output's range or absolute
+below one unit; and the run's printed global-error estimate at or above that error."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from titop_fmu.cli import main
+from titop_fmu.io import read_result
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _run(path, out, stop, *options):
+    assert main(["simulate", str(path), "--stop", str(stop), "--out", str(out), *options]) == 0
+    _, columns = read_result(out)
+    return list(columns), np.column_stack(list(columns.values()))
+
+
+def master_error(tmp_path, capsys, path, stop, *options):
+    """``(labels, error per column, printed estimate)``: the master's run at the default
+    tolerance against the in-process run, each column's error relative to its range or
+    absolute below one unit."""
+    labels, ref = _run(path, tmp_path / "inprocess.csv", stop, "--quiet")
+    capsys.readouterr()
+    _, got = _run(path, tmp_path / "master.csv", stop, "--engine", "fmu", *options)
+    said = capsys.readouterr().err
+    estimate = float(re.search(r"estimated global error \([^)]*\): (\S+)", said).group(1))
+    size = np.maximum(1.0, ref.max(axis=0) - ref.min(axis=0))
+    return labels, np.abs(got - ref).max(axis=0) / size, estimate
+
+
+def test_the_printed_error_estimate_bounds_the_error_on_the_hovering_spacecraft_quickly(tmp_path, capsys):
+    """examples/spacecraft_hover.toml over 2 s through the master (in-process units): its
+    printed estimate is at or above the largest error of the recorded outputs (measured:
+    error 1.2e-9, estimate 1.4e-8; the largest tableau column alone, 8.9e-10, was below)."""
+    labels, err, estimate = master_error(tmp_path, capsys, EXAMPLES / "spacecraft_hover.toml", 2.0,
+                                         "--inprocess-units")
+    print(f"\n[master estimate] hovering spacecraft 2 s: error {err.max():.2g}, estimate {estimate:.2g}")
+    assert err.max() <= estimate
+
+
+@pytest.mark.slow
+def test_the_gimbal_spacecraft_through_the_master_is_within_three_times_its_tolerance(tmp_path, capsys):
+    """examples/spacecraft_gimbal.toml (a bus, two wings, a 2 kg two-axis gimbal) over 60 s
+    through the standalone FMUs at the default tolerance 3e-5: measured 1.0e-5 on the
+    azimuth's rate (the issue measured 2.5e-4 on its angle, 13 % of its range), and the
+    printed estimate above it (the largest tableau column alone, 4.4e-6, was below: the light
+    gimbal's phase errors, carried on, are beyond the tableau's asymptotic range)."""
+    labels, err, estimate = master_error(tmp_path, capsys, EXAMPLES / "spacecraft_gimbal.toml", 60.0)
+    print(f"\n[master accuracy] gimbal spacecraft, 60 s, tol 3e-5: {dict(zip(labels, err.round(9)))}, "
+          f"estimate {estimate:.2g}")
+    assert err.max() <= 3 * 3e-5
+    assert err.max() <= estimate
+
+
+@pytest.mark.slow
+def test_the_printed_error_estimate_bounds_the_error_on_the_hovering_spacecraft(tmp_path, capsys):
+    """examples/spacecraft_hover.toml over 20 s through the standalone FMUs: nearly at rest, its
+    errors are tiny (5.9e-10) and the largest tableau column (2.1e-10) was below them."""
+    labels, err, estimate = master_error(tmp_path, capsys, EXAMPLES / "spacecraft_hover.toml", 20.0)
+    print(f"\n[master estimate] hovering spacecraft 20 s: error {err.max():.2g}, estimate {estimate:.2g}")
+    assert err.max() <= estimate
