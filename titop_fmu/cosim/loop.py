@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import SolverError
 from .charts import ATTITUDE
-from .numerics import wrap_where
+from .numerics import blas_loaded, wrap_where
 from .plan import compiled as compiled_plan
 from .structure import Structure
 
@@ -56,6 +56,7 @@ def splu(A):
     """scipy's sparse LU of ``A`` (CSC); ``np.linalg.LinAlgError`` if ``A`` is singular."""
     from scipy.sparse.linalg import splu as _splu   # here: the FMUs import this package without scipy
 
+    blas_loaded("scipy")
     try:
         return _splu(A)
     except RuntimeError as e:                       # "Factor is exactly singular"
