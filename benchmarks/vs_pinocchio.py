@@ -17,13 +17,23 @@ medians and their ratio are printed:
 With ``--fmu``, also the FMUs through the co-simulation master, on both kinds of FMU
 (``titop-fmu simulate balloon --engine fmu --fmu-kind standalone|pythonfmu``, default
 settings, and the standalone FMUs with the tight recipe ``--tol 5e-8 --dt-max 0.01``),
-timed in the same rounds (the FMUs are built into the cache first, outside the timing).
+timed in the same rounds (the FMUs are built into the cache first, outside the timing);
+``--workers 1 2``: the standalone FMUs at default settings on that many processes too.
+
+With ``--c-host``, also the balloon as one standalone assembly FMU (``titop-fmu export balloon
+--standalone``, its loop solved exactly inside, exported outside the timing) stepped at 0.01 s
+by the project's C host (``tests/fmu/c/fmu_harness.c``, built with ``cc``; an empty
+environment, as the standalone FMUs need none), timed in the same rounds: what the same
+blocks cost without a master.
 
 Also printed: each TITOP run's largest error against the committed Pinocchio
 reference (``validation/reference/balloon_pinocchio.csv``, DOP853 at 1e-12; the
 angles are not wrapped, which these runs never need), and each command's CPU time
 (user + system, of the process and its worker) beside its wall time: on a busy
 machine the wall time of a run on two processes suffers more than a single process's.
+The commands run with Python's bytecode caches written and read, as an installed package
+has them (``PYTHONDONTWRITEBYTECODE`` dropped: without them every start compiles the
+package's sources, 0.25 s of CPU).
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +75,21 @@ def timed(cmd, env):
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def c_host(tmp, stop, env):
+    """The command running the balloon's standalone assembly FMU (exported into ``tmp``) for
+    ``stop`` s in the project's C host (built into ``tmp``)."""
+    fmu, exe, d = tmp / "balloon.fmu", tmp / "fmu_harness", tmp / "assembly"
+    subprocess.run([sys.executable, "-m", "titop_fmu.cli", "export", "balloon", "--standalone", "--out", str(fmu)],
+                   check=True, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(ROOT / "tests" / "fmu" / "c" / "fmu_harness.c"), "-ldl"],
+                   check=True)
+    with zipfile.ZipFile(fmu) as z:
+        z.extractall(d)
+    md = (d / "modelDescription.xml").read_text()
+    mid, guid = (md.split(f'{key}="', 1)[1].split('"', 1)[0] for key in ("modelIdentifier", "guid"))
+    return [str(exe), str(d), mid, guid, "-n", str(round(stop / 0.01)), "-h", "0.01"]
+
+
 def figures(runs):
     """``median wall, "runs ..." text, median CPU``."""
     walls, cpus = [w for w, _ in runs], [c for _, c in runs]
@@ -83,9 +109,15 @@ def main():
                     help="the kinds of FMU of --fmu (default both)")
     ap.add_argument("--no-tight", action="store_true", help="with --fmu: without the tight recipe")
     ap.add_argument("--fmu-only", action="store_true", help="with --fmu: Pinocchio and the FMU runs only")
+    ap.add_argument("--c-host", action="store_true",
+                    help="also the standalone assembly FMU of the balloon in the project's C host")
+    ap.add_argument("--workers", type=int, nargs="+", default=[],
+                    help="with --fmu: the standalone FMUs at default settings also with --workers N, each N "
+                         "timed in the same rounds (default: the command's own default only)")
     args = ap.parse_args()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
                PYTHONWARNINGS="ignore")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)    # both sides from their bytecode caches, as installed
     with tempfile.TemporaryDirectory() as tmp:
         pin_csv = Path(tmp) / "pinocchio.csv"
         runs = [] if args.fmu and args.fmu_only else list(dict.fromkeys([
@@ -100,17 +132,24 @@ def main():
         for kind in args.kinds if args.fmu else []:
             master = fmu_base + ["--fmu-kind", kind, "--stop", str(args.stop)]
             fmu_cmds[f"{kind} FMUs + master, default settings"] = master + ["--out", str(Path(tmp) / f"{kind}.csv")]
+            for w in args.workers if kind == "standalone" else ():
+                fmu_cmds[f"{kind} FMUs + master, --workers {w}"] = master + [
+                    "--workers", str(w), "--out", str(Path(tmp) / f"{kind}-w{w}.csv")]
             if kind == "standalone" and not args.no_tight:
                 fmu_cmds[f"{kind} FMUs + master, --tol 5e-8 --dt-max 0.01"] = master + [
                     "--tol", "5e-8", "--dt-max", "0.01", "--out", str(Path(tmp) / f"{kind}-tight.csv")]
             timed(master[:-2] + ["--stop", "0.01", "--out", str(Path(tmp) / "warm.csv")], env)   # FMUs built here
-        titop, pin, fmu = {r: [] for r in runs}, [], {k: [] for k in fmu_cmds}
+        host_cmds = {"standalone assembly FMU in the C host, 0.01 s steps": c_host(Path(tmp), args.stop, env)} \
+            if args.c_host else {}
+        titop, pin, fmu = {r: [] for r in runs}, [], {k: [] for k in [*fmu_cmds, *host_cmds]}
         for _ in range(args.repeats):
             for r, cmd in titop_cmds.items():
                 titop[r].append(timed(cmd, env))
             pin.append(timed(pin_cmd, env))
             for k, cmd in fmu_cmds.items():
                 fmu[k].append(timed(cmd, env))
+            for k, cmd in host_cmds.items():
+                fmu[k].append(timed(cmd, {}))
         ref = np.loadtxt(REF, delimiter=",", skiprows=1)
         errors = {}
         for k, cmd in [*titop_cmds.items(), *fmu_cmds.items()]:
@@ -125,8 +164,9 @@ def main():
               f"max |error| vs the Pinocchio reference {errors[r, kern]:.1e}")
     for k, runs in fmu.items():
         m, text, cpu = figures(runs)
-        print(f"{k}, whole process: {m:.2f} s ({text}); ratio to Pinocchio {m / p:.2f} (CPU {cpu / p_cpu:.2f}); "
-              f"max |error| vs the Pinocchio reference {errors[k]:.1e}")
+        error = f"; max |error| vs the Pinocchio reference {errors[k]:.1e}" if k in errors else ""
+        print(f"{k}, whole process: {m:.2f} s ({text}); ratio to Pinocchio {m / p:.2f} (CPU {cpu / p_cpu:.2f})"
+              + error)
 
 
 if __name__ == "__main__":

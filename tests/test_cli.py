@@ -181,7 +181,7 @@ def _assert_interrupted(proc, workers, tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_stops_with_one_line_no_worker_and_no_output(tmp_path):
-    proc = _start(["balloon", "--inprocess-units", "--stop", "20", "--out", "x.csv"], tmp_path)
+    proc = _start(["balloon", "--inprocess-units", "--workers", "2", "--stop", "20", "--out", "x.csv"], tmp_path)
     _wait_for_progress(proc, tmp_path)
     workers = _workers(proc.pid)
     os.killpg(proc.pid, signal.SIGINT)                  # as a terminal sends it: the whole group
@@ -240,7 +240,7 @@ def test_ctrl_c_while_the_worker_starts(tmp_path):
     get it (it used to end with a KeyboardInterrupt traceback); the master stops with one
     line and ends it."""
     env, held = _held_import_env(tmp_path, "titop_fmu.cosim.workers", "titop_fmu.cosim.worker_process")
-    proc = _start(["balloon", "--inprocess-units", "--stop", "20", "--out", "x.csv"], tmp_path, env)
+    proc = _start(["balloon", "--inprocess-units", "--workers", "2", "--stop", "20", "--out", "x.csv"], tmp_path, env)
     workers = _interrupt_when_held(proc, held)
     _assert_interrupted(proc, workers, tmp_path)
 
@@ -263,7 +263,8 @@ def test_ctrl_c_while_the_command_imports_its_modules(tmp_path):
 
 @pytest.mark.slow
 def test_a_worker_failure_is_reported_at_once(tmp_path):
-    proc = _start(["balloon", "--inprocess-units", "--stop", "20", "--out", "x.csv", "--quiet"], tmp_path)
+    proc = _start(["balloon", "--inprocess-units", "--workers", "2", "--stop", "20", "--out", "x.csv", "--quiet"],
+                  tmp_path)
     _wait_for_progress(proc, tmp_path)
     killed = time.monotonic()
     os.kill(_workers(proc.pid)[0], signal.SIGKILL)

@@ -19,7 +19,7 @@ from .scenarios import balloon
 from .titop.units import DEFAULT_FMU_KIND
 
 #: defaults of ``simulate`` options (a system file's [simulation] table replaces those not given)
-DEFAULTS = dict(stop=20.0, dt=0.01, rtol=1e-12, tol=Options.tol, dt_max=Options.h_max, workers=2,
+DEFAULTS = dict(stop=20.0, dt=0.01, rtol=1e-12, tol=Options.tol, dt_max=Options.h_max, workers=1,
                 sequence="1,2,3,4")
 #: the smallest tolerances that can be reached: the in-process integrator works in double
 #: precision; the master's coupling iteration has a noise floor (units integrating at >= 1e-13,

@@ -3,6 +3,8 @@ Lagrange and quintic Hermite interpolation."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
 
@@ -48,13 +50,40 @@ def lagrange_weights(nodes, t) -> np.ndarray:
     return np.array(w)
 
 
+#: the limits of the :func:`single_threaded_blas` contexts entered, innermost last: ``(names of
+#: the libraries limited since it was entered, their limits)``
+_LIMITS = []
+
+
+@contextmanager
 def single_threaded_blas():
     """Context: BLAS on one thread. The master's linear algebra is on matrices of the size
     of the coupling inputs (tens to a few hundred), where a multithreaded BLAS costs more
     than it gives (OpenBLAS solves a 120x120 system about 100 times slower on 2 threads
-    than on one on a 2-core machine), and the worker processes already use the cores."""
+    than on one on a 2-core machine), and the worker processes already use the cores. A
+    library with its own BLAS loaded meanwhile is limited by :func:`blas_loaded`."""
     from threadpoolctl import threadpool_limits
-    return threadpool_limits(limits=1, user_api="blas")
+    entered = (set(), [threadpool_limits(limits=1, user_api="blas")])
+    _LIMITS.append(entered)
+    try:
+        yield
+    finally:
+        _LIMITS.pop()
+        for limits in reversed(entered[1]):
+            limits.restore_original_limits()
+
+
+def blas_loaded(name):
+    """The library ``name``, with a BLAS of its own (scipy's, under its sparse LU), is loaded:
+    inside :func:`single_threaded_blas` its BLAS goes on one thread too, until the context
+    ends (the limits cover the libraries loaded when it was entered). A multithreaded
+    OpenBLAS waits for its threads spinning: at real-time priority (``chrt -f``) a master
+    and its worker on two cores, each spinning for a thread the other kept off its core,
+    never went on."""
+    if _LIMITS and name not in _LIMITS[-1][0]:
+        from threadpoolctl import threadpool_limits
+        _LIMITS[-1][0].add(name)
+        _LIMITS[-1][1].append(threadpool_limits(limits=1, user_api="blas"))
 
 
 def hermite5(t, a, b, ya, da, dda, yb, db, ddb):

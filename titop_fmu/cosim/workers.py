@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import select
 import signal
 import struct
 import subprocess
@@ -60,7 +59,8 @@ def _send(stream, obj):
 
 
 def _recv(stream):
-    _spin(stream)
+    """The next message, the process asleep in its read until it comes (no polling: a process
+    at real-time priority that polled would keep the one it waits for off its core)."""
     head = stream.read(8)
     if len(head) < 8:
         raise EOFError
@@ -69,21 +69,6 @@ def _recv(stream):
     if len(data) < n:
         raise EOFError
     return pickle.loads(data)
-
-
-#: how long a process waiting for the other's message polls its pipe before it sleeps [s]: a
-#: message per macro interval, each way, and a sleeping process takes 0.1 ms or more to wake
-#: (benchmarks/handover.py)
-SPIN = 2e-3
-
-
-def _spin(stream):
-    """Poll ``stream`` until it has data or :data:`SPIN` has passed (where pipes can be polled)."""
-    if os.name != "posix":
-        return
-    fd, end = stream.fileno(), time.perf_counter() + SPIN
-    while not select.select([fd], [], [], 0)[0] and time.perf_counter() < end:
-        pass
 
 
 @contextmanager
