@@ -17,12 +17,27 @@ def pytest_addoption(parser):
     parser.addoption("--slow", action="store_true", help="also run the long acceptance runs (marked slow)")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """``-n`` spreads the tests by work stealing (``--dist worksteal``) unless ``--dist`` is
-    given: a worker that runs out takes half of the other's queue, so the long tests at the end
-    of the collection do not leave a core idle while one worker runs them all."""
+    """The whole suite on every core, by work stealing; before xdist reads its options (both
+    hooks run first, this one, a conftest's, before a plugin's).
+
+    * A run of the whole suite (``pytest``, ``pytest --slow``: no file, folder or test named) on
+      a machine of two cores or more runs in pytest-xdist's workers, as ``-n auto``, unless
+      ``-n`` is given (``-n 0``: one process). A run of a part (``pytest tests/linear``), a
+      worker, and the inner runs of tests/test_suite.py stay in one process.
+    * ``-n`` spreads the tests by work stealing (``--dist worksteal``) unless ``--dist`` is
+      given: a worker that runs out takes half of the other's queue, so the long tests at the
+      end of the collection do not leave a core idle while one worker runs them all."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or hasattr(config, "workerinput"):
+        return
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    if (config.option.numprocesses is None and config.args_source == pytest.Config.ArgsSource.TESTPATHS
+            and (os.cpu_count() or 1) >= 2):
+        config.option.numprocesses = "auto"
     given = any(a == "--dist" or a.startswith("--dist=") for a in config.invocation_params.args)
-    if getattr(config.option, "dist", "no") == "load" and not given:
+    if config.option.numprocesses and config.option.dist == "no" and not given:
         config.option.dist = "worksteal"
 
 
