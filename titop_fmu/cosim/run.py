@@ -74,10 +74,14 @@ class Run:
         first event after ``since`` is ``t``, to the bit (every unit with time events when ``since`` is
         None: the start), in :attr:`Structure.event_units` order, each one's
         ``event_update`` followed by the loops solved again; the predictor's history restarts
-        at ``t`` (the coupling inputs may jump there)."""
+        at ``t`` (the coupling inputs may jump there). Each unit samples its coupling inputs'
+        values at ``t``, set on it first: a step leaves them at the step's mean (``ubar``), half
+        a step behind, and a unit whose outputs do not read them is not given them by the loop solve."""
         for j in self.st.event_units:
-            u = self.units[j]
+            u, lay = self.units[j], self.st.layouts[j]
             if since is None or u.next_event(since) == t:
+                if lay.cin.size:
+                    u.set_inputs(lay.local_in, self.U[lay.cin])
                 u.event_update(t)
                 self.initialize(t)
 
