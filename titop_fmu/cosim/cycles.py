@@ -180,15 +180,18 @@ def _greedy(tlist, dep_in, out_offset, cin_src, unit_cin, cin_local, cin_of, giv
             return not taint_given
         return int(cin_src[k]) in computed
 
+    def ready_outputs(j):
+        return [o for o in range(len(tlist[j].output_names))
+                if int(out_offset[j] + o) in todo and all(known(j, int(i)) for i in dep_in[j][o])]
+
     n_units = len(tlist)
     remaining = [set(int(out_offset[j] + o) for o in range(len(t.output_names))) & todo
                  for j, t in enumerate(tlist)]
+    readers = {}                                        # output -> the units reading it
+    for (j, _), k in cin_of.items():
+        readers.setdefault(int(cin_src[k]), set()).add(j)
+    ready_by_unit = [ready_outputs(j) for j in range(n_units)]
     while todo:
-        ready_by_unit = []
-        for j, t in enumerate(tlist):
-            ready = [o for o in range(len(t.output_names))
-                     if int(out_offset[j] + o) in todo and all(known(j, int(i)) for i in dep_in[j][o])]
-            ready_by_unit.append(ready)
         # prefer a unit all of whose outputs still to compute are ready: one call per unit
         whole = [j for j in range(n_units) if ready_by_unit[j] and len(ready_by_unit[j]) == len(remaining[j])]
         some = [j for j in range(n_units) if ready_by_unit[j]]
@@ -203,10 +206,14 @@ def _greedy(tlist, dep_in, out_offset, cin_src, unit_cin, cin_local, cin_of, giv
         ks = np.array(ks, dtype=int)
         ops.append(Op(j, ks, cin_local[ks], cin_src[ks],
                       np.array(ready, dtype=int), out_offset[j] + np.array(ready, dtype=int)))
-        for o in ready:
+        stale = {j}                                     # a unit's ready outputs change with its
+        for o in ready:                                 # own computed and its inputs' sources
             g = int(out_offset[j] + o)
             computed.add(g)
             todo.discard(g)
             remaining[j].discard(g)
+            stale |= readers.get(g, set())
+        for m in stale:
+            ready_by_unit[m] = ready_outputs(m)
     # coupling inputs fed by these outputs but read by no scheduled output are set by the master
     return ops, is_set

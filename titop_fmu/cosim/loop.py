@@ -149,6 +149,24 @@ class Sensitivities:
             self.H += np.multiply((dz - Hy)[:, None], dz @ self.H) / den
 
 
+def _difference_plan(lay, cs, dep):
+    """Per column ``c`` of ``cs`` left to finite differences (:meth:`LoopSolver.local_jacobian`):
+    its coupling input ``k``, the coupling inputs it moves (its attitude's three, or itself),
+    the step along its rotation-vector axis (None: a plain input), the local inputs set and
+    the outputs hit (None: no declared dependency, a zero column)."""
+    plan = []
+    for c in cs:
+        k = lay.cin[c]
+        if lay.chart_in.in_triple[c]:
+            tr = lay.chart_in.triples[np.flatnonzero((lay.chart_in.triples == c).any(axis=1))[0]]
+            at, step, i = lay.cin[tr], 1e-6 * (tr == c), lay.local_in[tr]
+        else:
+            at, step, i = np.array([k]), None, lay.local_in[[c]]
+        hit = dep[:, i].any(axis=1)
+        plan.append((k, at, step, i, hit if hit.any() else None))
+    return plan
+
+
 def _slice(positions):
     """``positions`` as a slice when they are consecutive (a view, no copy), else as they are."""
     if len(positions) and np.array_equal(positions, np.arange(positions[0], positions[0] + len(positions))):
@@ -355,23 +373,22 @@ class LoopSolver:
                 cs = self._exact_columns(j, u, lay, cs, dep, M)
                 if not cs.size:
                     continue
+            fd = self._columns.get((j, key, "fd"))
+            if fd is None:
+                fd = self._columns[j, key, "fd"] = _difference_plan(lay, cs, dep)
             y0 = u.get_outputs(lay.outputs)
             prev = None                                     # (local inputs, values) to restore
-            for c in cs:
-                k = lay.cin[c]
-                if lay.chart_in.in_triple[c]:               # the attitude turned about a rotation-vector axis
-                    tr = lay.chart_in.triples[np.flatnonzero((lay.chart_in.triples == c).any(axis=1))[0]]
-                    i, x = lay.local_in[tr], self.Ucur[lay.cin[tr]]
-                    d = 1e-6
-                    v = ATTITUDE.plus(x, d * (tr == c))
-                else:
-                    i, x = lay.local_in[[c]], self.Ucur[[k]]
-                    d = 1e-6 * max(1.0, abs(x[0]))
-                    v = x + d
-                hit = dep[:, i].any(axis=1)
-                if not hit.any():
+            for k, at, step, i, hit in fd:
+                if hit is None:
                     M[rows, k] = 0.0
                     continue
+                if step is not None:                        # the attitude turned about a rotation-vector axis
+                    x, d = self.Ucur[at], 1e-6
+                    v = ATTITUDE.plus(x, step)
+                else:
+                    x = self.Ucur[[k]]
+                    d = 1e-6 * max(1.0, abs(x[0]))
+                    v = x + d
                 if prev is None:
                     u.set_inputs(i, v)
                 else:                                       # restore the previous ones, perturb these

@@ -212,15 +212,14 @@ class Run:
                 continue
             y0 = Y[st.out_offset[j] + lay.outputs][inv]
             end = Ucur[ks].copy()
-            held, d = np.empty((len(ks), len(ks))), np.empty(len(ks))
-            for c, k in enumerate(ks):
-                if lay.chart_in.in_triple[c]:             # along a rotation-vector axis
-                    d[c] = 1e-4
-                    held[:, c] = lay.chart_in.plus(ubar[ks], d[c] * np.eye(len(ks))[c])
-                else:
-                    d[c] = 1e-4 * max(1.0, abs(ubar[k]))
-                    held[:, c] = ubar[ks]
-                    held[c, c] += d[c]
+            ub, tri = ubar[ks], lay.chart_in.in_triple
+            d = np.where(tri, 1e-4, 1e-4 * np.maximum(1.0, np.abs(ub)))
+            held = np.repeat(ub[:, None], len(ks), axis=1)
+            held[np.diag_indices(len(ks))] += d
+            for c in np.flatnonzero(tri):                 # along a rotation-vector axis
+                e = np.zeros(len(ks))
+                e[c] = d[c]
+                held[:, c] = lay.chart_in.plus(ub, e)
             stepped = u.get_state()
             u.set_state(saved[j])
             if st.types[j].trial_steps:
@@ -234,8 +233,12 @@ class Run:
                     u.do_step(t, h)
                     u.set_inputs(lay.local_in, end)
                     Yp[:, c] = u.get_outputs(lay.outputs)
-            for c, k in enumerate(ks):
-                P[rows, k] = lay.chart_out.minus(Yp[inv, c], y0) / d[c]
+            Yp = Yp[inv]
+            if lay.chart_out.plain:
+                dY = Yp - y0[:, None]
+            else:
+                dY = np.column_stack([lay.chart_out.minus(Yp[:, c], y0) for c in range(len(ks))])
+            P[np.ix_(rows, ks)] = dY / d
             u.set_state(stepped)
             u.free_state(stepped)
         self.jac.reset(P, self.sens, h)
