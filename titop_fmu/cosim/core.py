@@ -18,7 +18,6 @@ import numpy as np
 from ..errors import SolverError
 from . import clib
 from .loop import DENSE_UP_TO
-from .plan import compiled
 
 #: the base steps run in C where they can (False: always in Python)
 COMPILED = True
@@ -65,7 +64,16 @@ def made(run):
     if any(u.fmi_rw() is None or u.fmi_steps() is None for u in run.units):
         return None
     fn = clib.function("titop_run_steps")
-    return None if fn is None else Core(run, fn)
+    if fn is None or not all(_plan_in_c(run.solver, name) for name in ("pre", "full", "loop")):
+        return None
+    return Core(run, fn)
+
+
+def _plan_in_c(solver, name) -> bool:
+    """Whether the loop solver's plan ``name`` runs from C: compiled, or without a unit call. A
+    plan that cannot be compiled (the loop plans in C turned off, :data:`.plan.COMPILED`) keeps
+    the run's base steps in Python: in C it would be taken for an empty one."""
+    return bool(solver.plan_in_c(name)) or not solver._plans[name]
 
 
 class Core:
@@ -104,10 +112,7 @@ class Core:
         R.unit_seconds, R.unit_counts = arr(self.unit_seconds), arr(self.unit_counts)
         self.plans = {}
         for name in ("pre", "full", "loop"):
-            p = solver._compiled.get(name)
-            if p is None:
-                p = solver._compiled[name] = compiled(solver._plans[name], solver.Y, solver.Ucur, nu) or False
-            self.plans[name] = p
+            p = self.plans[name] = solver.plan_in_c(name)
             setattr(R, name, self._plan(p, arr))
         chart = st.cin_chart
         ang, tri = np.flatnonzero(chart.angles).astype(np.intc), chart.triples.ravel().astype(np.intc)

@@ -249,13 +249,19 @@ class LoopSolver:
             else:
                 Y[get_pos] = u.evaluate(idx, v, get_idx)
 
-    def _evaluate(self, name, z=None):
-        """The plan ``name``'s unit calls: in C where every unit of it is an FMU (:mod:`.plan`,
-        made at first use), else :meth:`_run`."""
+    def plan_in_c(self, name):
+        """The plan ``name``'s unit calls in C (a :class:`~.plan.CompiledPlan`, made at first use
+        and kept), or False where a unit of it is not an FMU or C is not to be had."""
         fast = self._compiled.get(name)
         if fast is None:
             fast = self._compiled[name] = compiled_plan(self._plans[name], self.Y, self.Ucur, len(self.unknowns)) \
                 or False
+        return fast
+
+    def _evaluate(self, name, z=None):
+        """The plan ``name``'s unit calls: in C where every unit of it is an FMU (:meth:`plan_in_c`),
+        else :meth:`_run`."""
+        fast = self.plan_in_c(name)
         if fast:
             fast.run(z)
         else:

@@ -53,7 +53,9 @@ Scheme (``benchmarks/cosim_order.py`` measures the orders):
    max|D_1|`` (the local errors of two orders in the proportion of their global
    errors), it is the local error at the level of the printed estimate, one order
    below the result. It is held to its share ``tol * H / span`` of the tolerance
-   (error per unit step): intervals above ``REJECT`` (1.5) times their share are
+   (error per unit step), never below ``ROUNDING`` (the quantities are scaled to order
+   one, and two runs of a step differ by a few ulps however short it is: a share below
+   it made a short span's first steps fall to ``h_min``): intervals above ``REJECT`` (1.5) times their share are
    redone, the next ``H`` is ``0.9 (share / error)^(1/(2k-2))`` times the last. A
    coupling iterate is accepted once its predicted change is within the share.
    (Measured and not taken: the earlier estimate, the effect of the predictor's
@@ -88,6 +90,10 @@ from .structure import Structure
 
 #: an interval whose estimated error exceeds its share of the tolerance this many times is redone
 REJECT = 1.5
+#: the least share of the tolerance an interval is held to: 64 ulps of the scaled quantities,
+#: whose one step and two half steps differ by rounding (measured: up to 5 ulps) once the step is
+#: short enough
+ROUNDING = 64 * np.finfo(float).eps
 #: largest growth of the macro step from one interval to the next
 GROWTH = 2.0
 #: the run stops with an error below this macro step [s]
@@ -303,7 +309,7 @@ class Master:
     def interval(self, H):
         """Try ``[t, t + H]``; ``(accepted, ratio)``, ratio = estimated error / its share."""
         opt = self.opt
-        share = opt.tol * H / self.span
+        share = max(opt.tol * H / self.span, ROUNDING)
         try:
             res = self._all("interval", self.t, H, share, self.scale, self._control())
         except NoConvergence as e:
