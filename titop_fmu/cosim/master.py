@@ -382,12 +382,13 @@ class Master:
         H = self._fit(min(self.H, t_end - self.t), t_end)
         while True:
             if H < H_MIN:
-                raise SolverError(f"the macro step fell below h_min = {H_MIN:g} s at t={self.t:.9g} s"
-                                  + (f": {self._why}" if self._why else ""))
+                self._below_h_min()
             accepted, ratio = self.interval(H)
             if accepted:
                 break
             self.stats.rejected += 1
+            if H <= H_MIN:          # next_H never goes below it: this interval would be retried forever
+                self._below_h_min()
             H = self._fit(self.next_H(H, ratio, rejected=True), t_end)
             if self.on_attempt is not None:
                 self.on_attempt(H)
@@ -406,6 +407,10 @@ class Master:
             self.H = float(max(H_MIN, H_next))
         self._last_ratio = ratio
         return self.t
+
+    def _below_h_min(self):
+        raise SolverError(f"the macro step fell below h_min = {H_MIN:g} s at t={self.t:.9g} s"
+                          + (f": {self._why}" if self._why else ""))
 
     def event(self):
         """The units' time events at the end of the interval just taken (:attr:`at_event`):
