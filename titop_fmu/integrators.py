@@ -54,6 +54,7 @@ def dopri5(f, x, h, rtol=1e-10, atol=1e-10, h_guess=None, max_steps=MAX_STEPS, t
     n = 1
     K = np.empty((7, x.size))                         # the stages' derivatives
     for _ in range(max_steps):
+        h_free = hs                                   # the controller's step, before the end cuts it
         if t + hs >= h * (1 - 1e-12):
             hs = h - t
         K[0] = k1
@@ -73,9 +74,10 @@ def dopri5(f, x, h, rtol=1e-10, atol=1e-10, h_guess=None, max_steps=MAX_STEPS, t
             h_last = hs
             hs *= factor
             if t >= h * (1 - 1e-12):
-                return x, max(h_last, min(hs, h_last * 5.0)), n
+                # a last step cut short by the end (a sliver, at times) does not shrink the next call's
+                return x, max(h_free, min(hs, h_last * 5.0)), n
         else:
             hs *= max(0.2, 0.9 * err ** -0.2)
-        if hs < 1e-14 * max(1.0, h):
-            raise SolverError(f"step size underflow ({hs:g} s) in a communication step")
+            if hs < 1e-14 * max(1.0, h):
+                raise SolverError(f"step size underflow ({hs:g} s) in a communication step")
     raise SolverError(f"more than {max_steps} internal steps in one communication step")

@@ -854,6 +854,7 @@ int titop_dopri5(int n, double *y, double t0, double h, double rtol, double atol
     if (code)
         return code;
     for (int step = 0; step < max_steps; step++) {
+        double h_free = hs;                 /* the controller's step, before the end cuts it */
         if (t + hs >= h * (1 - 1e-12))
             hs = h - t;
         memcpy(K, k1, n * sizeof(double));
@@ -886,14 +887,15 @@ int titop_dopri5(int n, double *y, double t0, double h, double rtol, double atol
             h_last = hs;
             hs *= factor;
             if (t >= h * (1 - 1e-12)) {
-                *h_guess = fmax(h_last, fmin(hs, h_last * 5.0));
+                /* a last step cut short by the end (a sliver, at times) does not shrink the next call's */
+                *h_guess = fmax(h_free, fmin(hs, h_last * 5.0));
                 return 0;
             }
         } else {
             hs *= fmax(0.2, 0.9 * pow(err, -0.2));
+            if (hs < 1e-14 * fmax(1.0, h))
+                return 4;
         }
-        if (hs < 1e-14 * fmax(1.0, h))
-            return 4;
     }
     return 5;
 }

@@ -163,13 +163,15 @@ def test_the_kernel_computes_what_the_numpy_block_computes(model_id):
 def test_the_kernel_step_is_dopri5_step_for_step():
     """The C step takes the steps integrators.dopri5 takes on the kernel's derivatives (same
     tableau, same control): the same result to rounding and the same next step-size guess,
-    over short and long steps (several internal steps), from a guess and without one."""
+    over short and long steps (several internal steps), from a guess and without one, and from
+    a guess of a few ulps (left by a sliver of a last step: both stopped with "step size
+    underflow" after a step they had accepted)."""
     from titop_fmu.integrators import dopri5
     r = np.random.default_rng(8)
     for model_id in ("floating_base_c1", "revolute_c1", "prismatic_c0"):
         u, _ = catalog.build_unit(model_id, {})
         k = u._kernel
-        for h, guess in ((0.004, None), (0.5, None), (0.5, 0.01), (2.0, 0.3)):
+        for h, guess in ((0.004, None), (0.5, None), (0.5, 0.01), (2.0, 0.3), (0.004, 1.4e-16)):
             x = u._project(u.x + 0.3 * r.standard_normal(u.x.size))
             u.set_inputs(u.ALL, r.standard_normal(len(u.input_names)))
             np.copyto(k.u, u.u)

@@ -96,3 +96,16 @@ def test_a_non_autonomous_system_from_its_start_time():
     seen = []
     dopri5(lambda t, x: seen.append(t) or x, np.ones(1), 0.5, 1.0, 1.0, t0=t0)        # one step
     np.testing.assert_allclose(seen, t0 + 0.5 * _C, rtol=0, atol=1e-15)
+
+
+def test_a_sliver_of_a_last_step_does_not_shrink_the_next_call():
+    """A last internal step cut short by the end of the call (here to 2e-12 s of a 1 s call,
+    the tolerance loose enough for every step to pass) leaves the next call the controller's
+    own step, not the sliver; and a call from a guess of a few ulps grows its step, with no
+    "step size underflow" after an accepted step (a PID unit stopped a closed loop so)."""
+    f = oscillator(1e-3)
+    _, h_next, n = dopri5(f, np.array([1.0, 0.0]), 1.0, rtol=1.0, atol=1.0, h_guess=1.0 - 2e-12)
+    assert n == 13 and h_next >= 1.0                 # two steps: the guess, then the sliver
+    x, _, _ = dopri5(oscillator(2.0), np.array([1.0, 0.0]), 3e-6, 1e-12, 1e-12, h_guess=1.4e-16)
+    ref, _, _ = dopri5(oscillator(2.0), np.array([1.0, 0.0]), 3e-6, 1e-12, 1e-12)
+    np.testing.assert_allclose(x, ref, rtol=0, atol=1e-15)
