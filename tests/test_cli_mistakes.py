@@ -3,7 +3,6 @@ both engines and before any work starts, with the nearest valid names for a miss
 never a traceback, a glitch or a silent wrong result."""
 
 import inspect
-import os
 import re
 import subprocess
 import sys
