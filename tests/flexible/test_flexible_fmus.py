@@ -63,9 +63,9 @@ def test_spinup_beam_through_the_standalone_fmus_and_the_master(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["pythonfmu", "standalone"])
-def test_spinup_beam_through_the_fmus_20_s(tmp_path, kind):
-    check_spinup(tmp_path, 20.0, kind)
+def test_spinup_beam_through_the_fmus_20_s(tmp_path):
+    """The default kind over 20 s (the pythonfmu kind: 2 s above; 20 s took 90 s)."""
+    check_spinup(tmp_path, 20.0, "standalone")
 
 
 @pytest.mark.parametrize("entry", ["system.momentum", "system.energy[1]", "system.com"])
