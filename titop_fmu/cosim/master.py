@@ -50,8 +50,8 @@ Scheme (``benchmarks/cosim_order.py`` measures the orders):
    ``H^3``), with everything that makes it (the units' own dynamics under held
    inputs included: a light body's fast mode that the coupling inputs do not
    show). Scaled per controlled quantity by the tableau's ratio ``max|D_{k-1}| /
-   max|D_1|`` (the local errors of two orders in the proportion of their global
-   errors), it is the local error at the level of the printed estimate, one order
+   max|D_1|`` over the last ``RECENT`` intervals (the local errors of two orders in the
+   proportion of their global errors), it is the local error at the level of the printed estimate, one order
    below the result. It is held to its share ``tol * H / span`` of the tolerance
    (error per unit step), never below ``ROUNDING`` (the quantities are scaled to order
    one, and two runs of a step differ by a few ulps however short it is: a share below
@@ -73,6 +73,7 @@ Scheme (``benchmarks/cosim_order.py`` measures the orders):
 
 from __future__ import annotations
 
+import collections
 import copy
 import math
 import time
@@ -94,6 +95,10 @@ REJECT = 1.5
 #: whose one step and two half steps differ by rounding (measured: up to 5 ulps) once the step is
 #: short enough
 ROUNDING = 64 * np.finfo(float).eps
+#: the local error is scaled by the tableau's columns at the ends of this many last intervals
+#: (their largest): not over the whole run, where a kink's columns, out of their asymptotic
+#: proportion, held a PID loop's steps near 2e-5 s for the rest of it at --tol 1e-9
+RECENT = 16
 #: largest growth of the macro step from one interval to the next
 GROWTH = 2.0
 #: the run stops with an error below this macro step [s]
@@ -138,6 +143,7 @@ class Master:
         self._cs = np.flatnonzero(st.cin_state)        # the coupling inputs controlled: functions of the states
         self._lo = self._hi = self.obs_scale = None     # the observed values' range so far, and their scale
         self._Dmax = None               # per tableau column: its largest |D_j| so far, per controlled quantity
+        self._Drecent = collections.deque(maxlen=RECENT)   # the columns |D_j| at the last intervals' ends
         self._local_sum = 0.0           # the accepted intervals' local errors, summed (see _estimate)
         self.t = 0.0
         self.H = None
@@ -219,6 +225,7 @@ class Master:
         if k > 1:
             A = np.abs(np.array(self.columns()))
             self._Dmax = A if self._Dmax is None else np.maximum(self._Dmax, A)
+            self._Drecent.append(A)
         self._estimate()
 
     def _estimate(self):
@@ -265,8 +272,9 @@ class Master:
         half = self._values(np.asarray(self._observe(rec_half), dtype=float))
         # one step against two half steps: the error of the one step is 4/3 of their difference
         e = np.abs(self._controlled(res[0][1], full, U_half, half)) * (4.0 / 3.0)
-        if self._Dmax is not None and len(self._Dmax) > 1:
-            top, first = self._Dmax[-1], self._Dmax[0]
+        if self._Drecent and len(self._Drecent[0]) > 1:
+            recent = np.max(self._Drecent, axis=0)
+            top, first = recent[-1], recent[0]
             e *= np.where(first > top, top / np.where(first > 0, first, 1.0), 1.0)
         return float(e.max(initial=0.0))
 
@@ -514,14 +522,14 @@ class Master:
         self._settle()
         self._all("restore", snap["groups"])
         self.t, self.H = snap["t"], snap["H"]
-        (self.scale, self._lo, self._hi, self.obs_scale, self._Dmax, self._rec, self._U,
-         self._obs, self._local_sum) = copy.deepcopy(snap["state"])
+        (self.scale, self._lo, self._hi, self.obs_scale, self._Dmax, self._Drecent, self._rec,
+         self._U, self._obs, self._local_sum) = copy.deepcopy(snap["state"])
         self.grid, self.span, self._event = snap["grid"], snap["span"], snap["event"]
 
     def _state(self):
         """What the step control carries from one interval to the next."""
-        return (self.scale, self._lo, self._hi, self.obs_scale, self._Dmax, self._rec, self._U, self._obs,
-                self._local_sum)
+        return (self.scale, self._lo, self._hi, self.obs_scale, self._Dmax, self._Drecent, self._rec, self._U,
+                self._obs, self._local_sum)
 
     def terminate(self):
         """End the units, and the worker processes with them; also after a failure, and every
