@@ -184,7 +184,7 @@ def test_spacecraft_through_the_master_at_default_settings(gravity):
         for u in cs.units.values():
             u.parameters.update({f"gravity[{i}]": 0.0 for i in (1, 2, 3)})
     t, truth = monolithic.simulate(cs, 20.0, 0.01)
-    res = records.simulate(cs, 20.0, TitopUnits("inprocess"), output_interval=0.01, options=Options(workers=2))
+    res = records.simulate(cs, 20.0, TitopUnits("inprocess"), output_interval=0.01, options=Options())
     e_ang, e_R, e_rest = errors(res.labels, res.values, truth)
     print(f"\n[spacecraft, gravity {gravity}] Euler {e_ang:.2e}, rotation matrix {e_R:.2e}, others {e_rest:.2e}")
     assert e_ang <= 1e-4 and e_R <= 1e-4 and e_rest <= 1e-4
@@ -209,7 +209,7 @@ def test_the_master_warns_when_its_global_estimate_exceeds_the_tolerance(tmp_pat
     text = text.replace('modelica = "../validation/modelica/Spacecraft.mo"\n', "")
     light = tmp_path / "light.toml"
     light.write_text(text)
-    assert main(["simulate", str(light), "--inprocess-units", "--workers", "2", "--stop", "10", "--quiet",
+    assert main(["simulate", str(light), "--inprocess-units", "--stop", "10", "--quiet",
                  "--out", str(tmp_path / "l.csv")]) == 0
     err = capsys.readouterr().err
     assert "warning: the co-simulation error may exceed the tolerance 3e-05" in err, err

@@ -476,12 +476,11 @@ def test_the_two_kinds_of_fmu_compute_the_same_to_the_coupling_tolerance(balloon
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", KIND_DIRS)
 def test_balloon_20s_through_fmus_default_settings(kind, request):
-    """The acceptance run: 20 s through the FMUs of each kind with the default settings (two
-    worker processes), against the committed independent reference, which equals the in-process
+    """The acceptance run: 20 s through the FMUs of each kind with the default settings (one
+    process), against the committed independent reference, which equals the in-process
     monolithic run to 1e-12 (test_validate): <= 1e-5 on all nine columns."""
     from titop_fmu.validate import Series, default_reference_dir, errors, load_reference
-    res, wall = run_master_balloon("fmu", request.getfixturevalue(KIND_DIRS[kind]), stop=20.0, workers=2,
-                                   fmu_kind=kind)
+    res, wall = run_master_balloon("fmu", request.getfixturevalue(KIND_DIRS[kind]), stop=20.0, fmu_kind=kind)
     ref = load_reference(default_reference_dir() / "balloon_pinocchio.csv")
     t, e, att = errors(Series("fmu", res.t, res.values), ref)
     assert len(t) == 2001
@@ -498,7 +497,7 @@ def test_balloon_20s_tight_recipe():
     reference. A loop residual is a wrench one body applies and the other does not: with the
     loop solved to 5e-10 relative (the former default) the balloon's z drifts to 1.85e-8."""
     from titop_fmu.validate import Series, default_reference_dir, errors, load_reference
-    res, wall = run_master_balloon("inprocess", stop=20.0, workers=2, tol=5e-8, h_max=0.01)
+    res, wall = run_master_balloon("inprocess", stop=20.0, tol=5e-8, h_max=0.01)
     ref = load_reference(default_reference_dir() / "balloon_pinocchio.csv")
     t, e, att = errors(Series("inprocess", res.t, res.values), ref)
     report("balloon, in-process units, 20 s, tol 5e-8, dt-max 0.01", error=float(e.max()),
