@@ -78,7 +78,7 @@ def monolithic_reference(name, stop):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind,name,stop", RUNS)
+@pytest.mark.parametrize("kind,name,stop", RUNS, indirect=["kind"])
 def test_assembly_fmu_runs_in_a_strict_fmpy_host(assembly, name, stop):
     """To completion (20 s: the default experiment), near the monolithic run."""
     r = strict_fmpy_run(assembly(name), stop_time=stop)
@@ -97,7 +97,7 @@ def test_block_fmu_runs_in_libcosim_with_no_warning(kind_paths, mid, capfd):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind,name,stop", RUNS)
+@pytest.mark.parametrize("kind,name,stop", RUNS, indirect=["kind"])
 def test_assembly_fmu_runs_in_libcosim_with_no_warning(assembly, name, stop, capfd):
     names, ref = monolithic_reference(name, stop)
     t, y = libcosim_run({"a": assembly(name)}, [], {}, [f"a.{n}" for n in names], stop, 0.01)
