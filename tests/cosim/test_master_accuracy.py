@@ -49,8 +49,9 @@ def test_the_gimbal_spacecraft_through_the_master_is_within_three_times_its_tole
     through the standalone FMUs at the default tolerance 3e-5: measured 2.4e-6 on the
     azimuth's rate, estimate 1.4e-5 (1.0e-5 in 7280 macro steps when the local error was scaled
     by the tableau's columns over the whole run, 12272 steps now; the issue measured 2.5e-4 on
-    its angle, 13 % of its range), and the printed estimate above it (the largest tableau column alone, 4.4e-6, was below: the light
-    gimbal's phase errors, carried on, are beyond the tableau's asymptotic range)."""
+    its angle, 13 % of its range), and the printed estimate above it (the largest tableau
+    column alone, 4.4e-6, was below: the light gimbal's phase errors, carried on, are beyond
+    the tableau's asymptotic range)."""
     labels, err, estimate = master_error(tmp_path, capsys, EXAMPLES / "spacecraft_gimbal.toml", 60.0)
     print(f"\n[master accuracy] gimbal spacecraft, 60 s, tol 3e-5: {dict(zip(labels, err.round(9)))}, "
           f"estimate {estimate:.2g}")

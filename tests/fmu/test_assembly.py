@@ -47,6 +47,11 @@ H = 0.01
 ROOT = Path(__file__).resolve().parents[2]
 
 
+#: a 20 s acceptance run through the default kind only: the pythonfmu kind's outputs equal its
+#: own (test_standalone_outputs_are_the_pythonfmu_assembly_s), and it keeps its shorter runs
+STANDALONE_ONLY = pytest.mark.parametrize("kind", ["standalone"], indirect=True)
+
+
 @pytest.fixture(scope="module")
 def balloon_fmu(exported, kind):
     """``titop-fmu export balloon --out balloon.fmu``, of each kind."""
@@ -146,7 +151,7 @@ def balloon_20_s():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["standalone"], indirect=True)      # the pythonfmu kind: the same outputs (below), shorter runs
+@STANDALONE_ONLY
 def test_matches_the_monolithic_run_over_20_s(balloon_fmu, kind, balloon_20_s, balloon_run):
     """The acceptance run: 20 s at a fixed 0.01 s communication step in FMPy, at the FMU's
     default experiment (its tolerance 1e-12: rtol = atol = 1e-12; the recorded outputs measured
@@ -161,7 +166,7 @@ def test_matches_the_monolithic_run_over_20_s(balloon_fmu, kind, balloon_20_s, b
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["standalone"], indirect=True)      # the pythonfmu kind: the same outputs (below), shorter runs
+@STANDALONE_ONLY
 def test_matches_the_monolithic_run_over_20_s_in_libcosim(balloon_fmu, kind, balloon_20_s, balloon_run, capfd):
     """The same in libcosim (a C++ host, its fixed-step algorithm): values after each step; no
     warning in libcosim's log, which shows the FMU's messages at their status (libcosim passes
@@ -527,7 +532,7 @@ def test_appendage_under_the_balloon_base_in_the_master(appendage_fmu):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["standalone"], indirect=True)      # the pythonfmu kind: the same outputs (below), shorter runs
+@STANDALONE_ONLY
 def test_appendage_under_the_balloon_base_in_the_master_20_s(appendage_fmu):
     """The acceptance run: 20 s, default settings, <= 1e-5 on the nine columns."""
     err, res = master_error(appendage_fmu, 20.0)

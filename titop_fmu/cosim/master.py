@@ -51,8 +51,8 @@ Scheme (``benchmarks/cosim_order.py`` measures the orders):
    inputs included: a light body's fast mode that the coupling inputs do not
    show). Scaled per controlled quantity by the tableau's ratio ``max|D_{k-1}| /
    max|D_1|`` over the last ``RECENT`` intervals (the local errors of two orders in the
-   proportion of their global errors), it is the local error at the level of the printed estimate, one order
-   below the result. It is held to its share ``tol * H / span`` of the tolerance
+   proportion of their global errors), it is the local error at the level of the printed
+   estimate, one order below the result. It is held to its share ``tol * H / span`` of the tolerance
    (error per unit step), never below ``ROUNDING`` (the quantities are scaled to order
    one, and two runs of a step differ by a few ulps however short it is: a share below
    it made a short span's first steps fall to ``h_min``): intervals above ``REJECT`` (1.5) times their share are
