@@ -225,8 +225,9 @@ def test_step_jacobian_solves_follow_its_broyden_updates(dense_up_to, monkeypatc
     """The coupling iteration's solves with ``I - J``, kept through Broyden's updates (dense:
     Sherman-Morrison on the inverse; sparse: a low-rank term by Woodbury's identity, dense
     past MAX_RANK of them) and through the rescaling with the base step, equal a fresh dense
-    solve with ``J = h/h_ref (1/2 (I - M)^-1 P + sum u v^T)``; an ulp's change of the base
-    step keeps the factors."""
+    solve with ``J = h/h_ref (1/2 (I - M)^-1 P + sum u v^T)``: to rounding where the dense
+    inverse is exact, within ``REFINED`` of the solution where it was formed at another step
+    (the preconditioner of refinements); an ulp's change of the base step keeps the factors."""
     from titop_fmu.cosim import step_jacobian
     from titop_fmu.cosim.step_jacobian import StepJacobian
 
@@ -254,11 +255,16 @@ def test_step_jacobian_solves_follow_its_broyden_updates(dense_up_to, monkeypatc
     jac.reset(P, Sens, h=0.01)
     J = J0.copy()
     for k in range(10):
-        h = 0.01 if k < 3 else 0.005
+        h = 0.01 if k < 3 else 0.009
         r = rng.standard_normal(n)
         Jh = J * (h / 0.01)
-        assert np.allclose(jac.correction(h, r), np.linalg.solve(np.eye(n) - Jh, r), rtol=1e-11, atol=1e-12)
+        exact = np.linalg.solve(np.eye(n) - Jh, r)
         sparse = jac._sparse is not None
+        refined = dense_up_to and k >= 3          # the inverse formed at 0.01, before the updates
+        got = jac.correction(h, r)
+        assert np.abs(got - exact).max() <= (step_jacobian.REFINED if refined else 1e-11) * np.abs(exact).max()
+        if refined:
+            assert jac.jac[2] in (0.0, 0.01)      # not formed again
         assert sparse == (dense_up_to == 0 and k <= 6)
         # the norm: sparse, of J without its corrections
         assert jac.norm(h) == pytest.approx(np.abs(J0 * (h / 0.01) if sparse else Jh).sum(axis=1).max())
@@ -273,6 +279,26 @@ def test_step_jacobian_solves_follow_its_broyden_updates(dense_up_to, monkeypatc
         x = dz * w
         J = (Jh + np.outer((dG - Jh @ dz) / (x @ x), x * w)) * (0.01 / h)
         jac.update(dz, dG, w)
+
+
+def test_a_step_jacobian_far_from_its_inverse_s_step_is_inverted_again():
+    """Where the inverse kept from another base step is too poor a preconditioner for its
+    refinements to converge (the step ten times longer, ``|J|`` near one), the inverse is formed
+    again at the new step: the solve is exact, and exact at that step from then on."""
+    from titop_fmu.cosim.step_jacobian import StepJacobian
+
+    rng = np.random.default_rng(7)
+    n = 8
+    P = rng.standard_normal((n, n))
+    P *= 0.18 / np.abs(P).sum(axis=1).max()                # |J| = 0.09 at h = 0.01, 0.9 at 0.1
+    jac = StepJacobian(n)
+    jac.reset(P, type("Sens", (), {"solve": staticmethod(lambda X: X)}), h=0.01)
+    r = rng.standard_normal(n)
+    jac.correction(0.01, r)
+    assert jac.jac[2] == 0.01
+    exact = np.linalg.solve(np.eye(n) - 0.5 * P * 10, r)
+    assert np.allclose(jac.correction(0.1, r), exact, rtol=1e-12, atol=0)
+    assert jac.jac[2] == 0.1
 
 
 @pytest.mark.slow

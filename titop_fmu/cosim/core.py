@@ -53,7 +53,7 @@ class _Run(ctypes.Structure):
                 + [(f, _vp) for f in ("r", "err", "J", "Jinv", "jac", "cin_src", "U", "hist_t", "hist_U", "hist_n",
                                       "ubar")]
                 + [("loop_jacobian", LOOP_JACOBIAN), ("step_jacobian", STEP_JACOBIAN)]
-                + [(f, _vp) for f in ("counters", "fail", "work")])
+                + [(f, _vp) for f in ("counters", "fail", "work", "cin_unknown")])
 
 
 def made(run):
@@ -132,6 +132,9 @@ class Core:
         R.r, R.err, R.ubar, R.counters, R.fail, R.work = (arr(a) for a in (self.r, self.err, self.ubar, self.counters,
                                                                             self.fail, self.work))
         R.cin_src = arr(np.append(st.cin_src, 0), np.intc)
+        unknown = np.zeros(n + 1, np.uint8)
+        unknown[st.unknowns] = 1
+        R.cin_unknown = arr(unknown)
         self._raised = None
         R.loop_jacobian = self._loop_cb = LOOP_JACOBIAN(self._loop_jacobian)
         R.step_jacobian = self._step_cb = STEP_JACOBIAN(self._step_jacobian)

@@ -239,7 +239,8 @@ typedef struct {
     double rtol, atol, refresh_cost;
     int max_iter;
     double *r, *err;                               /* the last residual and its weights (failures) */
-    /* the step Jacobian: J, (I - J)^-1, and jac = {h (0: none yet), inverse valid} */
+    /* the step Jacobian: J, (I - J)^-1, and jac = {h (0: none yet), inverse formed, the step it is
+     * exact at (0: none)} */
     double *J, *Jinv, *jac;
     /* the run */
     const int *cin_src;
@@ -249,6 +250,7 @@ typedef struct {
     double *counters;                              /* base steps, coupling iterations, loop solves, Newton iterations */
     double *fail;                                  /* what failed, see titop_run_steps */
     double *work;                                  /* scratch: 14 n_cin + 8 n_u + n_cin^2 (the WORK_ offsets) */
+    const unsigned char *cin_unknown;              /* per coupling input: one of the loop's unknowns */
 } titop_run;
 
 /* where each part of the run's scratch starts (n = n_cin, u = n_u): the base step's eight vectors,
@@ -268,6 +270,8 @@ enum { F_SET_STATE, F_SET_REAL, F_DO_STEP, F_GET_STATE, F_FREE_STATE };
 
 #define NOISE 1e-12
 #define MAX_ITERATIONS 10
+#define MAX_REFINE 8            /* refinements of a correction with an inexact inverse (StepJacobian) */
+#define REFINED 1e-6            /* ... until the last changed it by this, relative */
 
 static double dmax(double a, double b) { return a > b ? a : b; }
 
@@ -310,9 +314,26 @@ static int propagate(titop_run *R, const double *z, int full, double *r)
     return RUN_OK;
 }
 
-static void matvec(int n, const double *A, const double *x, double *y)     /* y = A x, A n x n row-major */
+/* y = A x, A n x n row-major; four rows at a time (four independent sums, each in the order of j:
+ * the same bits as one row at a time, without waiting on each addition) */
+static void matvec(int n, const double *A, const double *x, double *y)
 {
-    for (int i = 0; i < n; i++) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const double *a0 = A + (long)i * n, *a1 = a0 + n, *a2 = a1 + n, *a3 = a2 + n;
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        for (int j = 0; j < n; j++) {
+            s0 += a0[j] * x[j];
+            s1 += a1[j] * x[j];
+            s2 += a2[j] * x[j];
+            s3 += a3[j] * x[j];
+        }
+        y[i] = s0;
+        y[i + 1] = s1;
+        y[i + 2] = s2;
+        y[i + 3] = s3;
+    }
+    for (; i < n; i++) {
         double s = 0.0;
         for (int j = 0; j < n; j++)
             s += A[(long)i * n + j] * x[j];
@@ -456,8 +477,7 @@ static void jac_at(titop_run *R, double h)
         double c = h / R->jac[0];
         for (long i = 0; i < (long)n * n; i++)
             R->J[i] *= c;
-        R->jac[1] = 0.0;
-        R->jac[0] = h;
+        R->jac[0] = h;                                  /* the inverse stays, at its own step */
     }
 }
 
@@ -513,15 +533,40 @@ static int jac_invert(titop_run *R)
         }
     }
     R->jac[1] = 1.0;
+    R->jac[2] = R->jac[0];
     return 1;
 }
 
+/* (I - J)^-1 r: with the inverse where it is exact (formed at this step, the updates since made
+ * at it), else refined with it, an inverse at a nearby step, as the preconditioner; formed again
+ * where that does not converge (step_jacobian.StepJacobian.correction) */
 static int jac_correction(titop_run *R, double h, const double *r, double *corr)
 {
+    int n = R->n_cin;
+    double *res = WORK_UPDATE(R), *d = res + n;
     jac_at(R, h);
     if (R->jac[1] == 0.0 && !jac_invert(R))
         return RUN_SINGULAR;
-    matvec(R->n_cin, R->Jinv, r, corr);
+    matvec(n, R->Jinv, r, corr);
+    if (R->jac[2] == R->jac[0])
+        return RUN_OK;
+    for (int it = 0; it < MAX_REFINE; it++) {
+        matvec(n, R->J, corr, res);
+        for (int i = 0; i < n; i++)
+            res[i] += r[i] - corr[i];
+        matvec(n, R->Jinv, res, d);
+        double dmax_ = 0.0, cmax = 0.0;
+        for (int i = 0; i < n; i++) {
+            corr[i] += d[i];
+            dmax_ = dmax(dmax_, fabs(d[i]));
+            cmax = dmax(cmax, fabs(corr[i]));
+        }
+        if (dmax_ <= REFINED * cmax)
+            return RUN_OK;
+    }
+    if (!jac_invert(R))
+        return RUN_SINGULAR;
+    matvec(n, R->Jinv, r, corr);
     return RUN_OK;
 }
 
@@ -555,6 +600,8 @@ static void jac_update(titop_run *R, const double *dz, const double *dG, const d
             for (int i = 0; i < n; i++)
                 for (int j = 0; j < n; j++)
                     R->Jinv[(long)i * n + j] += Au[i] * vA[j] / den;
+            if (R->jac[2] != R->jac[0])
+                R->jac[2] = 0.0;                        /* an update at another step: inexact at any */
         } else {
             R->jac[1] = 0.0;
         }
@@ -697,12 +744,8 @@ static int base_step(titop_run *R, double t, double h, double tol, const double 
         if ((s = jac_correction(R, h, r, corr)))
             goto done;
         e = 0.0;                      /* the predicted change, and at least the held inputs' own (run.py) */
-        for (int i = 0; i < n; i++) {
-            int unknown = 0;          /* not on the loop unknowns: their residual is the loop solver's noise */
-            for (int j = 0; j < R->n_u && !unknown; j++)
-                unknown = R->unknowns[j] == i;
-            e = dmax(e, dmax(fabs(corr[i] - r[i]), unknown ? 0.0 : 0.5 * fabs(r[i])) * w[i]);
-        }
+        for (int i = 0; i < n; i++)   /* not on the loop unknowns: their residual is the loop solver's noise */
+            e = dmax(e, dmax(fabs(corr[i] - r[i]), R->cin_unknown[i] ? 0.0 : 0.5 * fabs(r[i])) * w[i]);
         if (k) {                                              /* the last correction's effect against its prediction */
             double trust = dGmax / dmax(e_prev, 10 * loop_tol + 1e3 * NOISE);
             if (trust > 1.0)

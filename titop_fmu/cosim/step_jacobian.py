@@ -8,9 +8,14 @@ solves ``(I - J) corr = r`` at every iteration and needs ``J x`` and ``|J|``.
 Two representations, by size:
 
 * **dense** (up to :data:`DENSE_UP_TO` coupling inputs): ``J`` and ``(I - J)^-1``,
-  the inverse formed once per ``P`` or ``h`` and kept through the Broyden updates by
+  the inverse formed once per ``P`` and kept through the Broyden updates by
   Sherman-Morrison, O(n^2) per iteration. Small systems take hundreds of updates
-  between two measurements of ``P``: a dense inverse is the cheapest there.
+  between two measurements of ``P``: a dense inverse is the cheapest there. When the
+  base step changes (the macro step does at nearly every interval), the inverse at the
+  step before is the preconditioner of a few refinements, O(n^2) each, of the solve
+  with ``J`` at the new step (:data:`MAX_REFINE`, to :data:`REFINED`), and is formed
+  again, O(n^3), only where they do not converge: formed at every change of the step,
+  the inverse took 65 % of a 30 s run of ``examples/spacecraft_gimbal.toml``.
 * **sparse** (larger): ``M`` and ``P`` are block-sparse (same-unit pairs), so
   ``I - J = (I - M)^-1 B`` with ``B = (I - M) - c/2 P`` sparse with the
   connections' structure; one sparse LU of ``B`` per ``P`` or ``h`` (O(N) on a
@@ -30,19 +35,24 @@ from .loop import DENSE_UP_TO, splu
 
 #: Broyden corrections kept as a low-rank term (then dense until the next P)
 MAX_RANK = 64
+#: refinements of a dense solve with an inverse formed at another base step, at most ...
+MAX_REFINE = 8
+#: ... until the last changed the solution by this, relative to it (else the inverse is formed again)
+REFINED = 1e-6
 
 
 class StepJacobian:
     """``dG/dz`` from measured step sensitivities (see the module docstring), of ``n`` coupling
     inputs. Dense, it is kept in place (the base steps in C, :mod:`.core`, use these arrays):
-    ``J``, ``Jinv = (I - J)^-1`` and ``jac = [h, Jinv formed]``, ``h`` the base step ``J`` is at
-    (0: none yet)."""
+    ``J``, ``Jinv`` and ``jac = [h, Jinv formed, h_exact]``, ``h`` the base step ``J`` is at
+    (0: none yet), ``Jinv = (I - J)^-1`` exactly where ``h == h_exact`` (formed at that step,
+    the Broyden updates since made at it), a preconditioner otherwise."""
 
     def __init__(self, n: int, dense_up_to: int | None = None):
         dense_up_to = DENSE_UP_TO if dense_up_to is None else dense_up_to
         self.dense = n <= dense_up_to
         m = n if self.dense else 0
-        self.J, self.Jinv, self.jac = np.zeros((m, m)), np.zeros((m, m)), np.zeros(2)
+        self.J, self.Jinv, self.jac = np.zeros((m, m)), np.zeros((m, m)), np.zeros(3)
         self._sparse = None             # sparse: _LowRank
 
     @property
@@ -60,16 +70,16 @@ class StepJacobian:
             self.J[:] = 0.5 * sens.solve(P)
         else:
             self._sparse = _LowRank.measured(P, sens)
-        self.jac[:] = h, 0.0
+        self.jac[:] = h, 0.0, 0.0
 
     def _at(self, h):
-        """Rescale to the base step ``h``; a step that differs from the last one only by the
-        rounding of ``t + H k/n`` (an ulp) keeps ``J`` and its factors."""
+        """Rescale to the base step ``h`` (dense: the inverse stays, at its own step); a step
+        that differs from the last one only by the rounding of ``t + H k/n`` (an ulp) keeps
+        ``J`` and its factors."""
         h0 = self.jac[0]
         if abs(h - h0) > 1e-12 * h0:
             if self.dense:
                 self.J *= h / h0
-                self.jac[1] = 0.0
             else:
                 self._sparse.rescale(h / h0)
             self.jac[0] = h
@@ -84,12 +94,24 @@ class StepJacobian:
     def correction(self, h, r):
         """``(I - J)^-1 r`` with ``J`` at the base step ``h``."""
         self._at(h)
-        if self.dense:
-            if not self.jac[1]:
-                self.Jinv[:] = np.linalg.inv(np.eye(len(self.J)) - self.J)
-                self.jac[1] = 1.0
-            return self.Jinv @ r
-        return self._sparse.solve(r)
+        if not self.dense:
+            return self._sparse.solve(r)
+        if not self.jac[1]:
+            self._invert()
+        x = self.Jinv @ r
+        if self.jac[2] == self.jac[0]:
+            return x
+        for _ in range(MAX_REFINE):
+            d = self.Jinv @ (r - x + self.J @ x)
+            x += d
+            if np.abs(d).max() <= REFINED * np.abs(x).max():
+                return x
+        self._invert()
+        return self.Jinv @ r
+
+    def _invert(self):
+        self.Jinv[:] = np.linalg.inv(np.eye(len(self.J)) - self.J)
+        self.jac[1:] = 1.0, self.jac[0]
 
     def update(self, dz, dG, w):
         """Broyden's update along ``dz`` (``G`` changed by ``dG``) in the inputs scaled by
@@ -117,6 +139,8 @@ class StepJacobian:
             den = 1.0 - float(v @ Au)
             if abs(den) > 1e-8:
                 inv += np.outer(Au, vA) / den
+                if self.jac[2] != self.jac[0]:
+                    self.jac[2] = 0.0                   # an update at another step: inexact at any
             else:
                 self.jac[1] = 0.0
 
