@@ -48,13 +48,17 @@ def module_name(path: Path) -> str:
 
 def imports(path: Path) -> set:
     """The titop_fmu modules ``path`` imports, anywhere in it (lazy imports too), with the
-    packages whose ``__init__`` such an import runs."""
+    packages whose ``__init__`` such an import runs; a package's names imported when first used
+    (its ``_EXPORTS``, name -> module) count as its imports."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
+        elif (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["_EXPORTS"]
+              and isinstance(node.value, ast.Dict)):
+            targets = [f"{package}.{v.value}" for v in node.value.values]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -168,3 +172,16 @@ def test_the_checks_catch_a_bad_import(source, target, caught_by, monkeypatch):
         except AssertionError:
             failed.add(check.__name__)
     assert failed == caught_by
+
+
+def test_a_pythonfmu_fmu_loads_no_master():
+    """A pythonfmu FMU's slave imports the blocks and the names it needs, not the co-simulation
+    master (a package's names are imported when first used): its import, in every process that
+    loads such an FMU, took 0.31 to 0.45 s with the master, 0.24 to 0.26 s without (``python -X
+    importtime``, five runs each)."""
+    import subprocess
+    import sys
+    code = "import sys, titop_fmu.fmu.slave; print(sorted(m for m in sys.modules if m.startswith('titop_fmu.cosim')))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = eval(r.stdout)
+    assert "titop_fmu.cosim.names" in loaded and "titop_fmu.cosim.master" not in loaded, loaded

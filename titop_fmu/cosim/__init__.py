@@ -21,14 +21,26 @@ Nothing here knows TITOP: the units come from a :class:`~.protocol.UnitFactory`
 * :mod:`.engine` -- :func:`build` and :func:`simulate`.
 """
 
-from .engine import FileUnits, build, simulate
-from .function_unit import FunctionSpec
-from .graph import CoSystem
-from .loop import LoopError
-from .master import Master, Result
-from .options import Options, Stats
-from .protocol import Unit, UnitFactory, UnitType, Variable
-from .structure import analyse
+import importlib
 
-__all__ = ["CoSystem", "FileUnits", "FunctionSpec", "LoopError", "Master", "Options", "Result", "Stats", "Unit",
-           "UnitFactory", "UnitType", "Variable", "analyse", "build", "simulate"]
+#: the package's names and their modules, imported when first used (PEP 562): a module that
+#: needs one submodule (the FMUs need :mod:`.names`) does not import the whole master
+_EXPORTS = {"FileUnits": "engine", "build": "engine", "simulate": "engine", "FunctionSpec": "function_unit",
+            "CoSystem": "graph", "LoopError": "loop", "Master": "master", "Result": "master",
+            "Options": "options", "Stats": "options", "Unit": "protocol", "UnitFactory": "protocol",
+            "UnitType": "protocol", "Variable": "protocol", "analyse": "structure"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
