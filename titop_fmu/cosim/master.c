@@ -270,6 +270,7 @@ enum { F_SET_STATE, F_SET_REAL, F_DO_STEP, F_GET_STATE, F_FREE_STATE };
 
 #define NOISE 1e-12
 #define MAX_ITERATIONS 10
+#define SLOW 0.3                /* run.SLOW: an iteration this slow measures the step Jacobian again */
 #define MAX_REFINE 8            /* refinements of a correction with an inexact inverse (StepJacobian) */
 #define REFINED 1e-6            /* ... until the last changed it by this, relative */
 
@@ -753,7 +754,7 @@ static int base_step(titop_run *R, double t, double h, double tol, const double 
         }
         if (e <= tol || (k >= 2 && e <= 100 * NOISE && e > 0.3 * e_prev))
             break;
-        int slow = have_prev && e > 0.05 * e_prev && e > 1e3 * NOISE;
+        int slow = have_prev && e > SLOW * e_prev && e > 1e3 * NOISE;
         if (k == MAX_ITERATIONS || (slow && refreshed && e > 0.5 * e_prev)) {
             R->fail[0] = t;
             R->fail[1] = h;

@@ -17,6 +17,9 @@ from .structure import Structure
 NOISE = 1e-12
 #: coupling iterations of a base step before it is declared stalled
 MAX_ITERATIONS = 10
+#: an iteration that leaves more than this part of the last one's predicted change is slow: the
+#: step Jacobian is measured again (once per base step)
+SLOW = 0.3
 
 
 class Run:
@@ -175,7 +178,7 @@ class Run:
                     e *= max(1.0, float((np.abs(dG) * w).max()) / max(e_prev, 10 * loop_tol + 1e3 * NOISE))
                 if e <= tol or (k >= 2 and e <= 100 * NOISE and e > 0.3 * e_prev):
                     break
-                slow = e_prev is not None and e > 0.05 * e_prev and e > 1e3 * NOISE
+                slow = e_prev is not None and e > SLOW * e_prev and e > 1e3 * NOISE
                 if k == MAX_ITERATIONS or (slow and refreshed and e > 0.5 * e_prev):
                     raise NoConvergence(
                         f"the coupling iteration did not converge at t={t:.9g} s, step {h:.3g} s: predicted "
