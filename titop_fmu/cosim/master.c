@@ -272,7 +272,7 @@ enum { F_SET_STATE, F_SET_REAL, F_DO_STEP, F_GET_STATE, F_FREE_STATE };
 #define MAX_ITERATIONS 10
 #define SLOW 0.3                /* run.SLOW: an iteration this slow measures the step Jacobian again */
 #define MAX_REFINE 8            /* refinements of a correction with an inexact inverse (StepJacobian) */
-#define REFINED 1e-6            /* ... until the last changed it by this, relative */
+#define REFINED 1e-2            /* ... until the last changed it by this, relative */
 
 static double dmax(double a, double b) { return a > b ? a : b; }
 
