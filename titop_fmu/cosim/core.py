@@ -143,6 +143,7 @@ class Core:
 
     def use(self, jac):
         """The step Jacobian ``jac`` (a :class:`~.step_jacobian.StepJacobian`, dense) from now on."""
+        assert jac.J.flags.f_contiguous and jac.Jinv.flags.f_contiguous, "the C reads J and Jinv by columns"
         self.R.J, self.R.Jinv, self.R.jac = jac.J.ctypes.data, jac.Jinv.ctypes.data, jac.jac.ctypes.data
 
     @staticmethod

@@ -239,8 +239,9 @@ typedef struct {
     double rtol, atol, refresh_cost;
     int max_iter;
     double *r, *err;                               /* the last residual and its weights (failures) */
-    /* the step Jacobian: J, (I - J)^-1, and jac = {h (0: none yet), inverse formed, the step it is
-     * exact at (0: none)} */
+    /* the step Jacobian: J, (I - J)^-1, both n_cin x n_cin by columns (Fortran order: the products
+     * with them are sums of columns, SIMD-friendly), and jac = {h (0: none yet), inverse formed,
+     * the step it is exact at (0: none)} */
     double *J, *Jinv, *jac;
     /* the run */
     const int *cin_src;
@@ -342,13 +343,16 @@ static void matvec(int n, const double *A, const double *x, double *y)
     }
 }
 
-static void vecmat(int n, const double *x, const double *A, double *y)     /* y = x^T A */
+/* y = x^T A, A n x n row-major: a sum of rows (vectorized at -O3), each y_j summed in the order of i */
+static void vecmat(int n, const double *restrict x, const double *restrict A, double *restrict y)
 {
     for (int j = 0; j < n; j++)
         y[j] = 0.0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        const double xi = x[i], *a = A + (long)i * n;
         for (int j = 0; j < n; j++)
-            y[j] += x[i] * A[(long)i * n + j];
+            y[j] += xi * a[j];
+    }
 }
 
 static int loop_fail(titop_run *R, const double *r, const double *err, int it, int why)
@@ -490,13 +494,14 @@ static double jac_norm(titop_run *R, double h)
     for (int i = 0; i < n; i++) {
         double s = 0.0;
         for (int j = 0; j < n; j++)
-            s += fabs(R->J[(long)i * n + j]);
+            s += fabs(R->J[(long)j * n + i]);
         best = dmax(best, s);
     }
     return best;
 }
 
-/* Jinv = (I - J)^-1 by Gauss-Jordan with partial pivoting; 0 if singular */
+/* Jinv = (I - J)^-1 by Gauss-Jordan with partial pivoting; 0 if singular. Both are stored by
+ * columns: read by rows, the arrays are J^T and (I - J^T)^-1, which this inverts */
 static int jac_invert(titop_run *R)
 {
     int n = R->n_cin;
@@ -548,14 +553,14 @@ static int jac_correction(titop_run *R, double h, const double *r, double *corr)
     jac_at(R, h);
     if (R->jac[1] == 0.0 && !jac_invert(R))
         return RUN_SINGULAR;
-    matvec(n, R->Jinv, r, corr);
+    vecmat(n, r, R->Jinv, corr);
     if (R->jac[2] == R->jac[0])
         return RUN_OK;
     for (int it = 0; it < MAX_REFINE; it++) {
-        matvec(n, R->J, corr, res);
+        vecmat(n, corr, R->J, res);
         for (int i = 0; i < n; i++)
             res[i] += r[i] - corr[i];
-        matvec(n, R->Jinv, res, d);
+        vecmat(n, res, R->Jinv, d);
         double dmax_ = 0.0, cmax = 0.0;
         for (int i = 0; i < n; i++) {
             corr[i] += d[i];
@@ -567,7 +572,7 @@ static int jac_correction(titop_run *R, double h, const double *r, double *corr)
     }
     if (!jac_invert(R))
         return RUN_SINGULAR;
-    matvec(n, R->Jinv, r, corr);
+    vecmat(n, r, R->Jinv, corr);
     return RUN_OK;
 }
 
@@ -585,22 +590,22 @@ static void jac_update(titop_run *R, const double *dz, const double *dG, const d
     }
     if (n2 <= 0.0)
         return;
-    matvec(n, R->J, dz, u);
+    vecmat(n, dz, R->J, u);
     for (int i = 0; i < n; i++)
         u[i] = (dG[i] - u[i]) / n2;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++)
-            R->J[(long)i * n + j] += u[i] * v[j];
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++)
+            R->J[(long)j * n + i] += u[i] * v[j];
     if (R->jac[1] != 0.0) {
-        matvec(n, R->Jinv, u, Au);
-        vecmat(n, v, R->Jinv, vA);
+        vecmat(n, u, R->Jinv, Au);
+        matvec(n, R->Jinv, v, vA);
         double den = 1.0;
         for (int i = 0; i < n; i++)
             den -= v[i] * Au[i];
         if (fabs(den) > 1e-8) {
-            for (int i = 0; i < n; i++)
-                for (int j = 0; j < n; j++)
-                    R->Jinv[(long)i * n + j] += Au[i] * vA[j] / den;
+            for (int j = 0; j < n; j++)
+                for (int i = 0; i < n; i++)
+                    R->Jinv[(long)j * n + i] += Au[i] * vA[j] / den;
             if (R->jac[2] != R->jac[0])
                 R->jac[2] = 0.0;                        /* an update at another step: inexact at any */
         } else {

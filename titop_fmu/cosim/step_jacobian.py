@@ -46,7 +46,8 @@ REFINED = 1e-2
 class StepJacobian:
     """``dG/dz`` from measured step sensitivities (see the module docstring), of ``n`` coupling
     inputs. Dense, it is kept in place (the base steps in C, :mod:`.core`, use these arrays):
-    ``J``, ``Jinv`` and ``jac = [h, Jinv formed, h_exact]``, ``h`` the base step ``J`` is at
+    ``J`` and ``Jinv``, in Fortran order (by columns: the C's products with them are sums of
+    columns), and ``jac = [h, Jinv formed, h_exact]``, ``h`` the base step ``J`` is at
     (0: none yet), ``Jinv = (I - J)^-1`` exactly where ``h == h_exact`` (formed at that step,
     the Broyden updates since made at it), a preconditioner otherwise."""
 
@@ -54,7 +55,7 @@ class StepJacobian:
         dense_up_to = DENSE_UP_TO if dense_up_to is None else dense_up_to
         self.dense = n <= dense_up_to
         m = n if self.dense else 0
-        self.J, self.Jinv, self.jac = np.zeros((m, m)), np.zeros((m, m)), np.zeros(3)
+        self.J, self.Jinv, self.jac = np.zeros((m, m), order="F"), np.zeros((m, m), order="F"), np.zeros(3)
         self._sparse = None             # sparse: _LowRank
 
     @property
@@ -128,7 +129,8 @@ class StepJacobian:
             if self._sparse.add(u, v):
                 return
             # too many corrections: dense until the next P
-            self.dense, self.J, self.Jinv = True, self._sparse.dense(), np.zeros((len(dz), len(dz)))
+            self.dense, self.J = True, np.asfortranarray(self._sparse.dense())
+            self.Jinv = np.zeros((len(dz), len(dz)), order="F")
             self._sparse = None
             self.jac[1] = 0.0
             self.J += np.outer(u, v)
@@ -155,7 +157,7 @@ class StepJacobian:
     def restore(self, snap):
         jac, dense, J, Jinv, sparse = snap
         if dense != self.dense or J.shape != self.J.shape:      # dense for a while after too many corrections
-            self.J, self.Jinv = np.zeros_like(J), np.zeros_like(J)
+            self.J, self.Jinv = np.zeros(J.shape, order="F"), np.zeros(J.shape, order="F")
         self.dense = dense
         np.copyto(self.J, J)
         if Jinv is not None:
