@@ -95,17 +95,27 @@ def fmu_paths(fmu_dir):
 @pytest.fixture(scope="session")
 def exported(tmp_path_factory):
     """``export(system, kind, name)``: ``titop-fmu export SYSTEM --out NAME.fmu --fmu-kind KIND``,
-    once per system and kind in the session (the assembly FMUs of test_assembly.py and
-    test_strict_hosts.py)."""
+    once per system and kind in the test run (the assembly FMUs of test_assembly.py and
+    test_strict_hosts.py): the workers of ``-n`` share them, one exports, the others wait (each
+    exported its own: the same assembly FMUs built on both cores)."""
+    import hashlib
+
+    from session_cache import locked, shared_folder
     from titop_fmu.cli import main
-    made = {}
+    folder = shared_folder(tmp_path_factory, "exported")
 
     def export(system, kind, name):
-        if (system, kind) not in made:
-            out = tmp_path_factory.mktemp(f"{name}_{kind}") / f"{name}.fmu"
-            assert main(["export", system, "--out", str(out), "--fmu-kind", kind]) == 0
-            made[(system, kind)] = out
-        return made[(system, kind)]
+        key = hashlib.sha256(f"{system}\0{kind}\0{name}".encode()).hexdigest()[:12]
+        out = folder / f"{name}_{kind}_{key}" / f"{name}.fmu"
+        with locked(folder / f"{key}.lock"):
+            if not out.is_file():
+                part = out.parent.with_name(out.parent.name + ".part")
+                shutil.rmtree(part, ignore_errors=True)
+                part.mkdir()
+                assert main(["export", system, "--out", str(part / out.name), "--fmu-kind", kind]) == 0
+                shutil.rmtree(out.parent, ignore_errors=True)
+                os.replace(part, out.parent)
+        return out
     return export
 
 
