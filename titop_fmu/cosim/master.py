@@ -40,8 +40,8 @@ Scheme (``benchmarks/cosim_order.py`` measures the orders):
    ``|D_{k-1}|`` so far plus the accepted intervals' local errors at that level (below)
    summed: the sum bounds the next-lower order's error where the errors made do not
    grow (a lightly damped mode carries its phase errors on; there the tableau is out of
-   its asymptotic range: the gimbal of ``examples/spacecraft_gimbal.toml``, 1.0e-5 off
-   with the top column 4.4e-6), the top column where they grow and the tableau
+   its asymptotic range: the gimbal of ``examples/spacecraft_gimbal.toml``, 2.4e-6 off
+   with the top column 2.0e-6), the top column where they grow and the tableau
    converges. A global estimate carries the errors made earlier, as the system
    propagates them, and cannot steer the step: the step control measures the local
    error instead.
