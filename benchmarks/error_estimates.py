@@ -95,6 +95,9 @@ def main(argv=None):
     ap.add_argument("--tol", type=float, help="the master's tolerance (default: its default)")
     ap.add_argument("--workers", type=int, help="the master's worker processes (default: its default)")
     args = ap.parse_args(argv)
+    for name in args.systems:                       # every name checked before the first run
+        if name not in FILES and not re.fullmatch(r"chain\d+:\d+(\.\d*)?", name):
+            sys.exit(f"unknown system {name!r}: balloon, spacecraft, hover, gimbal or chainN:T (e.g. chain8:5)")
     options = ([] if args.tol is None else ["--tol", str(args.tol)]) + \
         ([] if args.workers is None else ["--workers", str(args.workers)])
     print("| system | simulated | largest error (where) | estimate | estimate / error | macro steps | master wall |")
@@ -104,12 +107,10 @@ def main(argv=None):
             n, stop = name[len("chain"):].split(":")
             labels, err, estimate, steps, wall = chain(int(n), float(stop), args.tol, args.workers)
             what, stop = f"a chain of {n}", float(stop)
-        elif name in FILES:
+        else:
             system, stop = FILES[name]
             labels, err, estimate, steps, wall = file_system(system, stop, options)
             what = name if name == "balloon" else f"`{Path(system).relative_to(ROOT)}`"
-        else:
-            sys.exit(f"unknown system {name!r}: balloon, spacecraft, hover, gimbal or chainN:T")
         k = int(np.argmax(err))
         ratio = estimate / err[k] if err[k] > 0 else float("inf")
         print(f"| {what} | {stop:g} s | {err[k]:.2g} (`{labels[k]}`) | {estimate:.2g} | {ratio:.2g} | {steps} | "
