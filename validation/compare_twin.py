@@ -162,8 +162,9 @@ def column_errors(a, b, angles):
     return absolute, absolute / np.maximum(1.0, np.abs(b).max(axis=0))
 
 
-def compare_system_file(path, model_file=None, stop=None, msl=None):
-    """Run both; ``{"names", "t", "titop", "modelica", "absolute", "scaled", "info"}``."""
+def compare_system_file(path, model_file=None, stop=None, msl=None, rtol=modelica.RTOL):
+    """Run both (the Modelica run at ``rtol = atol = rtol``); ``{"names", "t", "titop", "modelica",
+    "absolute", "scaled", "info"}``."""
     path = Path(path)
     sf = systemfile.read(path)
     model_file = model_file or sf.twin
@@ -172,7 +173,7 @@ def compare_system_file(path, model_file=None, stop=None, msl=None):
     records = Records(sf.system).labels
     stop = float(sf.simulation.get("stop", 10.0)) if stop is None else stop
     names = [modelica_name(r) for r in records]
-    mo = modelica.simulate(model_file, names, stop, DT, msl=msl)
+    mo = modelica.simulate(model_file, names, stop, DT, msl=msl, rtol=rtol, atol=rtol)
     t, Y = monolithic.simulate(sf.system, stop, DT)
     if not np.allclose(t, mo.t, rtol=0, atol=1e-9):
         raise ValueError("the two runs are not on the same grid")
