@@ -24,9 +24,11 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import re
 import sysconfig
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 from xml.dom.minidom import parseString
 from xml.etree.ElementTree import tostring
 
@@ -206,11 +208,35 @@ def validate(path):
     except ImportError:
         names = False
     try:
-        read_model_description(str(path), validate=True, validate_variable_names=names,
-                               validate_model_structure=True)
+        md = read_model_description(str(path), validate=True, validate_variable_names=False,
+                                    validate_model_structure=True)
+        problems = _name_problems(md) if names else []
     except ValidationError as e:
-        raise FmuBuildError(f"the FMU would be invalid, nothing written: {'; '.join(e.problems[:3])}"
-                            + (f" (and {len(e.problems) - 3} more)" if len(e.problems) > 3 else "")) from None
+        problems = e.problems
+    if problems:
+        raise FmuBuildError(f"the FMU would be invalid, nothing written: {'; '.join(problems[:3])}"
+                            + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""))
+
+
+#: an array subscript of a structured variable name (``[3]``, ``[1,2]``): whether the name is well
+#: formed does not depend on its unsigned integers
+_SUBSCRIPT = re.compile(r"\[[0-9]+(?:,[0-9]+)*\]")
+
+
+def _name_problems(md) -> list:
+    """FMPy's check of the variable names against the grammar of structured names, on one name
+    of each shape (the name with its array subscripts as ``[0]``): FMPy parses each name with
+    lark's Earley parser, 17 ms a name, 53 s of the 68 s export of a beam of 3131 variables."""
+    try:
+        from fmpy.validation import _validate_variable_names
+    except ImportError:                         # an FMPy without it: its check of every name
+        from fmpy.validation import validate_model_description
+        return validate_model_description(md, validate_variable_names=True)
+    shapes = {}
+    for v in md.modelVariables:
+        shapes.setdefault(_SUBSCRIPT.sub("[0]", v.name), v)
+    return _validate_variable_names(SimpleNamespace(variableNamingConvention=md.variableNamingConvention,
+                                                    modelVariables=list(shapes.values())))
 
 
 def package_fmu(out: Path, model_id: str, slave_source: str, description, shim: Path, common: dict,
