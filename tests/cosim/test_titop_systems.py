@@ -732,6 +732,40 @@ def test_an_fmu_failing_in_a_loop_plan_in_c_is_an_error_quoting_its_log(standalo
         u.terminate()
 
 
+def test_the_loop_jacobian_in_c_is_the_python_s(standalone_dir):
+    """Where the base steps in C measure the feedthrough ``M``'s columns of the loop unknowns
+    (one vendor call per unit) and form ``H = J^-1`` from it, at the units' states after 0.5 s of
+    the balloon: ``M`` is the Python's bit for bit, ``H`` the Python's to rounding (measured 5e-15
+    relative), and the Python reads the C's ``M``; with a unit that has no vendor function for
+    its derivatives, the Python measures them (called back from C)."""
+    from titop_fmu.cosim import build, clib, core
+    from titop_fmu.cosim.numerics import single_threaded_blas
+    if clib.library() is None:
+        pytest.skip("no C compiler for the master's C library")
+    m = build(balloon.system(), TitopUnits("fmu", standalone_dir, fmu_kind="standalone"), balloon.options(workers=0))
+    try:
+        m.simulate(0.5, 0.01)
+        run = m.steppers[0].runs[2]
+        sens, solver = run.sens, run.solver
+        assert run.core.R.n_refresh == 4
+        before = sens.refreshes
+        with single_threaded_blas():
+            assert clib.function("titop_run_loop_jacobian")(run.core._ref, 1) == core.OK
+            H_c, M_c = sens.H.copy(), sens.M
+            run.core.flush()
+            assert sens.refreshes == before + 1 and sens.H_state[0] == 1.0
+            M_python = solver.local_jacobian(solver.unknowns)
+            sens.set_M(M_python)
+            sens.form_H()
+        assert np.array_equal(M_c, M_python) and np.abs(M_python).max() > 0.1
+        assert np.abs(sens.H - H_c).max() <= 1e-13 * np.abs(sens.H).max()
+        u = run.units[1]
+        u._vendor.pop("DirectionalDerivatives")
+        assert core._refresh_plan(run, lambda a, dtype=None: 0) == []
+    finally:
+        m.terminate()
+
+
 def test_cli_runs_the_master_with_the_balloon_options(tmp_path):
     """The command line's master run of the balloon is the library's, with the same options
     (the attitude included: component-wise Euler angles differ by 1e-9 here)."""

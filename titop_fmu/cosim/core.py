@@ -2,9 +2,11 @@
 solves and its step Jacobian, for a run whose units are all FMUs (their binaries called from C,
 as the loop plans do, :mod:`.plan`) and whose coupling inputs are few enough for dense algebra
 (:data:`~.loop.DENSE_UP_TO`). What :meth:`~.run.Run.base_step` does in Python, over the same
-arrays (the run's, its loop solver's, its Jacobians'), which the Python keeps in place; the
-measurements of the feedthrough ``M`` and of the step sensitivities ``P``, rare, stay in
-Python, called back from C. Other runs, and every run where there is no C compiler, take their
+arrays (the run's, its loop solver's, its Jacobians'), which the Python keeps in place. The
+feedthrough ``M``'s columns of the loop unknowns are measured in C too, and the loops' Jacobian
+formed from it, where every unit gives them by its vendor function (:func:`_refresh_plan`); the
+first ``M``, the others' columns and the step sensitivities ``P``, rarer, stay in Python,
+called back from C. Other runs, and every run where there is no C compiler, take their
 base steps in Python. The results are those of the Python to rounding: the sums are taken in
 another order.
 """
@@ -29,7 +31,8 @@ OK, STALLED, LOOP, FMI, CALLBACK, SINGULAR = range(6)
 LOOP_FAILURES = {1: "the residual is not finite", 2: "the loop Jacobian is singular",
                  3: "the loop Jacobian is numerically singular (no solution, or not a unique one)",
                  4: "Newton did not converge"}
-FMI_FUNCTIONS = ("fmi2SetFMUstate", "fmi2SetReal", "fmi2DoStep", "fmi2GetFMUstate", "fmi2FreeFMUstate")
+FMI_FUNCTIONS = ("fmi2SetFMUstate", "fmi2SetReal", "fmi2DoStep", "fmi2GetFMUstate", "fmi2FreeFMUstate",
+                 "titopGetDirectionalDerivatives")
 
 
 class NoConvergence(SolverError):
@@ -39,6 +42,11 @@ class NoConvergence(SolverError):
 class _Plan(ctypes.Structure):
     _fields_ = [("n_ops", _int), ("op", _vp), ("component", _vp), ("set_real", _vp), ("get_real", _vp), ("vr", _vp),
                 ("idx", _vp), ("z", _vp), ("buf", _vp), ("seconds", _vp), ("status", _vp), ("runs", _vp)]
+
+
+class _Refresh(ctypes.Structure):
+    _fields_ = [("unit", _int), ("dd", _vp), ("n_out", _int), ("n_in", _int), ("n_set", _int), ("out_vr", _vp),
+                ("in_vr", _vp), ("seeds", _vp), ("result", _vp), ("dst", _vp), ("src", _vp)]
 
 
 class _Run(ctypes.Structure):
@@ -53,7 +61,8 @@ class _Run(ctypes.Structure):
                 + [(f, _vp) for f in ("r", "err", "J", "Jinv", "jac", "cin_src", "U", "hist_t", "hist_U", "hist_n",
                                       "ubar")]
                 + [("loop_jacobian", LOOP_JACOBIAN), ("step_jacobian", STEP_JACOBIAN)]
-                + [(f, _vp) for f in ("counters", "fail", "work", "cin_unknown")])
+                + [(f, _vp) for f in ("counters", "fail", "work", "cin_unknown")]
+                + [("n_refresh", _int), ("refresh", _vp), ("Mc", _vp), ("M_fresh", _vp)])
 
 
 def made(run):
@@ -67,6 +76,40 @@ def made(run):
     if fn is None or not all(_plan_in_c(run.solver, name) for name in ("pre", "full", "loop")):
         return None
     return Core(run, fn)
+
+
+def _refresh_plan(run, arr) -> list:
+    """What the C needs to measure the columns of ``M`` of the loop unknowns (``loop_refresh``),
+    per unit with such columns: the same columns as :meth:`.loop.LoopSolver.local_jacobian`,
+    from one call of the unit's vendor function for its directional derivatives. Empty (the
+    Python measures them) where a unit has no such function or some of its columns are finite
+    differences (an attitude's)."""
+    st, solver = run.st, run.solver
+    n, plans = st.n_cin, []
+    for j, (u, lay) in enumerate(zip(run.units, st.layouts)):
+        cs = np.flatnonzero(np.isin(lay.cin, st.unknowns))
+        if not cs.size or not lay.rows.size:
+            continue
+        dd = u.fmi_derivatives() if st.types[j].derivatives else None
+        if dd is None:
+            return []
+        zero, i, seeds, at, hit, left = solver.exact_plan(j, cs)
+        if left.size:
+            return []
+        n_out = len(lay.outputs)
+        rows, cols = lay.rows[:, None], at[1].ravel()[None, :]
+        c = np.arange(len(i))[None, :]
+        dst = np.concatenate([(rows * n + cols).ravel(), (rows * n + zero[None, :]).ravel()])
+        src = np.concatenate([np.where(hit, c * n_out + lay.of_row[:, None], -1).ravel(),
+                              np.full(len(lay.rows) * len(zero), -1)])
+        _, _, _, in_vr, out_vr = u.fmi_rw()
+        f = _Refresh()
+        f.unit, f.dd, f.n_out, f.n_in, f.n_set = j, dd, n_out, len(i), len(dst)
+        f.out_vr, f.in_vr = arr(np.append(out_vr[lay.outputs], 0), np.uintc), arr(np.append(in_vr[i], 0), np.uintc)
+        f.seeds, f.result = arr(np.append(seeds.ravel(), 0.0)), arr(np.zeros(len(i) * n_out + 1))
+        f.dst, f.src = arr(np.append(dst, 0), np.intc), arr(np.append(src, 0), np.intc)
+        plans.append(f)
+    return plans
 
 
 def _plan_in_c(solver, name) -> bool:
@@ -127,7 +170,7 @@ class Core:
         R.rtol, R.atol, R.refresh_cost, R.max_iter = solver.rtol, solver.atol, solver._refresh_cost, solver.max_iter
         self.r, self.err = np.zeros(max(1, nu)), np.zeros(max(1, nu))
         self.ubar = np.zeros(max(1, n))
-        self.counters, self.fail = np.zeros(4), np.zeros(8)
+        self.counters, self.fail = np.zeros(5), np.zeros(8)
         self.work = np.zeros(14 * n + 8 * nu + n * n + 1)
         R.r, R.err, R.ubar, R.counters, R.fail, R.work = (arr(a) for a in (self.r, self.err, self.ubar, self.counters,
                                                                             self.fail, self.work))
@@ -135,6 +178,12 @@ class Core:
         unknown = np.zeros(n + 1, np.uint8)
         unknown[st.unknowns] = 1
         R.cin_unknown = arr(unknown)
+        refresh = _refresh_plan(run, arr)
+        if refresh:                             # M and H in C: over a copy of M the Python keeps equal
+            sens.Mc = np.zeros((n, n)) if sens.M is None else sens.M.copy()
+            R.n_refresh, R.refresh = len(refresh), ctypes.cast((_Refresh * len(refresh))(*refresh), _vp)
+            keep.append(R.refresh)
+            R.Mc, R.M_fresh = arr(sens.Mc), arr(sens.M_fresh)
         self._raised = None
         R.loop_jacobian = self._loop_cb = LOOP_JACOBIAN(self._loop_jacobian)
         R.step_jacobian = self._step_cb = STEP_JACOBIAN(self._step_jacobian)
@@ -204,6 +253,7 @@ class Core:
         run.iterations += int(c[1])
         run.solver.solves += int(c[2])
         run.solver.iterations += int(c[3])
+        run.sens.refreshes += int(c[4])
         c[:] = 0.0
         for j, u in enumerate(run.units):
             u.seconds += float(self.unit_seconds[j])

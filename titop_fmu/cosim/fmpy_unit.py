@@ -394,6 +394,10 @@ class FMUUnit(Unit):
     def fmi_rw(self):
         return self._c, _address(self._set_real), _address(self._get_real), self._in_vr, self._out_vr
 
+    def fmi_derivatives(self):
+        many = self._vendor.get("DirectionalDerivatives")
+        return None if many is None else _address(many[1])
+
     def fmi_steps(self):
         return tuple(_address(f) for f in (self._do, self._get_fmu_state, self._set_fmu_state, self._free_fmu_state))
 

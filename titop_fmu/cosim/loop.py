@@ -77,7 +77,11 @@ class Sensitivities:
     def __init__(self, st: Structure):
         self.st = st
         self.unknowns = st.unknowns
-        self.M = None
+        self._M = None
+        # where the base steps in C measure M (:mod:`.core`): their copy of it, which they measure in
+        # place, kept equal to M; M_fresh set when they did, until M is read
+        self.Mc = None
+        self.M_fresh = np.zeros(1)
         self.refreshes = 0
         self._lu = None                 # (I - M, its sparse LU)
         n = len(st.unknowns)
@@ -86,6 +90,21 @@ class Sensitivities:
         self.H = np.zeros((n, n))
         self.M_max = np.zeros(1)
         self.H_state = np.array([-1.0])
+
+    @property
+    def M(self):
+        """The local Jacobian ``M`` last measured (by the C, where it measured it last)."""
+        if self.M_fresh[0]:
+            self.M_fresh[0] = 0.0
+            self._M, self._lu = self.Mc.copy(), None
+        return self._M
+
+    @M.setter
+    def M(self, M):
+        self._M = M
+        self.M_fresh[0] = 0.0
+        if self.Mc is not None and M is not None:
+            np.copyto(self.Mc, M)
 
     def set_M(self, M):
         self.M = M
@@ -374,13 +393,13 @@ class LoopSolver:
             if not cs.size or not lay.rows.size:
                 continue
             rows, inv = lay.rows, lay.of_row
-            dep = self._dep_matrix(j)[lay.outputs]          # (outputs, local inputs) bool
             if st.types[j].derivatives:                     # exact columns from the unit
-                cs = self._exact_columns(j, u, lay, cs, dep, M)
+                cs = self._exact_columns(j, u, lay, cs, M)
                 if not cs.size:
                     continue
             fd = self._columns.get((j, key, "fd"))
             if fd is None:
+                dep = self._dep_matrix(j)[lay.outputs]      # (outputs, local inputs) bool
                 fd = self._columns[j, key, "fd"] = _difference_plan(lay, cs, dep)
             y0 = u.get_outputs(lay.outputs)
             prev = None                                     # (local inputs, values) to restore
@@ -407,15 +426,29 @@ class LoopSolver:
                 u.set_inputs(prev[0], prev[1])
         return M
 
-    def _exact_columns(self, j, u, lay, cs, dep, M):
+    def _exact_columns(self, j, u, lay, cs, M):
         """Fill the columns ``lay.cin[cs]`` of unit ``j`` (it gives directional derivatives) in
         ``M``, one unit call for all (an FMU makes one ``fmi2GetDirectionalDerivative`` per
         column); returns the positions ``cs`` left to finite differences: the coupling inputs
         of an attitude (their chart turns them about rotation-vector axes) and those an
         attitude output depends on."""
+        zero, i, seeds, at, hit, left = self.exact_plan(j, cs)
+        M[lay.rows[:, None], zero] = 0.0
+        if len(i):
+            D = u.directional_derivatives(lay.outputs, i, seeds)
+            M[at] = np.where(hit, D[lay.of_row], 0.0)
+        return left
+
+    def exact_plan(self, j, cs):
+        """Which of unit ``j``'s columns ``lay.cin[cs]`` of ``M`` are zero, and which its exact
+        derivatives give (:meth:`_exact_columns`): ``(zero columns of M, the local inputs of the
+        exact ones, the seeds (identity), M[at] their entries, hit (rows x exact columns: a
+        declared dependency), the positions in cs left to finite differences)``, kept."""
         key = (j, cs.tobytes())
         plan = self._columns.get(key)
         if plan is None:                    # which columns are which: the structure's, kept
+            lay = self.st.layouts[j]
+            dep = self._dep_matrix(j)[lay.outputs]
             inv = lay.of_row
             exact, left, zero = [], [], []
             for c in cs:
@@ -429,12 +462,7 @@ class LoopSolver:
             i = lay.local_in[exact]
             plan = self._columns[key] = (lay.cin[zero], i, np.eye(len(exact)), np.ix_(lay.rows, lay.cin[exact]),
                                          dep[np.ix_(inv, i)], np.array(left, dtype=int))
-        zero, i, seeds, at, hit, left = plan
-        M[lay.rows[:, None], zero] = 0.0
-        if len(i):
-            D = u.directional_derivatives(lay.outputs, i, seeds)
-            M[at] = np.where(hit, D[lay.of_row], 0.0)
-        return left
+        return plan
 
     def _dep_matrix(self, j):
         D = self._deps.get(j)

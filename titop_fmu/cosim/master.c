@@ -219,6 +219,22 @@ typedef struct {                   /* a loop plan's tables, as titop_plan_run ta
     double *runs;                  /* runs so far */
 } titop_plan;
 
+/* a unit's columns of the feedthrough M among the loop unknowns, measured in C (loop_refresh): one
+ * call of its vendor function titopGetDirectionalDerivatives for the n_in inputs (seeds the
+ * identity), then M[dst[e]] = result[src[e]], or 0 where src[e] < 0 (no declared dependency) */
+typedef struct {
+    int unit;
+    void *dd;
+    int n_out, n_in, n_set;
+    const unsigned int *out_vr, *in_vr;
+    const double *seeds;
+    double *result;
+    const int *dst, *src;
+} titop_refresh;
+
+typedef int (*titop_dd)(void *component, const unsigned int *out_vr, size_t n_out, const unsigned int *in_vr,
+                        size_t n_in, size_t k, const double *seeds, double *result);
+
 typedef struct {
     int n_units, n_cin, n_out, n_u, degree;
     /* the units: components, FMI functions, coupling inputs (unit j's: cin_pos[cin_off[j]..cin_off[j+1]],
@@ -248,10 +264,17 @@ typedef struct {
     double *U, *hist_t, *hist_U, *hist_n, *ubar;
     int (*loop_jacobian)(int measure);             /* H from M (measured again when measure) */
     int (*step_jacobian)(double t, double h);     /* P measured: J from it */
-    double *counters;                              /* base steps, coupling iterations, loop solves, Newton iterations */
+    double *counters;                              /* base steps, coupling iterations, loop solves, Newton iterations,
+                                                    * M measured in C */
     double *fail;                                  /* what failed, see titop_run_steps */
     double *work;                                  /* scratch: 14 n_cin + 8 n_u + n_cin^2 (the WORK_ offsets) */
     const unsigned char *cin_unknown;              /* per coupling input: one of the loop's unknowns */
+    /* M and H in C where every unit with unknowns' columns gives them exactly by its vendor function
+     * (n_refresh of them; 0: the Python's loop_jacobian does): Mc the loop solver's M (n_cin x n_cin,
+     * by rows), which the Python keeps equal to its own, M_fresh set when the C measured it */
+    int n_refresh;
+    const titop_refresh *refresh;
+    double *Mc, *M_fresh;
 } titop_run;
 
 /* where each part of the run's scratch starts (n = n_cin, u = n_u): the base step's eight vectors,
@@ -267,7 +290,7 @@ typedef struct {
 
 enum { RUN_OK, RUN_STALLED, RUN_LOOP, RUN_FMI, RUN_CALLBACK, RUN_SINGULAR };
 enum { LOOP_NOT_FINITE = 1, LOOP_SINGULAR, LOOP_NUMERICALLY_SINGULAR, LOOP_NO_CONVERGENCE };
-enum { F_SET_STATE, F_SET_REAL, F_DO_STEP, F_GET_STATE, F_FREE_STATE };
+enum { F_SET_STATE, F_SET_REAL, F_DO_STEP, F_GET_STATE, F_FREE_STATE, F_DERIVATIVES };
 
 #define NOISE 1e-12
 #define MAX_ITERATIONS 10
@@ -364,6 +387,112 @@ static int loop_fail(titop_run *R, const double *r, const double *err, int it, i
     return RUN_LOOP;
 }
 
+/* H = -[(I - M)^-1]_uu, M = Mc (loop.Sensitivities.form_H): an LU of I - M with partial pivoting,
+ * solved for the unknowns' columns; 0 where I - M is singular (a zero pivot, as LAPACK's) */
+static int form_H(titop_run *R)
+{
+    int n = R->n_cin, nu = R->n_u;
+    double *A = WORK_MATRIX(R), *x = WORK_UPDATE(R), *piv = x + n;
+    for (long i = 0; i < (long)n * n; i++)
+        A[i] = -R->Mc[i];
+    for (int i = 0; i < n; i++)
+        A[(long)i * n + i] += 1.0;
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int i = c + 1; i < n; i++)
+            if (fabs(A[(long)i * n + c]) > fabs(A[(long)p * n + c]))
+                p = i;
+        piv[c] = p;
+        if (A[(long)p * n + c] == 0.0)
+            return 0;
+        if (p != c)
+            for (int j = 0; j < n; j++) {
+                double t = A[(long)c * n + j]; A[(long)c * n + j] = A[(long)p * n + j]; A[(long)p * n + j] = t;
+            }
+        const double *a = A + (long)c * n;
+        for (int i = c + 1; i < n; i++) {
+            double *b = A + (long)i * n, l = b[c] / a[c];
+            b[c] = l;
+            if (l != 0.0)                       /* M is block-sparse: most rows have nothing to eliminate */
+                for (int j = c + 1; j < n; j++)
+                    b[j] -= l * a[j];
+        }
+    }
+    for (int k = 0; k < nu; k++) {
+        for (int i = 0; i < n; i++)
+            x[i] = 0.0;
+        x[R->unknowns[k]] = 1.0;
+        for (int c = 0; c < n; c++) {
+            int p = (int)piv[c];
+            double t = x[c]; x[c] = x[p]; x[p] = t;
+        }
+        for (int i = 0; i < n; i++) {
+            double s = x[i];
+            for (int j = 0; j < i; j++)
+                s -= A[(long)i * n + j] * x[j];
+            x[i] = s;
+        }
+        for (int i = n - 1; i >= 0; i--) {
+            double s = x[i];
+            for (int j = i + 1; j < n; j++)
+                s -= A[(long)i * n + j] * x[j];
+            x[i] = s / A[(long)i * n + i];
+        }
+        for (int i = 0; i < nu; i++)
+            R->H[(long)i * nu + k] = -x[R->unknowns[i]];
+    }
+    return 1;
+}
+
+/* M's columns of the unknowns measured again (loop.LoopSolver.refresh_M: each unit's exact
+ * derivatives, one vendor call per unit) and H formed from it (H_valid 0 if I - M is singular) */
+static int loop_refresh(titop_run *R)
+{
+    long nn = (long)R->n_cin * R->n_cin;
+    double *M = R->Mc;
+    for (int q = 0; q < R->n_refresh; q++) {
+        const titop_refresh *f = R->refresh + q;
+        int j = f->unit;
+        if (f->n_in) {
+            double t0 = now();
+            int s = ((titop_dd)f->dd)(R->component[j], f->out_vr, (size_t)f->n_out, f->in_vr, (size_t)f->n_in,
+                                      (size_t)f->n_in, f->seeds, f->result);
+            R->unit_seconds[j] += now() - t0;
+            R->unit_counts[2 * j] += 1.0;
+            if (s > 1)
+                return fmi_failed(R, j, F_DERIVATIVES, s);
+        }
+        for (int e = 0; e < f->n_set; e++)
+            M[f->dst[e]] = f->src[e] >= 0 ? f->result[f->src[e]] : 0.0;
+    }
+    double largest = 0.0;                   /* NaN if any is (numpy's max) */
+    for (long i = 0; i < nn; i++)
+        largest = isnan(M[i]) || isnan(largest) ? NAN : dmax(largest, fabs(M[i]));
+    R->M_max[0] = largest;
+    R->M_fresh[0] = 1.0;
+    R->counters[4] += 1.0;
+    R->H_valid[0] = form_H(R);
+    return RUN_OK;
+}
+
+/* H from M, M measured again first when measure: in C where the units allow it (n_refresh) and
+ * there is an M (the first, every column of it, is the Python's), else by the Python */
+static int loop_jacobian(titop_run *R, int measure)
+{
+    if (!R->n_refresh || R->H_valid[0] < 0.0)
+        return R->loop_jacobian(measure) ? RUN_CALLBACK : RUN_OK;
+    if (measure)
+        return loop_refresh(R);
+    R->H_valid[0] = form_H(R);
+    return RUN_OK;
+}
+
+/* loop_jacobian for the tests: what the base steps do when they measure M (measure) or form H */
+int titop_run_loop_jacobian(titop_run *R, int measure)
+{
+    return loop_jacobian(R, measure);
+}
+
 /* Newton on the unknowns from z (overwritten), converged when |r_i| <= atol + rtol zscale_i or
  * |r_i| w_u_i <= tol (loop.LoopSolver._newton) */
 static int loop_newton(titop_run *R, double *z, double tol, const double *w)
@@ -408,14 +537,14 @@ static int loop_newton(titop_run *R, double *z, double tol, const double *w)
             refresh = left > (R->refresh_cost < lim ? R->refresh_cost : lim);
         }
         if (refresh) {
-            if (R->loop_jacobian(1))
-                return RUN_CALLBACK;
+            if ((s = loop_jacobian(R, 1)))
+                return s;
             fresh = 1;
         } else if (fresh && prev >= 0.0 && e > 0.5 * prev && it > 6) {
             break;                                          /* a fresh Jacobian and no progress */
         }
-        if (R->H_valid[0] == 0.0 && R->loop_jacobian(0))
-            return RUN_CALLBACK;
+        if (R->H_valid[0] == 0.0 && (s = loop_jacobian(R, 0)))
+            return s;
         if (R->H_valid[0] == 0.0)
             return loop_fail(R, r, err, it, LOOP_SINGULAR);
         for (int i = 0; i < n; i++)

@@ -223,6 +223,12 @@ class Unit:
         output value references)``, the first three as addresses; else None."""
         return None
 
+    def fmi_derivatives(self):
+        """Where the unit is an FMU whose binary the base steps may ask from C for its directional
+        derivatives for several seeds in one call (its vendor function ``titopGetDirectionalDerivatives``,
+        :mod:`.fmpy_unit`): the function's address; else None."""
+        return None
+
     def fmi_steps(self):
         """Where the unit is an FMU whose binary the base steps may call from C (:mod:`.core`):
         the addresses of its ``fmi2DoStep``, ``fmi2GetFMUstate``, ``fmi2SetFMUstate`` and
