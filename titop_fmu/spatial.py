@@ -216,6 +216,22 @@ def Gamma(Theta):
     return np.array([[1.0, sp * tt, cp * tt], [0.0, cp, -sp], [0.0, sp / ct, cp / ct]])
 
 
+def Gamma_dot(Theta, Thetadot):
+    """``d Gamma(Theta) / dt`` along ``Thetadot`` (3-2-1 sequence): with it, ``Thetaddot =
+    Gamma(Theta) [omegadot]_Rb + Gamma_dot(Theta, Thetadot) [omega]_Rb``. Singular where
+    :func:`Gamma` is."""
+    phi, theta, _ = _scalars(Theta)
+    dphi, dtheta, _ = _scalars(Thetadot)
+    sp, cp = math.sin(phi), math.cos(phi)
+    st, ct = math.sin(theta), math.cos(theta)
+    if abs(ct) < 1e-12:
+        raise ValueError("Gamma(Theta) is singular at theta = +-90 deg (gimbal lock)")
+    tt, c2 = st / ct, ct * ct
+    return np.array([[0.0, cp * dphi * tt + sp * dtheta / c2, -sp * dphi * tt + cp * dtheta / c2],
+                     [0.0, -sp * dphi, -cp * dphi],
+                     [0.0, (cp * dphi + sp * st * dtheta / ct) / ct, (-sp * dphi + cp * st * dtheta / ct) / ct]])
+
+
 def axis_rotation(r_unit, theta):
     """``e^{theta (*r~)} = cos(theta) 1 + sin(theta) (*r~) + (1 - cos(theta)) r~ r~^T``:
     rotation by ``theta`` about the unit vector ``r~`` (eq. (16), Rodrigues' formula)."""

@@ -119,6 +119,19 @@ def test_gamma_maps_body_rates_to_euler_rates():
         sp.Gamma([0.0, np.pi / 2, 0.0])
 
 
+def test_gamma_dot_is_the_time_derivative_of_gamma():
+    """Gamma_dot(Theta, Thetadot) against central differences of Gamma along Thetadot, also
+    close to gimbal lock (theta 89.9 deg) and past it (theta -120 deg); singular where Gamma is."""
+    for Theta in ([0.3, 0.5, -1.1], [-2.0, np.radians(89.9), 0.4], [1.0, np.radians(-120.0), 3.0]):
+        Theta, dTheta = np.array(Theta), rng.standard_normal(3)
+        h = 1e-7 * abs(np.cos(Theta[1]))
+        fd = (sp.Gamma(Theta + h * dTheta) - sp.Gamma(Theta - h * dTheta)) / (2 * h)
+        got = sp.Gamma_dot(Theta, dTheta)
+        assert np.allclose(got, fd, rtol=1e-6, atol=1e-6 * np.abs(fd).max()), (got, fd)
+    with pytest.raises(ValueError, match="gimbal"):
+        sp.Gamma_dot([0.0, -np.pi / 2, 0.0], [1.0, 1.0, 1.0])
+
+
 def test_axis_rotation_eq16():
     r = rng.standard_normal(3)
     r /= np.linalg.norm(r)

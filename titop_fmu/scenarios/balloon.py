@@ -24,7 +24,7 @@ import numpy as np
 from ..cosim import CoSystem, Options
 from ..errors import ParameterError
 from ..fmu import catalog
-from ..spatial import Gamma, cross, dcm_from_euler, dcm_from_quat, euler_from_dcm
+from ..spatial import Gamma, Gamma_dot, cross, dcm_from_euler, dcm_from_quat, euler_from_dcm
 from ..system import System
 from ..titop.monolithic import twin
 
@@ -179,26 +179,22 @@ def observer(overrides=None):
         m = rec[0:18]
         acc, twist, pose = m[0:6], m[6:12], m[12:18]
         Theta = pose[3:6]
-        P = dcm_from_euler(Theta)
         w, dw = twist[3:6], acc[3:6]
         v_B = twist[0:3] - cross(w, BC)                     # v_C + w x CB
         a_B = acc[0:3] - cross(dw, BC)                      # body-frame derivative of v_B
         out = np.empty((3, 9))
-        out[0, 0:3] = P @ (pose[0:3] - BC)
-        out[1, 0:3] = P @ v_B
-        out[2, 0:3] = P @ (a_B + cross(w, v_B))
+        # the position, velocity and acceleration of B, from Rb to the inertial frame
+        out[:, 0:3] = np.array([pose[0:3] - BC, v_B, a_B + cross(w, v_B)]) @ dcm_from_euler(Theta).T
         out[0, 3:6] = Theta
         if abs(np.cos(Theta[1])) > 1e-6:
             G = Gamma(Theta)
             dTheta = G @ w
-            eps = 1e-6
-            dG = (Gamma(Theta + eps * dTheta) - Gamma(Theta - eps * dTheta)) / (2 * eps)
             out[1, 3:6] = dTheta
-            out[2, 3:6] = G @ dw + dG @ w
+            out[2, 3:6] = G @ dw + Gamma_dot(Theta, dTheta) @ w
         else:                                                   # gimbal lock: no derivatives
             out[1:, 3:6] = np.nan
         q = rec[18:27].reshape(3, 3)                            # per joint [qdd, qd, q]
-        out[0, 6:9], out[1, 6:9], out[2, 6:9] = q[:, 2], q[:, 1], q[:, 0]
+        out[:, 6:9] = q[:, ::-1].T
         return out
 
     return observe
