@@ -4,6 +4,8 @@ solved to their analytic value, a loop without a solution an
 error naming it; a two-unit oscillator against its exact solution.
 """
 
+import math
+
 import numpy as np
 import pytest
 from loop_checks import check_loops, labels
@@ -390,3 +392,28 @@ def test_a_small_system_runs_without_scipy(tmp_path):
         print(res.stats.macro_steps > 0, "scipy" in sys.modules)
     """), tmp_path)
     assert words[-2:] == ["True", "False"]
+
+
+def test_dense_output_reproduces_quintics_between_mesh_points():
+    """The dense output (interval by interval, several output times at once) on a quintic
+    polynomial: exact to rounding between mesh points from the values alone (Lagrange, degree
+    5) and from values and derivatives (Hermite), on an uneven mesh with output times on and
+    off its points; the Lagrange weights at several times are those at each time, bit for bit."""
+    from titop_fmu.cosim.dense import dense
+    from titop_fmu.cosim.numerics import lagrange_weights
+    rng = np.random.default_rng(7)
+    c = rng.standard_normal((6, 4))                       # four columns, y = sum_q c_q t^q
+    mesh = np.concatenate([[0.0], np.cumsum(rng.uniform(0.05, 0.3, 25))])
+    grid = np.union1d(np.linspace(0.0, mesh[-1], 301), mesh[::4])
+
+    def y(t, d=0):
+        """The d-th time derivative at the times ``t``, ``(len(t), 4)``."""
+        t = np.asarray(t, dtype=float)[:, None]
+        return sum(math.perm(q, d) * c[q] * t ** (q - d) for q in range(d, 6))
+    exact = y(grid)
+    assert np.abs(dense(mesh, y(mesh), grid) - exact).max() <= 1e-11 * np.abs(exact).max()
+    with_d = np.stack([y(mesh), y(mesh, 1), y(mesh, 2)], axis=1)
+    assert np.abs(dense(mesh, with_d, grid) - exact).max() <= 1e-11 * np.abs(exact).max()
+    t = rng.uniform(-1.0, 2.0, 9)
+    W = lagrange_weights(mesh[3:9], t)
+    assert all(np.array_equal(W[i], lagrange_weights(mesh[3:9], t[i])) for i in range(len(t)))

@@ -34,17 +34,18 @@ def dense(mesh_t, mesh_v, grid, chart: Chart | None = None, degree=5):
     if ang.any():
         v[:, ang] = np.unwrap(v[:, ang], axis=0)
     n = len(mesh_t)
+    grid = np.asarray(grid, dtype=float)
     out = np.empty((len(grid), v.shape[1]))
     idx = np.clip(np.searchsorted(mesh_t, grid, side="right") - 1, 0, n - 1)
     k = min(degree + 1, n)
-    for g, (t, i) in enumerate(zip(grid, idx)):
-        tol = 1e-12 * max(1.0, abs(t))
-        if abs(mesh_t[i] - t) <= tol:
-            out[g] = v[i]
-            continue
-        if i + 1 < n and abs(mesh_t[i + 1] - t) <= tol:
-            out[g] = v[i + 1]
-            continue
+    # a grid point on a mesh point takes its values; the others, interval by interval
+    tol = 1e-12 * np.maximum(1.0, np.abs(grid))
+    on = np.abs(mesh_t[idx] - grid) <= tol
+    on_next = ~on & (idx + 1 < n) & (np.abs(mesh_t[np.minimum(idx + 1, n - 1)] - grid) <= tol)
+    out[on], out[on_next] = v[idx[on]], v[idx[on_next] + 1]
+    between = np.flatnonzero(~(on | on_next))
+    for g in np.split(between, np.flatnonzero(np.diff(idx[between])) + 1) if between.size else ():
+        i, t = int(idx[g[0]]), grid[g]
         lo = int(min(max(i - (k // 2 - 1), 0), n - k))
         w = lagrange_weights(mesh_t[lo:lo + k], t)
         out[g] = w @ v[lo:lo + k]
@@ -52,13 +53,14 @@ def dense(mesh_t, mesh_v, grid, chart: Chart | None = None, degree=5):
             d1, d2 = mv[i:i + 2, 1, :], mv[i:i + 2, 2, :]
             ok = np.all(np.isfinite(d1), axis=0) & np.all(np.isfinite(d2), axis=0)
             if ok.any():
-                out[g, ok] = hermite5(t, mesh_t[i], mesh_t[i + 1], v[i, ok], d1[0, ok], d2[0, ok],
-                                      v[i + 1, ok], d1[1, ok], d2[1, ok])
+                out[np.ix_(g, ok)] = hermite5(t[:, None], mesh_t[i], mesh_t[i + 1], v[i, ok], d1[0, ok], d2[0, ok],
+                                              v[i + 1, ok], d1[1, ok], d2[1, ok])
         for tr in chart.triples:
             if has_d and i + 1 < n and ok[tr].all() and min(abs(np.cos(v[i, tr[1]])), abs(np.cos(v[i + 1, tr[1]]))) >= 0.5:
                 continue
-            x = ATTITUDE.combine(w, v[lo:lo + k, tr], v[i, tr])
-            out[g, tr] = np.unwrap(np.vstack([v[i, tr], x]), axis=0)[1]
+            for r, wr in zip(g, w):
+                x = ATTITUDE.combine(wr, v[lo:lo + k, tr], v[i, tr])
+                out[r, tr] = np.unwrap(np.vstack([v[i, tr], x]), axis=0)[1]
     if ang.any():
         out[:, ang] = wrap(out[:, ang])
     return out

@@ -37,7 +37,15 @@ def tableau_columns(sequence) -> list:
 
 def lagrange_weights(nodes, t) -> np.ndarray:
     """The weights of the values at ``nodes`` in their Lagrange polynomial at ``t`` (on
-    Python floats: numpy's scalars cost ten times as much)."""
+    Python floats: numpy's scalars cost ten times as much); at several times ``t`` (an
+    array), a row of weights per time, the same products in the same order."""
+    if np.ndim(t):
+        x = np.asarray(nodes, dtype=float)
+        same = np.eye(len(x), dtype=bool)
+        # factors[:, i, j] = (t - x_j) / (x_i - x_j), 1 for j = i, multiplied over j in order
+        factors = (np.asarray(t, dtype=float)[:, None, None] - x) / np.where(same, 1.0, x[:, None] - x)
+        factors[:, same] = 1.0
+        return factors.prod(axis=2)
     nodes = np.asarray(nodes, dtype=float).tolist()
     t = float(t)
     w = []
