@@ -426,17 +426,17 @@ static int form_H(titop_run *R)
             int p = (int)piv[c];
             double t = x[c]; x[c] = x[p]; x[p] = t;
         }
-        for (int i = 0; i < n; i++) {
-            double s = x[i];
-            for (int j = 0; j < i; j++)
-                s -= A[(long)i * n + j] * x[j];
-            x[i] = s;
-        }
-        for (int i = n - 1; i >= 0; i--) {
-            double s = x[i];
-            for (int j = i + 1; j < n; j++)
-                s -= A[(long)i * n + j] * x[j];
-            x[i] = s / A[(long)i * n + i];
+        /* the substitutions by columns, skipping the zeros of x (a unit vector, filled in by the
+         * couplings only): dot products would be chains of dependent additions */
+        for (int j = 0; j < n; j++)
+            if (x[j] != 0.0)
+                for (int i = j + 1; i < n; i++)
+                    x[i] -= A[(long)i * n + j] * x[j];
+        for (int j = n - 1; j >= 0; j--) {
+            x[j] /= A[(long)j * n + j];
+            if (x[j] != 0.0)
+                for (int i = 0; i < j; i++)
+                    x[i] -= A[(long)i * n + j] * x[j];
         }
         for (int i = 0; i < nu; i++)
             R->H[(long)i * nu + k] = -x[R->unknowns[i]];
