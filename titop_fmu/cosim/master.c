@@ -572,10 +572,12 @@ static int loop_newton(titop_run *R, double *z, double tol, const double *w)
         }
         if (isfinite(den) && fabs(den) > 1e-14 * (sqrt(ndz) * sqrt(nHy))) {
             vecmat(n, dz, R->H, sH);
+            for (int j = 0; j < n; j++)
+                sH[j] /= den;                               /* n divisions, not n^2 */
             for (int i = 0; i < n; i++) {
                 double a = dz[i] - Hy[i];
                 for (int j = 0; j < n; j++)
-                    R->H[(long)i * n + j] += a * sH[j] / den;
+                    R->H[(long)i * n + j] += a * sH[j];
             }
         }
         memcpy(r, rn, sizeof(double) * (size_t)n);
@@ -619,13 +621,16 @@ static double jac_norm(titop_run *R, double h)
 {
     int n = R->n_cin;
     jac_at(R, h);
-    double best = 0.0;
-    for (int i = 0; i < n; i++) {
-        double s = 0.0;
-        for (int j = 0; j < n; j++)
-            s += fabs(R->J[(long)j * n + i]);
-        best = dmax(best, s);
+    double best = 0.0, *s = WORK_UPDATE(R);     /* the sums by rows of the storage: contiguous */
+    for (int i = 0; i < n; i++)
+        s[i] = 0.0;
+    for (int j = 0; j < n; j++) {
+        const double *a = R->J + (long)j * n;
+        for (int i = 0; i < n; i++)
+            s[i] += fabs(a[i]);
     }
+    for (int i = 0; i < n; i++)
+        best = dmax(best, s[i]);
     return best;
 }
 
