@@ -348,3 +348,21 @@ def test_each_commands_help_opens_with_what_it_does(command, capsys):
     usage, description = capsys.readouterr().out.split("\n\n")[:2]
     assert usage.startswith(f"usage: titop-fmu {command}") and description[0].isupper() and description.endswith("."), \
         description
+
+
+@pytest.mark.parametrize("given", [None, "2"])
+def test_the_command_line_runs_blas_on_one_thread_unless_told(given):
+    """The command line sets BLAS to one thread before numpy loads it (its matrices are small;
+    OpenBLAS's threads spin their first tenth of a second), and leaves a number given alone."""
+    from titop_fmu import BLAS_THREADS
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREADS}
+    if given:
+        env["OPENBLAS_NUM_THREADS"] = given
+    code = ("import titop_fmu.cli, threadpoolctl, os; "
+            "print(os.environ['OPENBLAS_NUM_THREADS'], "
+            "[i['num_threads'] for i in threadpoolctl.threadpool_info() if i['internal_api'] == 'openblas'])")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    threads = given or "1"
+    assert out.split(None, 1)[0] == threads
+    if (os.cpu_count() or 1) >= int(threads):
+        assert f"[{threads}" in out, out

@@ -12,8 +12,12 @@ import argparse
 import sys
 import warnings
 
+from .. import one_blas_thread
 from ..errors import Interrupted, ParameterWarning, TitopError, did_you_mean
-from . import animate, build, export, linearize, models, plot, report, simulate, sweep, validate
+
+one_blas_thread()           # before the commands import numpy
+
+from . import animate, build, export, linearize, models, plot, report, simulate, sweep, validate  # noqa: E402
 
 #: the commands, in the order of ``titop-fmu --help``; each module adds its subcommand (``add``)
 COMMANDS = (simulate, sweep, report, build, export, animate, plot, models, linearize, validate)
