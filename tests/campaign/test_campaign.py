@@ -185,6 +185,25 @@ def group_ended(pgid, within=10.0):
         time.sleep(0.1)
 
 
+def test_a_cluster_slow_to_close_is_no_error_of_the_campaign():
+    """Closing the campaign's client and cluster: one that times out (a worker slow to stop on a
+    busy machine) neither raises nor keeps the other from closing (an interrupted campaign
+    once ended "timed out after 10 s", exit code 2, instead of with its Ctrl-C)."""
+    from titop_fmu.campaign.execute import shut_down
+    closed = []
+
+    class Slow:
+        def close(self, timeout):
+            closed.append(("slow", timeout))
+            raise TimeoutError(f"timed out after {timeout} s.")
+
+    class Quick:
+        def close(self, timeout):
+            closed.append(("quick", timeout))
+    shut_down(Slow(), None, Quick())
+    assert closed == [("slow", 10), ("quick", 10)]
+
+
 @pytest.mark.slow
 def test_ctrl_c_then_resume_equals_an_uninterrupted_campaign(tmp_path):
     """The CLI in its own process group, Ctrl-C (SIGINT to the group, as a terminal sends it)

@@ -203,12 +203,22 @@ def _distributed(spec, start, values, stored, workers, scheduler, client):
                 pass
         raise
     finally:
-        if own is not None:
-            own.close(timeout=10)
-        if cluster is not None:
-            cluster.close(timeout=10)
+        shut_down(own, cluster)
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+
+
+def shut_down(*closing, timeout=10):
+    """Close the campaign's own client and local cluster (None: not its own). A close that times
+    out or fails (a worker slow to stop on a busy machine) is no error of the campaign: its
+    samples are stored, and the Ctrl-C or error being raised stays the one said (a Ctrl-C
+    once ended as "timed out after 10 s", exit code 2, without the way to resume)."""
+    for c in closing:
+        if c is not None:
+            try:
+                c.close(timeout=timeout)
+            except (TimeoutError, OSError):
+                pass
 
 
 class _Progress:
