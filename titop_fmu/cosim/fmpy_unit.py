@@ -26,15 +26,15 @@ VENDOR_TOOL = "titop-fmu"
 VENDOR_FUNCTIONS = {"TrialSteps": "titopGetTrialSteps", "DirectionalDerivatives": "titopGetDirectionalDerivatives"}
 
 
-#: the folder this process unzips its FMUs into (:func:`_unzip_folder`), removed when it exits
+#: the folder this process unzips its FMUs and packages into (:func:`unzip_folder`), removed when it exits
 _UNZIPPED = None
 
 
-def _unzip_folder():
-    """A new folder for one FMU's files, in the process's own temporary folder, which is removed
-    when the process exits (by the process that made it, not a forked child): runs and
-    campaigns leave nothing behind in the temporary folder (where an unzipped FMU stayed, about
-    1 MB, from every process that loaded it)."""
+def unzip_folder():
+    """A new folder for one FMU's (or SSP package's) files, in the process's own temporary
+    folder, which is removed when the process exits (by the process that made it, not a forked
+    child): runs and campaigns leave nothing behind in the temporary folder (where an unzipped
+    FMU stayed, about 1 MB, from every process that loaded it)."""
     global _UNZIPPED
     if _UNZIPPED is None:
         _UNZIPPED = tempfile.mkdtemp(prefix="titop_fmus_")
@@ -61,7 +61,7 @@ def _read_fmu(path: str, mtime: float):
     from xml.etree import ElementTree
 
     from fmpy import extract, read_model_description
-    unzipdir = extract(path, _unzip_folder(), include=_loaded)
+    unzipdir = extract(path, unzip_folder(), include=_loaded)
     md = read_model_description(unzipdir)
     root = ElementTree.parse(Path(unzipdir) / "modelDescription.xml").getroot()
     tool = root.find(f"VendorAnnotations/Tool[@name='{VENDOR_TOOL}']/Functions")

@@ -20,9 +20,6 @@ The mapping (the one :mod:`.systemfile` notes):
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
 import zipfile
 from pathlib import Path
 from xml.dom.minidom import parseString
@@ -32,6 +29,7 @@ import numpy as np
 
 from ..archive import write_zip
 from ..errors import ConnectionError_
+from .fmpy_unit import unzip_folder
 from .graph import CoSystem
 from .systemfile import SystemFile
 
@@ -146,8 +144,7 @@ def read(path, unpack_dir=None) -> SystemFile:
     if not zipfile.is_zipfile(path):
         raise ConnectionError_(f"{path}: not an SSP package (a zip file)")
     if unpack_dir is None:
-        unpack_dir = tempfile.mkdtemp(prefix="ssp_")
-        atexit.register(shutil.rmtree, unpack_dir, True)
+        unpack_dir = unzip_folder()
     unpack_dir = Path(unpack_dir)
     with zipfile.ZipFile(path) as z:
         names = set(z.namelist())
