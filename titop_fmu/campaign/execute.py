@@ -64,8 +64,11 @@ def local_cluster(workers=None):
     cluster = None
     try:
         with interrupts_held(children=True), dask.config.set(QUIET):
+            # its logs silenced but for the critical: a sample's failure reaches the campaign through
+            # its future (its message stored), and a worker whose heartbeat finds the scheduler
+            # closed first (a shutdown slow on a busy machine) logged a traceback at ERROR level
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, **NO_DASHBOARD,
-                                   silence_logs=logging.ERROR)
+                                   silence_logs=logging.CRITICAL)
         client = Client(cluster)
         client.register_plugin(_ignore_interrupt(), name="titop-ignore-sigint")
     except BaseException:
