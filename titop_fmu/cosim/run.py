@@ -164,8 +164,10 @@ class Run:
                 if z_prev is not None:
                     dG = chart.minus(G, G_prev)
                     # a secant pair above the loop-solve and integration noise only
-                    if float((np.abs(dG) * w).max()) > 10 * loop_tol + 1e3 * NOISE:
-                        self.jac.update(chart.minus(z, z_prev), dG, w)
+                    if float((np.abs(dG) * w).max()) > 10 * loop_tol + 1e3 * NOISE \
+                            and not self.jac.update(chart.minus(z, z_prev), dG, w):
+                        self.measure_P(saved, ubar, t, h, Y)            # its low-rank term full
+                        refreshed = True
                 corr = self.jac.correction(h, r)
                 # the predicted change of the coupling outputs, and at least the held inputs' own
                 # change: a unit whose outputs no coupling input reads (a leaf; a body driven by a

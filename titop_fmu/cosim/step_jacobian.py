@@ -23,8 +23,10 @@ Two representations, by size:
   Woodbury's identity. No O(n^3) inverse: on a 32-body chain (768 coupling
   inputs) the dense inverse took 31 to 118 ms, and was formed 31 times in 0.1 s
   simulated; the sparse LU takes 1.4 ms. Past :data:`MAX_RANK` corrections the
-  low-rank term would cost more than it saves, and ``J`` goes dense until the next
-  ``P`` (a 32-body chain took at most 31 between two ``P``).
+  low-rank term would cost more than it saves: :meth:`StepJacobian.update` declines
+  the correction, and the coupling iteration measures ``P`` again (the dense ``J``
+  it once went to instead cost 6 ms an update and took 7.3 of the 16.8 s of a 32-body
+  chain's 0.5 s; a fresh ``P`` there costs 29 ms per 64 corrections).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import numpy as np
 
 from .loop import DENSE_UP_TO, splu
 
-#: Broyden corrections kept as a low-rank term (then dense until the next P)
+#: Broyden corrections kept as a low-rank term (past them, a fresh P)
 MAX_RANK = 64
 #: refinements of a dense solve with an inverse formed at another base step, at most ...
 MAX_REFINE = 8
@@ -116,25 +118,17 @@ class StepJacobian:
         self.Jinv[:] = np.linalg.inv(np.eye(len(self.J)) - self.J)
         self.jac[1:] = 1.0, self.jac[0]
 
-    def update(self, dz, dG, w):
+    def update(self, dz, dG, w) -> bool:
         """Broyden's update along ``dz`` (``G`` changed by ``dG``) in the inputs scaled by
-        ``w``: ``J += (dG - J dz) (w^2 dz)^T / |w dz|^2``."""
+        ``w``: ``J += (dG - J dz) (w^2 dz)^T / |w dz|^2``. False, ``J`` unchanged, where the
+        sparse low-rank term holds :data:`MAX_RANK` corrections already: time for a fresh ``P``."""
         x = dz * w
         n2 = float(x @ x)
         if n2 <= 0:
-            return
+            return True
         v = x * w
         if not self.dense:
-            u = (dG - self._sparse.times(dz)) / n2
-            if self._sparse.add(u, v):
-                return
-            # too many corrections: dense until the next P
-            self.dense, self.J = True, np.asfortranarray(self._sparse.dense())
-            self.Jinv = np.zeros((len(dz), len(dz)), order="F")
-            self._sparse = None
-            self.jac[1] = 0.0
-            self.J += np.outer(u, v)
-            return
+            return self._sparse.add((dG - self._sparse.times(dz)) / n2, v)
         J, inv = self.J, self.Jinv
         u = (dG - J @ dz) / n2
         J += np.outer(u, v)
@@ -147,18 +141,16 @@ class StepJacobian:
                     self.jac[2] = 0.0                   # an update at another step: inexact at any
             else:
                 self.jac[1] = 0.0
+        return True
 
     def snapshot(self):
         """What :meth:`restore` needs; the dense ``J`` and its inverse, which the updates change
         in place, are copied (the low-rank term's arrays never change)."""
-        return (self.jac.copy(), self.dense, self.J.copy(), self.Jinv.copy() if self.jac[1] else None,
+        return (self.jac.copy(), self.J.copy(), self.Jinv.copy() if self.jac[1] else None,
                 None if self._sparse is None else self._sparse.snapshot())
 
     def restore(self, snap):
-        jac, dense, J, Jinv, sparse = snap
-        if dense != self.dense or J.shape != self.J.shape:      # dense for a while after too many corrections
-            self.J, self.Jinv = np.zeros(J.shape, order="F"), np.zeros(J.shape, order="F")
-        self.dense = dense
+        jac, J, Jinv, sparse = snap
         np.copyto(self.J, J)
         if Jinv is not None:
             np.copyto(self.Jinv, Jinv)
@@ -244,8 +236,8 @@ class _LowRank:
         return x
 
     def add(self, u, v) -> bool:
-        """Add the correction ``u v^T`` (at the current ``c``); False when the low-rank term
-        has :data:`MAX_RANK` terms already and ``J`` should be made dense instead."""
+        """Add the correction ``u v^T`` (at the current ``c``); False, nothing added, when the
+        low-rank term has :data:`MAX_RANK` terms already."""
         if self.V.shape[0] >= MAX_RANK:
             return False
         self.U = np.column_stack([self.U, u / self.c])
@@ -253,13 +245,6 @@ class _LowRank:
         self._Y = np.column_stack([self._Y, self._A_solve(u)])
         self._woodbury()
         return True
-
-    def dense(self):
-        """``J`` as a dense matrix."""
-        J = 0.5 * self._lu_IM.solve(self.P.toarray())
-        if self.V.shape[0]:
-            J += self.U @ self.V
-        return self.c * J
 
     def snapshot(self):
         """The arguments that make it again (none of them changes in place)."""
