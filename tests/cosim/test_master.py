@@ -222,6 +222,15 @@ def test_a_light_body_is_held_to_the_tolerance():
     assert err <= Options.tol and res.stats.error_estimate >= err and not res.warning
 
 
+def _feedthrough(rng, n):
+    """A random ``M`` (n x n) block-sparse as units' feedthrough: 3 x 3 blocks, each unit's
+    rows x the next one's coupling inputs."""
+    M = np.zeros((n, n))
+    for i in range(0, n, 3):
+        M[i:i + 3, (i + 3) % n:(i + 3) % n + 3] = 0.3 * rng.standard_normal((3, 3))
+    return M
+
+
 @pytest.mark.parametrize("dense_up_to", [10 ** 9, 0], ids=["dense", "sparse"])
 def test_step_jacobian_solves_follow_its_broyden_updates(dense_up_to, monkeypatch):
     """The coupling iteration's solves with ``I - J``, kept through Broyden's updates (dense:
@@ -236,9 +245,7 @@ def test_step_jacobian_solves_follow_its_broyden_updates(dense_up_to, monkeypatc
     monkeypatch.setattr(step_jacobian, "MAX_RANK", 6)
     rng = np.random.default_rng(4)
     n = 12
-    M = np.zeros((n, n))
-    for i in range(0, n, 3):                           # block-sparse, as units' feedthrough
-        M[i:i + 3, (i + 3) % n:(i + 3) % n + 3] = 0.3 * rng.standard_normal((3, 3))
+    M = _feedthrough(rng, n)
 
     class Sens:
         @staticmethod
@@ -251,6 +258,11 @@ def test_step_jacobian_solves_follow_its_broyden_updates(dense_up_to, monkeypatc
             from scipy.sparse.linalg import splu
             IM = sparse.csc_matrix(np.eye(n) - M)
             return IM, splu(IM)
+
+        @staticmethod
+        def sparse(X):
+            from scipy import sparse
+            return sparse.csc_matrix(X)
     P = 0.3 * rng.standard_normal((n, n)) / np.sqrt(n)
     J0 = 0.5 * np.linalg.solve(np.eye(n) - M, P)       # at h = 0.01, no correction
     jac = StepJacobian(n, dense_up_to=dense_up_to)
@@ -283,6 +295,53 @@ def test_step_jacobian_solves_follow_its_broyden_updates(dense_up_to, monkeypatc
         assert taken == (not sparse or k < step_jacobian.MAX_RANK)
         if taken:
             J = (Jh + np.outer((dG - Jh @ dz) / (x @ x), x * w)) * (0.01 / h)
+
+
+def test_the_loops_inverse_jacobian_in_product_form_follows_the_formed_one(monkeypatch):
+    """Past DENSE_UP_TO the loops' ``J^-1`` is kept as ``H0 + A B^T`` (one sparse solve a
+    product) instead of formed: its products follow the formed ``H``'s through Broyden's
+    updates to rounding, start again from ``M``'s after LOOP_RANK of them, and a snapshot
+    taken between updates restores the same products. Each update returns the next Newton
+    step, ``-H r`` with ``H`` updated."""
+    from types import SimpleNamespace
+    from titop_fmu.cosim import loop
+    from titop_fmu.cosim.loop import Sensitivities
+
+    monkeypatch.setattr(loop, "LOOP_RANK", 4)
+    rng = np.random.default_rng(11)
+    n = 12
+    M = _feedthrough(rng, n)
+    st = SimpleNamespace(n_cin=n, unknowns=np.array([0, 1, 2, 4, 5, 7, 9, 10]),
+                         layouts=[SimpleNamespace(rows=np.arange(i, i + 3), cin=np.arange(i + 3, i + 6) % n)
+                                  for i in range(0, n, 3)])
+    formed = Sensitivities(st)
+    monkeypatch.setattr(loop, "DENSE_UP_TO", 0)
+    product = Sensitivities(st)
+    assert product.product and not formed.product
+    H0 = -np.linalg.inv(np.eye(n) - M)[np.ix_(st.unknowns, st.unknowns)]
+    for s in (formed, product):
+        s.set_M(M.copy())
+    nu = len(st.unknowns)
+    snap = None
+    for k in range(7):
+        v = rng.standard_normal(nu)
+        want = formed.inverse_times(v)
+        assert np.abs(product.inverse_times(v) - want).max() <= 1e-12 * np.abs(want).max()
+        if k == 0:
+            assert np.abs(want - H0 @ v).max() <= 1e-12 * np.abs(want).max()
+        if k == 2:
+            snap, snap_v, snap_want = product.snapshot(), v, want
+        r0, r = rng.standard_normal(nu), rng.standard_normal(nu)
+        dz = formed.inverse_times(-r0)                 # a Newton step, then the residual r
+        if k == loop.LOOP_RANK:     # the product form starts again from H0, without this pair
+            formed.set_M(M.copy())
+            step = formed.inverse_times(-r)
+        else:
+            step = formed.broyden(dz, r)
+            assert np.abs(step - formed.inverse_times(-r)).max() <= 1e-12 * np.abs(step).max()     # -H r, H updated
+        assert np.abs(product.broyden(dz, r) - step).max() <= 1e-12 * np.abs(step).max()
+    product.restore(snap)
+    assert np.abs(product.inverse_times(snap_v) - snap_want).max() <= 1e-12 * np.abs(snap_want).max()
 
 
 def test_a_step_jacobian_far_from_its_inverse_s_step_is_inverted_again():

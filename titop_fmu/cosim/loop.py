@@ -50,6 +50,9 @@ class LoopError(SolverError):
 #: systems of up to this many coupling inputs solve with ``I - M`` (and the step Jacobian,
 #: :mod:`.step_jacobian`) densely
 DENSE_UP_TO = 256
+#: past DENSE_UP_TO, the Broyden corrections of ``J^-1`` kept in product form; then they start
+#: again from ``M`` (a 32-body chain made 58 on average between two measurements of ``M``)
+LOOP_RANK = 64
 
 
 def splu(A):
@@ -70,9 +73,14 @@ class Sensitivities:
 
     ``I - M`` has the sparsity of the connections and a tree's factors do not fill in:
     one sparse LU per ``M``, O(N) (up to :data:`DENSE_UP_TO` coupling inputs a dense
-    solve, as fast there). Its solves for the unknowns' columns give ``J^-1``
-    (unknowns x unknowns), which Broyden's updates along the Newton steps correct
-    (Sherman-Morrison); a Newton step is one product with it."""
+    solve, as fast there). ``J^-1`` (unknowns x unknowns) is ``-[(I - M)^-1]`` on the
+    unknowns' rows and columns, which Broyden's updates along the Newton steps correct
+    (Sherman-Morrison). Up to :data:`DENSE_UP_TO` coupling inputs it is formed, ``H``,
+    and a Newton step is one product with it; past it, ``H`` would cost a solve per unknown
+    at every ``M`` and O(n^2) per update (1.9 s of 6 s on a 32-body chain), and ``J^-1``
+    is kept in product form, ``H0 + A B^T``: a product with ``H0`` is one sparse solve, the
+    updates add columns to ``A`` and ``B`` (at most :data:`LOOP_RANK`, then they start
+    again from ``H0``)."""
 
     def __init__(self, st: Structure):
         self.st = st
@@ -84,12 +92,18 @@ class Sensitivities:
         self.M_fresh = np.zeros(1)
         self.refreshes = 0
         self._lu = None                 # (I - M, its sparse LU)
+        self._pattern = None            # M's block pattern in CSC order (sparse)
         n = len(st.unknowns)
+        self.product = st.n_cin > DENSE_UP_TO
         # J^-1, Broyden-updated, kept in place (the base steps in C, :mod:`.core`, use these
         # arrays): H, largest |M_ij|, and H's state: -1 no M yet, 0 H not formed from M, 1 formed
-        self.H = np.zeros((n, n))
+        # (in product form: the LU of I - M made, the corrections counted from there)
+        self.H = np.zeros((0, 0) if self.product else (n, n))
         self.M_max = np.zeros(1)
         self.H_state = np.array([-1.0])
+        # in product form, J^-1 = H0 + A[:, :k] B[:, :k]^T
+        m = LOOP_RANK if self.product else 0
+        self._A, self._B, self._k = np.zeros((n, m)), np.zeros((n, m)), 0
 
     @property
     def M(self):
@@ -114,7 +128,10 @@ class Sensitivities:
         self.refreshes += 1
 
     def snapshot(self):
-        return self.M, self.H.copy() if self.H_state[0] == 1.0 else None
+        if self.H_state[0] != 1.0:
+            return self.M, None
+        k = self._k
+        return self.M, (self._A[:, :k].copy(), self._B[:, :k].copy()) if self.product else self.H.copy()
 
     def restore(self, snap):
         """Back to a :meth:`snapshot` (its matrix ``M`` is taken, not copied)."""
@@ -122,8 +139,29 @@ class Sensitivities:
         self.M_max[0] = float(np.abs(self.M).max()) if self.M is not None and self.M.size else 0.0
         self._lu = None
         self.H_state[0] = -1.0 if self.M is None else 0.0 if H is None else 1.0
-        if H is not None:
+        if H is None:
+            return
+        if self.product:
+            self._k = k = H[0].shape[1]
+            self._A[:, :k], self._B[:, :k] = H
+        else:
             np.copyto(self.H, H)
+
+    def sparse(self, X):
+        """The dense ``X`` (coupling inputs x coupling inputs) on ``M``'s block pattern (each
+        unit's rows x its coupling inputs: ``M``'s and ``P``'s), as a CSC matrix: its entries
+        gathered, not searched (scipy's search of a 768 x 768 matrix took 2 ms)."""
+        from scipy import sparse                # here: the FMUs import this package without scipy
+
+        if self._pattern is None:
+            n = self.st.n_cin
+            r = np.concatenate([np.repeat(lay.rows, len(lay.cin)) for lay in self.st.layouts] + [[]]).astype(int)
+            c = np.concatenate([np.tile(lay.cin, len(lay.rows)) for lay in self.st.layouts] + [[]]).astype(int)
+            flat = np.unique(c * n + r)             # by column, then row: CSC order, each entry once
+            cols, rows = np.divmod(flat, n)
+            self._pattern = (rows * n + cols, rows, np.searchsorted(cols, np.arange(n + 1)))
+        at, rows, indptr = self._pattern
+        return sparse.csc_matrix((X.ravel()[at], rows, indptr), shape=X.shape)
 
     def factors(self):
         """``(I - M, its sparse LU)``, formed once per ``M``; ``np.linalg.LinAlgError`` if
@@ -131,7 +169,7 @@ class Sensitivities:
         if self._lu is None:
             from scipy import sparse            # here: the FMUs import this package without scipy
 
-            IM = sparse.identity(self.st.n_cin, format="csc") - sparse.csc_matrix(self.M)
+            IM = (sparse.identity(self.st.n_cin, format="csc") - self.sparse(self.M)).tocsc()
             self._lu = IM, splu(IM)
         return self._lu
 
@@ -145,27 +183,57 @@ class Sensitivities:
         return self.factors()[1].solve(X)
 
     def form_H(self):
-        """``H = J^-1`` from ``M``, unless it is formed; ``np.linalg.LinAlgError`` if ``I - M`` is
-        singular."""
+        """``H = J^-1`` from ``M`` (in product form: the LU of ``I - M``), unless it is formed;
+        ``np.linalg.LinAlgError`` if ``I - M`` is singular."""
         if self.H_state[0] != 1.0:
-            n, u = self.st.n_cin, self.unknowns
-            E = np.zeros((n, len(u)))
-            E[u, np.arange(len(u))] = 1.0
-            self.H[:] = -self.solve(E)[u]
+            if self.product:
+                self.factors()
+                self._k = 0
+            else:
+                n, u = self.st.n_cin, self.unknowns
+                E = np.zeros((n, len(u)))
+                E[u, np.arange(len(u))] = 1.0
+                self.H[:] = -self.solve(E)[u]
             self.H_state[0] = 1.0
+
+    def _H0_times(self, v, trans=False):
+        """``H0 v`` (or ``H0^T v``), ``H0 = -[(I - M)^-1]`` on the unknowns: one sparse solve."""
+        x = np.zeros(self.st.n_cin)
+        x[self.unknowns] = v
+        return -self.factors()[1].solve(x, trans="T" if trans else "N")[self.unknowns]
 
     def inverse_times(self, v):
         """``J^-1 v``, ``J`` the loops' Jacobian with the Broyden updates so far."""
         self.form_H()
-        return self.H @ v
+        if not self.product:
+            return self.H @ v
+        k = self._k
+        return self._H0_times(v) + self._A[:, :k] @ (self._B[:, :k].T @ v)
 
-    def broyden(self, dz, dr):
-        """Broyden's (good) rank-one update of ``J`` along a Newton step ``dz`` that changed
-        the residual by ``dr``, on its inverse ``H``: ``H += (s - H y) s^T H / (s^T H y)``."""
-        Hy = self.inverse_times(dr)
+    def broyden(self, dz, r):
+        """Broyden's (good) rank-one update of ``J`` along the Newton step ``dz = -H r0`` (``H``
+        as it is now) that led to the residual ``r``, on its inverse ``H``: ``H += (s - H y)
+        s^T H / (s^T H y)``, ``s = dz``, ``y = r - r0``; returns the next Newton step ``-H r``
+        with the updated ``H``. One product with ``H`` (``H y = H r + dz``) and one with ``H^T``
+        (in product form, with ``H0`` a sparse solve each), not three."""
+        if self.product and self._k == LOOP_RANK:
+            self._k = 0                                 # again from H0; dz was the H before's, no pair for H0
+            return -self.inverse_times(r)
+        Hr = self.inverse_times(r)
+        Hy = Hr + dz
         den = float(dz @ Hy)
-        if math.isfinite(den) and abs(den) > 1e-14 * (math.sqrt(dz.dot(dz)) * math.sqrt(Hy.dot(Hy))):
-            self.H += np.multiply((dz - Hy)[:, None], dz @ self.H) / den
+        if not (math.isfinite(den) and abs(den) > 1e-14 * (math.sqrt(dz.dot(dz)) * math.sqrt(Hy.dot(Hy)))):
+            return -Hr
+        a = (dz - Hy) / den
+        if not self.product:
+            b = dz @ self.H
+            self.H += np.multiply(a[:, None], b)
+        else:
+            k = self._k
+            b = self._H0_times(dz, trans=True) + self._B[:, :k] @ (self._A[:, :k].T @ dz)
+            self._A[:, k], self._B[:, k] = a, b
+            self._k = k + 1
+        return -(Hr + a * float(b @ r))
 
 
 def _difference_plan(lay, cs, dep):
@@ -315,7 +383,7 @@ class LoopSolver:
         sens = self.sens
         fresh = False
         r = self._propagate(z, full=True)
-        prev = None
+        prev = step = None
         for it in range(self.max_iter + 1):
             np.maximum(self.zscale, np.abs(z), out=self.zscale)
             ar = np.abs(r)
@@ -333,11 +401,11 @@ class LoopSolver:
                 break
             if sens.H_state[0] < 0.0 or (not fresh and prev is not None and self._worth_refreshing(e, prev, it)):
                 self.refresh_M()
-                fresh = True
+                fresh, step = True, None
             elif fresh and prev is not None and e > 0.5 * prev and it > 6:
                 break                                       # a fresh Jacobian and no progress
             try:
-                dz = sens.inverse_times(-r)
+                dz = sens.inverse_times(-r) if step is None else step
             except np.linalg.LinAlgError:
                 self._fail(t, r, err, it, "the loop Jacobian is singular")
             # finite differences (step 1e-6) give M to ~1e-8 relative: a step implying
@@ -349,9 +417,8 @@ class LoopSolver:
                                           "or not a unique one)")
             prev = e
             z = z + dz
-            r_new = self._propagate(z)
-            sens.broyden(dz, r_new - r)
-            r = r_new
+            r = self._propagate(z)
+            step = sens.broyden(dz, r)
             self.iterations += 1
         self._fail(t, r, err, self.max_iter, "Newton did not converge")
 

@@ -173,11 +173,9 @@ class _LowRank:
 
     @classmethod
     def measured(cls, P, sens):
-        """From the dense ``P`` and the factors of ``I - M`` that ``sens`` holds."""
-        from scipy import sparse                    # here: the FMUs import this package without scipy
-
+        """From the dense ``P`` (on ``M``'s block pattern) and the factors of ``I - M`` that ``sens`` holds."""
         IM, lu = sens.factors()
-        return cls(sparse.csc_matrix(P), IM, lu_IM=lu)
+        return cls(sens.sparse(P), IM, lu_IM=lu)
 
     def _factor(self):
         """The LU of ``B = (I - M) - c/2 P`` and Woodbury's ``Y = A^-1 c U``, ``S = 1 - V^T Y``
