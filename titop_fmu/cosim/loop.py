@@ -122,7 +122,7 @@ class Sensitivities:
 
     def set_M(self, M):
         self.M = M
-        self.M_max[0] = float(np.abs(M).max()) if M.size else 0.0
+        self.M_max[0] = self._largest(M)
         self._lu = None
         self.H_state[0] = 0.0
         self.refreshes += 1
@@ -136,7 +136,7 @@ class Sensitivities:
     def restore(self, snap):
         """Back to a :meth:`snapshot` (its matrix ``M`` is taken, not copied)."""
         self.M, H = snap
-        self.M_max[0] = float(np.abs(self.M).max()) if self.M is not None and self.M.size else 0.0
+        self.M_max[0] = 0.0 if self.M is None else self._largest(self.M)
         self._lu = None
         self.H_state[0] = -1.0 if self.M is None else 0.0 if H is None else 1.0
         if H is None:
@@ -147,12 +147,9 @@ class Sensitivities:
         else:
             np.copyto(self.H, H)
 
-    def sparse(self, X):
-        """The dense ``X`` (coupling inputs x coupling inputs) on ``M``'s block pattern (each
-        unit's rows x its coupling inputs: ``M``'s and ``P``'s), as a CSC matrix: its entries
-        gathered, not searched (scipy's search of a 768 x 768 matrix took 2 ms)."""
-        from scipy import sparse                # here: the FMUs import this package without scipy
-
+    def pattern(self):
+        """``M``'s block pattern (each unit's rows x its coupling inputs: ``M``'s and ``P``'s) in
+        CSC order: ``(positions in the flattened matrix, their rows, the columns' starts)``, kept."""
         if self._pattern is None:
             n = self.st.n_cin
             r = np.concatenate([np.repeat(lay.rows, len(lay.cin)) for lay in self.st.layouts] + [[]]).astype(int)
@@ -160,7 +157,19 @@ class Sensitivities:
             flat = np.unique(c * n + r)             # by column, then row: CSC order, each entry once
             cols, rows = np.divmod(flat, n)
             self._pattern = (rows * n + cols, rows, np.searchsorted(cols, np.arange(n + 1)))
-        at, rows, indptr = self._pattern
+        return self._pattern
+
+    def _largest(self, M):
+        """``max |M_ij|``, over the block pattern (on a 64-body chain, 1536 coupling inputs: 0.11 ms, the
+        whole matrix 1.3 ms)."""
+        return float(np.abs(M.ravel()[self.pattern()[0]]).max(initial=0.0))
+
+    def sparse(self, X):
+        """The dense ``X`` (coupling inputs x coupling inputs) on ``M``'s block pattern, as a CSC
+        matrix: its entries gathered, not searched (scipy's search of a 768 x 768 matrix took 2 ms)."""
+        from scipy import sparse                # here: the FMUs import this package without scipy
+
+        at, rows, indptr = self.pattern()
         return sparse.csc_matrix((X.ravel()[at], rows, indptr), shape=X.shape)
 
     def factors(self):
