@@ -222,6 +222,21 @@ def test_a_light_body_is_held_to_the_tolerance():
     assert err <= Options.tol and res.stats.error_estimate >= err and not res.warning
 
 
+def test_the_first_interval_is_shortened_by_the_base_step_s_order():
+    """Before the first accepted interval the tableau has no columns to scale the local error by:
+    the error is the base step's, ~ H^2 per unit step, and a rejection shortens the step by that
+    order. The light body's first interval (1 ms, the default start) was tried five times when
+    the step was shortened by the level's order, ~ H^6 (then 0.50, 0.29, 0.22 and 0.18 ms), twice
+    now (then 0.2 ms, the largest cut a rejection makes)."""
+    s, _ = light_body_system()
+    m = build(s, FileUnits(), Options(workers=0))
+    tried = []
+    m.on_attempt = tried.append
+    m.initialize()
+    m.advance(0.5)
+    assert m.stats.rejected == 1 and len(tried) == 1 and tried[0] <= 0.2 * 1e-3 * (1 + 1e-12)
+
+
 def _feedthrough(rng, n):
     """A random ``M`` (n x n) block-sparse as units' feedthrough: 3 x 3 blocks, each unit's
     rows x the next one's coupling inputs."""

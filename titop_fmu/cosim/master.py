@@ -56,11 +56,13 @@ Scheme (``benchmarks/cosim_order.py`` measures the orders):
    show). Scaled per controlled quantity by the tableau's ratio ``max|D_{k-1}| /
    max|D_1|`` over the last ``RECENT`` intervals (the local errors of two orders in the
    proportion of their global errors), it is the local error at the level of the printed
-   estimate, one order below the result. It is held to its share ``tol * H / span`` of the tolerance
+   estimate, one order below the result (before the first accepted interval there are no
+   columns to scale it by: it is the base step's, and the step follows that order). It is held to its share ``tol * H / span`` of the tolerance
    (error per unit step), never below ``ROUNDING`` (the quantities are scaled to order
    one, and two runs of a step differ by a few ulps however short it is: a share below
    it made a short span's first steps fall to ``h_min``): intervals above ``REJECT`` (1.5) times their share are
-   redone, the next ``H`` is ``0.9 (share / error)^(1/(2k-2))`` times the last. A
+   redone, the next ``H`` is ``0.9 (share / error)^(1/(2k-2))`` times the last (``^(1/2)`` for an error
+   the tableau did not scale). A
    coupling iterate is accepted once its predicted change is within the share.
    (Measured and not taken: the earlier estimate, the effect of the predictor's
    error through the step Jacobian times an Euler-Maclaurin factor, missed the
@@ -144,6 +146,9 @@ class Master:
         self.steppers = [s for s in steppers if not s.in_process] + [s for s in steppers if s.in_process]
         self.sequence = tuple(opt.sequence)
         self.order = 2 * len(self.sequence)
+        # the order in H of the last interval's error ratio (next_H): the level's, 2k - 2, but 2 (the
+        # base step's local error per unit step) while the tableau has no columns to scale it by
+        self._ratio_order = max(2, self.order - 2)
         self.weights = extrapolation_weights(self.sequence)
         self._columns = tableau_columns(self.sequence)
         self.stats = Stats(workers=opt.workers)
@@ -286,11 +291,18 @@ class Master:
         half = self._values(np.asarray(self._observe(rec_half), dtype=float))
         # one step against two half steps: the error of the one step is 4/3 of their difference
         e = np.abs(self._controlled(res[0][1], full, U_half, half)) * (4.0 / 3.0)
+        scaled = None
         if self._Drecent and len(self._Drecent[0]) > 1:
             recent = np.max(self._Drecent, axis=0)
             top, first = recent[-1], recent[0]
-            e *= np.where(first > top, top / np.where(first > 0, first, 1.0), 1.0)
-        return float(e.max(initial=0.0))
+            scaled = first > top
+            e *= np.where(scaled, top / np.where(first > 0, first, 1.0), 1.0)
+        if not e.size:
+            return 0.0
+        # the largest one unscaled (before the first accepted interval, every one): the base step's order
+        i = int(np.argmax(e))
+        self._ratio_order = max(2, self.order - 2) if scaled is not None and scaled[i] else 2
+        return float(e[i])
 
     # -- start ----------------------------------------------------------------------------------
     def initialize(self, t0=0.0):
@@ -340,6 +352,7 @@ class Master:
                 raise SolverError(f"{e} (fixed macro step {H:g} s)") from None
             self.stats.stalled += 1
             self._why = str(e)
+            self._ratio_order = max(2, self.order - 2)
             return False, 2.0 ** self.order
         except SolverError:
             self._all("rollback")
@@ -364,8 +377,9 @@ class Master:
         opt = self.opt
         if opt.fixed or opt.hold:
             return H
-        # the local error at the level of D_{k-1} ~ H^(2k - 1), per unit step ~ H^(2k - 2)
-        fac = 0.9 * max(ratio, 1e-10) ** (-1.0 / max(2, self.order - 2))
+        # the local error at the level of D_{k-1} ~ H^(2k - 1), per unit step ~ H^(2k - 2) (the
+        # base step's before the first accepted interval: ~ H^2)
+        fac = 0.9 * max(ratio, 1e-10) ** (-1.0 / self._ratio_order)
         return float(min(opt.h_max, max(H_MIN, H * min(GROWTH, max(0.2, fac)))))
 
     def _fit(self, H, t_end):
