@@ -120,8 +120,9 @@ class Stats:
             f"iterations); H in [{self.h_min_used:.3g}, {self.h_max_used:.3g}] s",
             f"base steps {self.base_steps}, coupling iterations {self.step_iterations} "
             f"({self.step_iterations / max(1, self.base_steps):.2f} per base step)",
-            f"estimated global error (largest top tableau column + local errors summed; outputs relative "
-            f"to their range, absolute below one): {self.error_estimate:.2g}",
+            f"estimated global error (largest top tableau column, or the one below where the tableau is "
+            f"out of its asymptotic range, + local errors summed; outputs relative to their range, absolute "
+            f"below one): {self.error_estimate:.2g}",
             f"loop solves {self.loop_solves}, loop Newton iterations {self.loop_iterations}; Jacobians: "
             f"feedthrough {self.M_refreshes}, step sensitivity {self.P_refreshes}",
             f"unit calls {sum(self.unit_calls.values())} (doStep {sum(self.unit_steps.values())})",
