@@ -466,14 +466,18 @@ def test_the_base_steps_in_c_compute_what_the_python_computes(balloon_fmus, fmu_
 
 
 @pytest.mark.slow
-def test_the_two_kinds_of_fmu_compute_the_same_to_the_coupling_tolerance(balloon_fmus, standalone_dir):
+def test_the_two_kinds_of_fmu_compute_the_same_to_the_coupling_tolerance(fmu_dir, standalone_dir):
     """The standalone FMUs (the default kind) compute in C what the pythonfmu FMUs compute (to
-    1e-13 per call): over 1 s the master takes the same macro steps on both, and where the
-    coupling iterations stop (at the tolerance, 3e-8 per interval here) differs by rounding only:
-    8.3e-10 apart (measured)."""
-    standalone, _ = run_master_balloon("fmu", standalone_dir, fmu_kind="standalone", span=SPAN)
-    pythonfmu = balloon_fmus[0]
-    assert np.array_equal(standalone.mesh, pythonfmu.mesh)
+    1e-13 per call): over 1 s on the same macro steps (10 ms, fixed), where the coupling
+    iterations stop (at the tolerance) differs by rounding only (measured: 5.5e-11 apart). Under
+    the step control the steps may part: the local error is a difference of near-equal values,
+    0.3 % apart between the kinds where the coupling iterations stop, and a step near a rounding
+    tie of the output grid went to 0.03 s on one kind and 0.04 s on the other (at 0.68 s; then
+    2.2e-7 apart, within the tolerance)."""
+    fixed = dict(span=SPAN, fixed=True, h0=0.01)
+    standalone, _ = run_master_balloon("fmu", standalone_dir, fmu_kind="standalone", **fixed)
+    pythonfmu, _ = run_master_balloon("fmu", fmu_dir, **fixed)
+    assert np.array_equal(standalone.mesh, pythonfmu.mesh) and len(standalone.mesh) == 101
     assert 0 < np.abs(standalone.values - pythonfmu.values).max() <= 1e-8
 
 

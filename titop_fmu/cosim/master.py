@@ -291,18 +291,17 @@ class Master:
         half = self._values(np.asarray(self._observe(rec_half), dtype=float))
         # one step against two half steps: the error of the one step is 4/3 of their difference
         e = np.abs(self._controlled(res[0][1], full, U_half, half)) * (4.0 / 3.0)
-        scaled = None
+        columns = False
         if self._Drecent and len(self._Drecent[0]) > 1:
             recent = np.max(self._Drecent, axis=0)
             top, first = recent[-1], recent[0]
-            scaled = first > top
-            e *= np.where(scaled, top / np.where(first > 0, first, 1.0), 1.0)
-        if not e.size:
-            return 0.0
-        # the largest one unscaled (before the first accepted interval, every one): the base step's order
-        i = int(np.argmax(e))
-        self._ratio_order = max(2, self.order - 2) if scaled is not None and scaled[i] else 2
-        return float(e[i])
+            e *= np.where(first > top, top / np.where(first > 0, first, 1.0), 1.0)
+            columns = bool(first.max(initial=0.0) > 0.0)
+        # no columns yet (the runs agree at the start): the base step's error and order. Not decided
+        # per quantity: the step would then depend on which one is largest, a choice the last bits
+        # can swing (the two kinds of FMU took different macro steps over the balloon's first second)
+        self._ratio_order = max(2, self.order - 2) if columns else 2
+        return float(e.max(initial=0.0))
 
     # -- start ----------------------------------------------------------------------------------
     def initialize(self, t0=0.0):
