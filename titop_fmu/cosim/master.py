@@ -291,16 +291,15 @@ class Master:
         half = self._values(np.asarray(self._observe(rec_half), dtype=float))
         # one step against two half steps: the error of the one step is 4/3 of their difference
         e = np.abs(self._controlled(res[0][1], full, U_half, half)) * (4.0 / 3.0)
-        columns = False
         if self._Drecent and len(self._Drecent[0]) > 1:
             recent = np.max(self._Drecent, axis=0)
             top, first = recent[-1], recent[0]
             e *= np.where(first > top, top / np.where(first > 0, first, 1.0), 1.0)
-            columns = bool(first.max(initial=0.0) > 0.0)
-        # no columns yet (the runs agree at the start): the base step's error and order. Not decided
-        # per quantity: the step would then depend on which one is largest, a choice the last bits
-        # can swing (the two kinds of FMU took different macro steps over the balloon's first second)
-        self._ratio_order = max(2, self.order - 2) if columns else 2
+        # before the first accepted interval the columns are the start's (the runs agree there, to
+        # the loop solves' rounding): the base step's error and order. Not decided per quantity
+        # (where a quantity's error is not scaled): the step would then depend on which one is
+        # largest, a choice the last bits can swing
+        self._ratio_order = max(2, self.order - 2) if self.stats.macro_steps else 2
         return float(e.max(initial=0.0))
 
     # -- start ----------------------------------------------------------------------------------
