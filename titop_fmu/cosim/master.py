@@ -61,8 +61,8 @@ Scheme (``benchmarks/cosim_order.py`` measures the orders):
    (error per unit step), never below ``ROUNDING`` (the quantities are scaled to order
    one, and two runs of a step differ by a few ulps however short it is: a share below
    it made a short span's first steps fall to ``h_min``): intervals above ``REJECT`` (1.5) times their share are
-   redone, the next ``H`` is ``0.9 (share / error)^(1/(2k-2))`` times the last (``^(1/2)`` for an error
-   the tableau did not scale). A
+   redone, the next ``H`` is ``0.9 (share / error)^(1/(2k-2))`` times the last (``^(1/2)`` before
+   the first accepted interval). A
    coupling iterate is accepted once its predicted change is within the share.
    (Measured and not taken: the earlier estimate, the effect of the predictor's
    error through the step Jacobian times an Euler-Maclaurin factor, missed the
@@ -146,8 +146,8 @@ class Master:
         self.steppers = [s for s in steppers if not s.in_process] + [s for s in steppers if s.in_process]
         self.sequence = tuple(opt.sequence)
         self.order = 2 * len(self.sequence)
-        # the order in H of the last interval's error ratio (next_H): the level's, 2k - 2, but 2 (the
-        # base step's local error per unit step) while the tableau has no columns to scale it by
+        # the order in H of the last interval's error ratio (next_H, set by interval): the level's,
+        # 2k - 2, but 2 (the base step's local error per unit step) before the first accepted interval
         self._ratio_order = max(2, self.order - 2)
         self.weights = extrapolation_weights(self.sequence)
         self._columns = tableau_columns(self.sequence)
@@ -295,11 +295,6 @@ class Master:
             recent = np.max(self._Drecent, axis=0)
             top, first = recent[-1], recent[0]
             e *= np.where(first > top, top / np.where(first > 0, first, 1.0), 1.0)
-        # before the first accepted interval the columns are the start's (the runs agree there, to
-        # the loop solves' rounding): the base step's error and order. Not decided per quantity
-        # (where a quantity's error is not scaled): the step would then depend on which one is
-        # largest, a choice the last bits can swing
-        self._ratio_order = max(2, self.order - 2) if self.stats.macro_steps else 2
         return float(e.max(initial=0.0))
 
     # -- start ----------------------------------------------------------------------------------
@@ -342,6 +337,7 @@ class Master:
         """Try ``[t, t + H]``; ``(accepted, ratio)``, ratio = estimated error / its share."""
         opt = self.opt
         share = max(opt.tol * H / self.span, ROUNDING)
+        level = max(2, self.order - 2)
         try:
             res = self._all("interval", self.t, H, share, self.scale, self._control())
         except NoConvergence as e:
@@ -350,13 +346,18 @@ class Master:
                 raise SolverError(f"{e} (fixed macro step {H:g} s)") from None
             self.stats.stalled += 1
             self._why = str(e)
-            self._ratio_order = max(2, self.order - 2)
+            self._ratio_order = level
             return False, 2.0 ** self.order
         except SolverError:
             self._all("rollback")
             raise
         obs = self._observations(res)
         ratio = self.local_error(res, obs) / share if "half" in res else 0.0
+        # before the first accepted interval the columns are the start's (the runs agree there, to
+        # the loop solves' rounding): the error is the base step's, and so is its order. Not decided
+        # per quantity (where one's error is not scaled): the step would then depend on which one
+        # is largest, a choice the last bits can swing
+        self._ratio_order = level if self.stats.macro_steps else 2
         accepted = not self._control() or ratio <= REJECT
         if accepted:
             for s in self.steppers:         # a worker's goes with its next command: no round trip
